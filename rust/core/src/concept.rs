@@ -1,0 +1,260 @@
+//! One concept file → a `Concept` or a skip, with its diagnostics
+//! (SPEC §1.3–1.4, §2.1–2.2). Pure function of the path and the bytes, so it
+//! runs in parallel over a bundle's files.
+
+use crate::diagnostic::{Code, Diagnostic};
+use crate::stale::parse_stale_after;
+use crate::text::{lines, trim};
+use crate::yaml::{self, get, Value};
+
+pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Draft,
+    Stable,
+    Deprecated,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Draft => "draft",
+            Status::Stable => "stable",
+            Status::Deprecated => "deprecated",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrustTier {
+    Unverified,
+    MachineConfirmed,
+    HumanReviewed,
+}
+
+impl TrustTier {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TrustTier::Unverified => "unverified",
+            TrustTier::MachineConfirmed => "machine_confirmed",
+            TrustTier::HumanReviewed => "human_reviewed",
+        }
+    }
+}
+
+/// `{by, at}` of `generated` and of each `verified` entry, as display texts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor {
+    pub by: Option<String>,
+    pub at: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Concept {
+    pub id: String,
+    /// Relative path, `/`-separated, `.md` kept.
+    pub path: String,
+    pub kind: Option<String>,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub tags: Vec<String>,
+    pub resource: Option<String>,
+    pub status: Status,
+    pub status_known: bool,
+    /// Microseconds since the Unix epoch, UTC.
+    pub stale_after: Option<i64>,
+    pub generated: Option<Actor>,
+    pub verified: Vec<Actor>,
+    pub trust_tier: TrustTier,
+    pub body: String,
+    pub frontmatter: Vec<(String, Value)>,
+}
+
+/// The result of reading one file: the concept (unless skipped) and its
+/// diagnostics in the documented order.
+pub struct Read {
+    pub concept: Option<Concept>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+fn display(v: Option<&Value>) -> Option<String> {
+    v.and_then(Value::display).map(str::to_string)
+}
+
+fn actor(map: &[(String, Value)]) -> Actor {
+    Actor { by: display(get(map, "by")), at: display(get(map, "at")) }
+}
+
+/// Split a text into (frontmatter lines, body). `Ok(None)` = no frontmatter.
+pub fn split_frontmatter(text: &str) -> Result<Option<(Vec<&str>, String)>, ()> {
+    let ls = lines(text);
+    if ls.is_empty() || trim(ls[0]) != "---" {
+        return Ok(None);
+    }
+    let Some(end) = ls.iter().skip(1).position(|l| trim(l) == "---").map(|k| k + 1) else {
+        return Err(());
+    };
+    let body = ls[end + 1..].join("\n");
+    let body = match body.strip_prefix('\n') {
+        Some(b) => b.to_string(),
+        None => body,
+    };
+    Ok(Some((ls[1..end].to_vec(), body)))
+}
+
+/// Read a concept from its file bytes. The id and size checks come first and
+/// belong to the caller (the walk); this does UTF-8, frontmatter and fields.
+pub fn read_concept(id: &str, path: &str, bytes: &[u8]) -> Read {
+    let mut diagnostics = Vec::new();
+    let skip = |code, msg: String| Read { concept: None, diagnostics: vec![Diagnostic::new(code, msg, path)] };
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            return skip(
+                Code::InvalidUtf8,
+                format!("File is not valid UTF-8 (first invalid byte at offset {}); re-save it as UTF-8", e.valid_up_to()),
+            )
+        }
+    };
+    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
+    let (frontmatter, body) = match split_frontmatter(text) {
+        Err(()) => return skip(Code::InvalidFrontmatter, "Unterminated YAML frontmatter block".into()),
+        Ok(None) => (Vec::new(), text.to_string()),
+        Ok(Some((fm_lines, body))) => match yaml::parse(&fm_lines) {
+            Ok(m) => (m, body),
+            Err(e) => return skip(Code::InvalidFrontmatter, format!("Invalid YAML frontmatter: {e}")),
+        },
+    };
+    let fm = &frontmatter;
+    let kind = display(get(fm, "type"));
+    let kind = if kind.as_deref().is_none_or(|k| trim(k).is_empty()) {
+        diagnostics.push(Diagnostic::new(
+            Code::MissingType,
+            "Concept has no 'type' in its frontmatter (OKF requires one)",
+            path,
+        ));
+        None
+    } else {
+        kind
+    };
+    let tags = match get(fm, "tags") {
+        Some(Value::Seq(items)) => items.iter().filter_map(|v| v.display().map(str::to_string)).collect(),
+        Some(Value::Str(s)) => vec![s.clone()],
+        _ => Vec::new(),
+    };
+    let (status, status_known) = match get(fm, "status") {
+        None | Some(Value::Null) => (Status::Stable, true),
+        Some(Value::Str(s)) if s == "draft" => (Status::Draft, true),
+        Some(Value::Str(s)) if s == "stable" => (Status::Stable, true),
+        Some(Value::Str(s)) if s == "deprecated" => (Status::Deprecated, true),
+        Some(_) => (Status::Stable, false),
+    };
+    let stale_after = match get(fm, "stale_after") {
+        None | Some(Value::Null) => None,
+        Some(Value::Str(s)) => {
+            let t = parse_stale_after(s);
+            if t.is_none() {
+                diagnostics.push(Diagnostic::new(
+                    Code::MalformedStaleAfter,
+                    format!("stale_after \"{s}\" is not an ISO 8601 date or date-time; the concept is treated as never stale"),
+                    path,
+                ));
+            }
+            t
+        }
+        Some(_) => {
+            diagnostics.push(Diagnostic::new(
+                Code::MalformedStaleAfter,
+                "stale_after is not a date; the concept is treated as never stale",
+                path,
+            ));
+            None
+        }
+    };
+    let generated = match get(fm, "generated") {
+        Some(Value::Map(m)) => Some(actor(m)),
+        // OKF v0.1 wrote `timestamp` where v0.2 writes `generated.at`.
+        _ => display(get(fm, "timestamp")).map(|at| Actor { by: None, at: Some(at) }),
+    };
+    let verified: Vec<Actor> = match get(fm, "verified") {
+        Some(Value::Seq(items)) => items
+            .iter()
+            .filter_map(|v| match v {
+                Value::Map(m) => Some(actor(m)),
+                _ => None,
+            })
+            .collect(),
+        Some(Value::Map(m)) => vec![actor(m)],
+        _ => Vec::new(),
+    };
+    let trust_tier = if verified.is_empty() {
+        TrustTier::Unverified
+    } else if verified.iter().any(|a| a.by.as_deref().is_some_and(|b| b.starts_with("human:"))) {
+        TrustTier::HumanReviewed
+    } else {
+        TrustTier::MachineConfirmed
+    };
+    let concept = Concept {
+        id: id.to_string(),
+        path: path.to_string(),
+        kind,
+        title: display(get(fm, "title")),
+        description: display(get(fm, "description")),
+        tags,
+        resource: display(get(fm, "resource")),
+        status,
+        status_known,
+        stale_after,
+        generated,
+        verified,
+        trust_tier,
+        body,
+        frontmatter,
+    };
+    Read { concept: Some(concept), diagnostics }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(src: &str) -> Read {
+        read_concept("x", "x.md", src.as_bytes())
+    }
+
+    #[test]
+    fn body_and_frontmatter_split() {
+        let r = read("\u{FEFF}---\r\ntype: T\r\ntitle: Hi\r\n---\r\n\r\nBody\r\nline\r\n");
+        let c = r.concept.unwrap();
+        assert_eq!(c.title.as_deref(), Some("Hi"));
+        assert_eq!(c.body, "Body\nline");
+        assert!(r.diagnostics.is_empty());
+        let c = read("no frontmatter\r\n").concept.unwrap();
+        assert_eq!(c.body, "no frontmatter\r\n");
+    }
+
+    #[test]
+    fn skip_codes() {
+        let r = read_concept("x", "x.md", b"---\ntype: a\n\xff\n---\n");
+        assert_eq!(r.diagnostics[0].code, Code::InvalidUtf8);
+        assert!(r.diagnostics[0].message.contains("offset 12"));
+        assert_eq!(read("---\ntype: a\n").diagnostics[0].code, Code::InvalidFrontmatter);
+        let r = read("---\na: &x 1\n---\n");
+        assert_eq!(r.diagnostics[0].message, "Invalid YAML frontmatter: YAML anchor (&) at line 1 is not supported");
+        assert!(r.concept.is_none());
+    }
+
+    #[test]
+    fn fields_and_warnings() {
+        let r = read("---\ntitle: 2024\ntags: solo\nstatus: weird\nstale_after: soon\nverified:\n  by: tool:x\n  at: now\ntimestamp: t0\n---\nb");
+        let c = r.concept.unwrap();
+        let codes: Vec<Code> = r.diagnostics.iter().map(|d| d.code).collect();
+        assert_eq!(codes, vec![Code::MissingType, Code::MalformedStaleAfter]);
+        assert_eq!(c.title.as_deref(), Some("2024"));
+        assert_eq!(c.tags, vec!["solo"]);
+        assert_eq!((c.status, c.status_known), (Status::Stable, false));
+        assert_eq!(c.trust_tier, TrustTier::MachineConfirmed);
+        assert_eq!(c.generated, Some(Actor { by: None, at: Some("t0".into()) }));
+    }
+}

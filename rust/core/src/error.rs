@@ -1,0 +1,23 @@
+//! The one error type of the core: one variant per failure a caller can act
+//! on. Data problems inside a bundle are diagnostics, never errors.
+
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// The bundle root is missing, not a directory, or cannot be listed.
+    BundleNotFound { path: String, reason: String },
+    /// A caller passed an argument outside its domain.
+    InvalidArgument(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::BundleNotFound { path, reason } => write!(f, "bundle root {path:?} is not a readable directory: {reason}"),
+            Error::InvalidArgument(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,16 @@
+//! okfast-core: OKF bundle loading, folding, the per-field index and the
+//! exact weighted term-count scorer. Pure Rust; the Python bindings live in
+//! `rust/bindings` and are the only code that knows about PyO3.
+
+pub mod bundle;
+pub mod concept;
+pub mod diagnostic;
+pub mod error;
+pub mod index;
+pub mod score;
+pub mod stale;
+pub mod text;
+pub mod yaml;
+
+pub use bundle::Bundle;
+pub use error::Error;
