@@ -1,0 +1,42 @@
+"""Type stub of the Rust extension ``okfast._native`` (checked by mypy.stubtest)."""
+
+from typing import Any, final
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+class OkfastError(Exception):
+    """Base class of every exception okfast raises."""
+
+class BundleNotFoundError(OkfastError, FileNotFoundError):
+    """The bundle root is missing or is not a readable directory."""
+
+class InvalidArgumentError(OkfastError, ValueError):
+    """An argument is outside its domain (a programmer error)."""
+
+@final
+class Bundle:
+    """An immutable, loaded and indexed bundle snapshot."""
+
+    @staticmethod
+    def load(path: str) -> Bundle: ...
+    def __len__(self) -> int: ...
+    @property
+    def root(self) -> str: ...
+    @property
+    def okf_version(self) -> str | None: ...
+    @property
+    def concept_ids(self) -> list[str]: ...
+    @property
+    def diagnostics(self) -> list[tuple[str, str, str, str]]: ...
+    def position(self, concept_id: str) -> int | None: ...
+    def concept(self, position: int) -> dict[str, Any]: ...
+    def search_arrays(
+        self, text: str, *, tag: str | None = None, limit: int | None = None
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint32]]: ...
+    def search_rows(
+        self, text: str, *, tag: str | None = None, limit: int | None = None
+    ) -> list[tuple[str, int, str | None, str, str]]: ...
+    def excerpt(self, position: int, text: str) -> str: ...

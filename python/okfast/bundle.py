@@ -1,0 +1,104 @@
+"""The Python face of one loaded bundle (SPEC §1, §3.7).
+
+The native snapshot does the work; this class shapes results into the public
+dataclasses and validates arguments. A ``Bundle`` is immutable: to see changes
+on disk, load it again.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from okfast import _native
+from okfast.errors import ConceptNotFoundError
+from okfast.model import Concept, Diagnostic, Hit
+
+
+class Bundle:
+    """An OKF bundle loaded and indexed in memory.
+
+    Searching is thread-safe and releases the GIL; any number of threads may
+    search one bundle at once.
+    """
+
+    __slots__ = ("_native", "__dict__")
+
+    def __init__(self, native: _native.Bundle) -> None:
+        self._native = native
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Bundle:
+        """Load the bundle at ``path``.
+
+        Raises :class:`okfast.BundleNotFoundError` (a ``FileNotFoundError``) only
+        when ``path`` is not a readable directory; problems in files are reported
+        in :attr:`diagnostics` and the rest of the bundle loads.
+        """
+        return cls(_native.Bundle.load(os.fspath(path)))
+
+    def __len__(self) -> int:
+        return len(self._native)
+
+    def __contains__(self, concept_id: object) -> bool:
+        return isinstance(concept_id, str) and self._native.position(concept_id) is not None
+
+    def __repr__(self) -> str:
+        return f"<okfast.Bundle {str(self.root)!r}: {len(self)} concepts>"
+
+    @property
+    def root(self) -> Path:
+        return Path(self._native.root)
+
+    @property
+    def okf_version(self) -> str | None:
+        """``okf_version`` of the root ``index.md`` frontmatter, if readable."""
+        return self._native.okf_version
+
+    @cached_property
+    def concept_ids(self) -> tuple[str, ...]:
+        """Concept ids in id order (SPEC §1.2); positions index this tuple."""
+        return tuple(self._native.concept_ids)
+
+    @cached_property
+    def diagnostics(self) -> tuple[Diagnostic, ...]:
+        return tuple(
+            Diagnostic(code=c, message=m, path=p, severity=s)  # type: ignore[arg-type]
+            for c, m, p, s in self._native.diagnostics
+        )
+
+    def concept(self, concept_id: str) -> Concept:
+        """Every field of one concept, body included."""
+        pos = self._native.position(concept_id)
+        if pos is None:
+            raise ConceptNotFoundError(f"no concept {concept_id!r} in bundle {str(self.root)!r}")
+        return Concept._from_native(self._native.concept(pos))
+
+    def search(self, text: str, *, tag: str | None = None, limit: int | None = None) -> list[Hit]:
+        """Concepts with a positive score, by score then id (SPEC §3).
+
+        ``limit`` keeps the first N of the same order; ``tag`` keeps concepts
+        carrying that tag (case-folded). An empty or blank query has no results.
+        """
+        rows = self._native.search_rows(text, tag=tag, limit=limit)
+        return [Hit(cid, score, title, excerpt, path) for cid, score, title, excerpt, path in rows]
+
+    def search_arrays(
+        self, text: str, *, tag: str | None = None, limit: int | None = None
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint32]]:
+        """The same order as :meth:`search` as two numpy arrays, no object per hit.
+
+        ``positions`` (``int32``) index :attr:`concept_ids`; ``scores`` are ``uint32``.
+        """
+        return self._native.search_arrays(text, tag=tag, limit=limit)
+
+    def excerpt(self, concept_id: str, text: str) -> str:
+        """SPEC §3.5 excerpt of one concept for a query."""
+        pos = self._native.position(concept_id)
+        if pos is None:
+            raise ConceptNotFoundError(f"no concept {concept_id!r} in bundle {str(self.root)!r}")
+        return self._native.excerpt(pos, text)
