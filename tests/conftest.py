@@ -1,0 +1,45 @@
+"""Shared fixtures: tiny bundles written on the fly, and the third-party corpora."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+sys.path.insert(0, str(TESTS))  # so tests can `import reference`
+
+#: Real third-party bundles live beside the project, never inside it.
+CORPORA = Path(os.environ.get("OKFAST_CORPORA", REPO.parent / "shared" / "corpora"))
+
+requires_corpora = pytest.mark.skipif(
+    not CORPORA.is_dir(),
+    reason=f"third-party corpora not found at {CORPORA} (../shared/corpora beside the project)",
+)
+
+MakeBundle = Callable[[dict[str, "str | bytes"]], Path]
+
+
+def write_bundle(root: Path, files: dict[str, str | bytes]) -> Path:
+    """Write ``{relative path: text or bytes}`` under ``root`` (text as UTF-8, verbatim)."""
+    root.mkdir(parents=True, exist_ok=True)
+    for rel, content in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        p.write_bytes(data)
+    return root
+
+
+@pytest.fixture
+def make_bundle(tmp_path: Path) -> MakeBundle:
+    counter = iter(range(1_000_000))
+
+    def make(files: dict[str, str | bytes]) -> Path:
+        return write_bundle(tmp_path / f"b{next(counter)}", files)
+
+    return make

@@ -1,0 +1,237 @@
+"""Bundle loading (SPEC §1–§2): walk, ids, reading, fields, every diagnostic code."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from conftest import MakeBundle
+
+import okfast
+from okfast import Bundle, BundleNotFoundError, ConceptNotFoundError, OkfastError
+
+FM = "---\ntype: Note\ntitle: {t}\n---\nbody of {t}\n"
+
+
+def codes(b: Bundle) -> list[tuple[str, str | None, str]]:
+    return [(d.code, d.path, d.severity) for d in b.diagnostics]
+
+
+def test_walk_order_ids_reserved_hidden(make_bundle: MakeBundle) -> None:
+    root = make_bundle(
+        {
+            "a.md": FM.format(t="a"),
+            "a/b.md": FM.format(t="ab"),
+            "a-b.md": FM.format(t="a-b"),
+            "a.b.md": FM.format(t="a.b"),
+            "B.md": FM.format(t="B"),
+            "index.md": "---\nokf_version: '0.2'\n---\n",
+            "log.md": "log",
+            "sub/index.md": "not a concept",
+            "sub/log.md": "not a concept",
+            ".hidden.md": FM.format(t="h"),
+            ".git/x.md": FM.format(t="g"),
+            "notes.txt": "ignored",
+            "UPPER.MD": "ignored: suffix is case-sensitive",
+            "ação.md": FM.format(t="ação"),
+            "com espaço.md": FM.format(t="e"),
+            "-x.md": FM.format(t="x"),
+        }
+    )
+    b = Bundle.load(root)
+    assert b.concept_ids == ("-x", "B", "a", "a/b", "a-b", "a.b", "ação", "com espaço")
+    assert b.okf_version == "0.2"
+    assert b.diagnostics == ()
+    assert len(b) == 8
+    assert "a/b" in b and "sub/index" not in b
+
+
+def test_concept_fields(make_bundle: MakeBundle) -> None:
+    text = (
+        "\ufeff---\r\n"
+        "type: Policy\r\n"
+        "title: 2024\r\n"
+        "description: Step 1: do it\r\n"
+        "tags: [alpha, 'Beta Gamma', ~]\r\n"
+        "resource: https://example.invalid/x\r\n"
+        "status: deprecated\r\n"
+        "stale_after: 2026-01-15T09:00:00+02:00\r\n"
+        "generated: {by: tool:gen, at: 2026-01-01T00:00:00Z}\r\n"
+        "verified:\r\n"
+        "  - by: tool:lint\r\n"
+        "    at: x\r\n"
+        "  - by: human:ana\r\n"
+        "version: 0012\r\n"
+        "owner: team\r\n"
+        "---\r\n"
+        "\r\n"
+        "# Heading\r\n"
+        "text\r\n"
+    )
+    b = Bundle.load(make_bundle({"p.md": text}))
+    c = b.concept("p")
+    assert c.type == "Policy"
+    assert c.title == "2024"
+    assert c.description == "Step 1: do it"
+    assert c.tags == ("alpha", "Beta Gamma")
+    assert c.resource == "https://example.invalid/x"
+    assert (c.status, c.status_known) == ("deprecated", True)
+    assert c.stale_after == datetime(2026, 1, 15, 7, 0, tzinfo=timezone.utc)
+    assert c.generated == okfast.Actor("tool:gen", "2026-01-01T00:00:00Z")
+    assert c.verified == (okfast.Actor("tool:lint", "x"), okfast.Actor("human:ana", None))
+    assert c.trust_tier == "human_reviewed"
+    assert c.body == "# Heading\ntext"
+    assert c.frontmatter["version"] == "0012"
+    assert c.extra == {"version": "0012", "owner": "team"}
+    assert list(c.frontmatter)[:3] == ["type", "title", "description"]
+    assert c.is_stale_at(datetime(2026, 1, 15, 7, 0, tzinfo=timezone.utc))
+    assert not c.is_stale_at(datetime(2026, 1, 15, 6, 59, tzinfo=timezone.utc))
+
+
+def test_trust_tiers_and_v01_fallback(make_bundle: MakeBundle) -> None:
+    b = Bundle.load(
+        make_bundle(
+            {
+                "none.md": "---\ntype: T\n---\n",
+                "machine.md": "---\ntype: T\nverified:\n  by: tool:x\n  at: y\n---\n",
+                "human.md": "---\ntype: T\nverified: [{by: human:z}]\n---\n",
+                "legacy.md": "---\ntype: T\ntimestamp: 2025-03-01T10:00:00Z\n---\n",
+            }
+        )
+    )
+    assert b.concept("none").trust_tier == "unverified"
+    assert b.concept("machine").trust_tier == "machine_confirmed"
+    assert b.concept("human").trust_tier == "human_reviewed"
+    assert b.concept("legacy").generated == okfast.Actor(None, "2025-03-01T10:00:00Z")
+
+
+def test_no_frontmatter_body_is_verbatim(make_bundle: MakeBundle) -> None:
+    b = Bundle.load(make_bundle({"n.md": "plain\r\ntext\r\n", "e.md": ""}))
+    assert b.concept("n").body == "plain\r\ntext\r\n"
+    assert b.concept("e").body == ""
+    assert codes(b) == [("MissingType", "e.md", "warning"), ("MissingType", "n.md", "warning")]
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        ({"bad\x01.md": FM.format(t="x")}, ("InvalidConceptId", "bad\x01.md", "error")),
+        ({"back\\slash.md": FM.format(t="x")}, ("InvalidConceptId", "back\\slash.md", "error")),
+        ({"d\x7f/x.md": FM.format(t="x")}, ("InvalidConceptId", "d\x7f/x.md", "error")),
+        ({"u.md": b"---\ntype: T\n---\n\xff\xfe"}, ("InvalidUtf8", "u.md", "error")),
+        ({"f.md": "---\ntype: T\n"}, ("InvalidFrontmatter", "f.md", "error")),
+        ({"y.md": "---\na: &x 1\n---\n"}, ("InvalidFrontmatter", "y.md", "error")),
+        ({"m.md": "---\ntitle: t\n---\n"}, ("MissingType", "m.md", "warning")),
+        ({"s.md": "---\ntype: T\nstale_after: soon\n---\n"}, ("MalformedStaleAfter", "s.md", "warning")),
+    ],
+)
+def test_each_diagnostic_code(
+    make_bundle: MakeBundle, files: dict[str, str | bytes], expected: tuple[str, str, str]
+) -> None:
+    b = Bundle.load(make_bundle({**files, "ok.md": FM.format(t="ok")}))
+    assert codes(b) == [expected]
+    assert "ok" in b  # one bad file never stops the bundle
+    d = b.diagnostics[0]
+    assert d.message and d.source_id is None
+
+
+def test_diagnostic_messages_name_what_to_fix(make_bundle: MakeBundle) -> None:
+    b = Bundle.load(
+        make_bundle(
+            {
+                "a.md": "---\ntype: T\nb: 1\nc: *alias\n---\n",
+                "u.md": b"---\ntype: T\n---\nok\xc3",
+                "s.md": "---\ntype: T\nstale_after: [1]\n---\n",
+                "t.md": "---\ntype: T\nstale_after: next week\n---\n",
+            }
+        )
+    )
+    msgs = {d.path: d.message for d in b.diagnostics}
+    assert msgs["a.md"] == "Invalid YAML frontmatter: YAML alias (*) at line 3 is not supported"
+    assert msgs["u.md"] == (
+        "File is not valid UTF-8 (first invalid byte at offset 18); re-save it as UTF-8"
+    )
+    assert msgs["s.md"] == "stale_after is not a date; the concept is treated as never stale"
+    assert msgs["t.md"].startswith('stale_after "next week" is not an ISO 8601 date')
+
+
+def test_file_too_large(make_bundle: MakeBundle) -> None:
+    big = b"---\ntype: T\n---\n" + b"x" * (16 * 1024 * 1024)
+    b = Bundle.load(make_bundle({"big.md": big, "ok.md": FM.format(t="ok")}))
+    assert codes(b) == [("FileTooLarge", "big.md", "error")]
+    assert str(len(big)) in b.diagnostics[0].message
+
+
+def test_exactly_16_mib_loads(make_bundle: MakeBundle) -> None:
+    head = b"---\ntype: T\n---\n"
+    data = head + b"y" * (16 * 1024 * 1024 - len(head))
+    b = Bundle.load(make_bundle({"edge.md": data}))
+    assert b.diagnostics == () and len(b) == 1
+
+
+def test_symlinks_are_never_followed(make_bundle: MakeBundle, tmp_path: Path) -> None:
+    outside = make_bundle({"secret.md": FM.format(t="secret")})
+    root = make_bundle({"ok.md": FM.format(t="ok")})
+    os.symlink(outside / "secret.md", root / "link.md")
+    os.symlink(outside, root / "dirlink")
+    b = Bundle.load(root)
+    assert b.concept_ids == ("ok",)
+    assert codes(b) == [
+        ("SymlinkSkipped", "dirlink", "warning"),
+        ("SymlinkSkipped", "link.md", "warning"),
+    ]
+
+
+def test_non_utf8_file_name(make_bundle: MakeBundle) -> None:
+    root = make_bundle({"ok.md": FM.format(t="ok")})
+    with open(os.path.join(os.fsencode(root), b"bad\xff.md"), "wb") as f:
+        f.write(FM.format(t="x").encode())
+    b = Bundle.load(root)
+    assert [d.code for d in b.diagnostics] == ["InvalidConceptId"]
+    assert "not valid UTF-8" in b.diagnostics[0].message
+    assert b.concept_ids == ("ok",)
+
+
+def test_diagnostics_sorted_by_path_in_id_order(make_bundle: MakeBundle) -> None:
+    b = Bundle.load(
+        make_bundle(
+            {
+                "z.md": "---\ntype: T\n",
+                "a-b.md": "---\n---\n",
+                "a/b.md": "---\nstale_after: x\n---\n",
+            }
+        )
+    )
+    assert codes(b) == [
+        ("MissingType", "a/b.md", "warning"),
+        ("MalformedStaleAfter", "a/b.md", "warning"),
+        ("MissingType", "a-b.md", "warning"),
+        ("InvalidFrontmatter", "z.md", "error"),
+    ]
+
+
+def test_missing_root_raises_file_not_found(tmp_path: Path) -> None:
+    with pytest.raises(BundleNotFoundError) as e:
+        Bundle.load(tmp_path / "nope")
+    assert isinstance(e.value, FileNotFoundError) and isinstance(e.value, OkfastError)
+    f = tmp_path / "file.md"
+    f.write_text("x")
+    with pytest.raises(FileNotFoundError):
+        Bundle.load(f)
+
+
+def test_unknown_concept(make_bundle: MakeBundle) -> None:
+    b = Bundle.load(make_bundle({"a.md": FM.format(t="a")}))
+    with pytest.raises(ConceptNotFoundError) as e:
+        b.concept("zzz")
+    assert isinstance(e.value, KeyError) and isinstance(e.value, OkfastError)
+
+
+def test_okf_version_absent_or_unreadable(make_bundle: MakeBundle) -> None:
+    assert Bundle.load(make_bundle({"a.md": FM.format(t="a")})).okf_version is None
+    broken = make_bundle({"index.md": "---\nokf_version: [\n---\n", "a.md": FM.format(t="a")})
+    assert Bundle.load(broken).okf_version is None
+    v01 = make_bundle({"index.md": "---\nokf_version: 0.1\n---\n# x\n"})
+    assert Bundle.load(v01).okf_version == "0.1"
