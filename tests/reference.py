@@ -750,6 +750,9 @@ class _Parser:
                 j += 1
                 continue
             ind = _indent(line)
+            # AMBIGUITY: "does not start (after its spaces) with `#`" is read
+            # literally: a line `  <TAB># x` is a continuation line (piece
+            # "# x"), although it is ignorable elsewhere.
             if ind <= m or line[ind:].startswith("#"):
                 break
             pieces.extend([""] * pending_empty)
