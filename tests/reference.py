@@ -470,10 +470,9 @@ class _Flow:
         (a `#` preceded by white space), or `:` followed by white space / `,`
         / `]` / `}` / the end; trimmed. An empty one is invalid.
 
-        AMBIGUITY: a plain scalar may span a '\\n' inside a flow collection
-        (`[a\\n b]`); the doc gives no folding rule, so the line break is kept
-        as text ("a\\n b" after trimming the ends), it is not folded to a
-        space as YAML would.
+        A plain scalar that spans a line break inside the collection is
+        folded as YAML does: split on '\\n', trim each piece, drop empty
+        pieces, join with one space (docs/frontmatter-yaml.md "Flow").
         """
         t = self.text
         start = self.pos
@@ -490,7 +489,8 @@ class _Flow:
                 break
             i += 1
         self.pos = i
-        text = trim(t[start:i])
+        pieces = [trim(x) for x in t[start:i].split("\n")]
+        text = " ".join(x for x in pieces if x)
         if text == "":
             raise self._err("invalid flow collection")
         return text
@@ -636,13 +636,9 @@ class _Parser:
         while True:
             # content is `-` followed by a space, a tab or the end.
             after = content[1:]
-            spaces = _indent(after)
-            # The item column is m + 1 + (number of spaces after the -).
-            col = m + 1 + spaces
-            # AMBIGUITY: "the item rest is the remaining text": only the
-            # spaces counted in the column are removed, so after `-<TAB>` the
-            # rest starts with the tab (a plain scalar is trimmed anyway).
-            rest = after[spaces:]
+            rest = after.lstrip(" \t")
+            # The item column is m + 1 + (number of spaces and tabs after the -).
+            col = m + 1 + (len(after) - len(rest))
             # AMBIGUITY: the doc lists "`- `, or is `-`" for a compact nested
             # sequence; `-<TAB>` is included too, as in block node rule 1.
             if _is_seq_start(rest) or self.entry(rest, i + 1) is not None:
@@ -750,10 +746,9 @@ class _Parser:
                 j += 1
                 continue
             ind = _indent(line)
-            # AMBIGUITY: "does not start (after its spaces) with `#`" is read
-            # literally: a line `  <TAB># x` is a continuation line (piece
-            # "# x"), although it is ignorable elsewhere.
-            if ind <= m or line[ind:].startswith("#"):
+            # A comment line (its trim starts with `#`) is ignorable, never
+            # a continuation line.
+            if ind <= m or trim(line).startswith("#"):
                 break
             pieces.extend([""] * pending_empty)
             pending_empty = 0
@@ -841,7 +836,9 @@ class _Parser:
             return "", j
         # Each content line is line[c..] (an empty-after-trim line shorter
         # than c gives ""; Python slicing does exactly that).
-        content = [line[c:] for line in raw]
+        content = [
+            line[c:] if not _empty_after_trim(line) or _indent(line) >= c else "" for line in raw
+        ]
         # AMBIGUITY: "empty line" (for folding and chomping) = a line that is
         # empty-after-trim, even when it has more spaces than c. Such a line's
         # extra spaces are kept in the middle of a literal scalar (the lines

@@ -34,13 +34,17 @@ struct Found {
     bad_id: Option<&'static str>,
 }
 
-const BAD_CHAR: &str = "Concept file name contains a control character or a backslash; rename the file";
+const BAD_CHAR: &str =
+    "Concept file name contains a control character or a backslash; rename the file";
 const BAD_UTF8: &str = "Concept file name is not valid UTF-8; rename the file";
 
 fn name_problem(name: &std::ffi::OsStr) -> (String, Option<&'static str>) {
     match name.to_str() {
         None => (name.to_string_lossy().into_owned(), Some(BAD_UTF8)),
-        Some(s) if s.chars().any(|c| (c as u32) < 0x20 || c == '\u{7F}' || c == '\\') => {
+        Some(s)
+            if s.chars()
+                .any(|c| (c as u32) < 0x20 || c == '\u{7F}' || c == '\\') =>
+        {
             (s.to_string(), Some(BAD_CHAR))
         }
         Some(s) => (s.to_string(), None),
@@ -49,9 +53,14 @@ fn name_problem(name: &std::ffi::OsStr) -> (String, Option<&'static str>) {
 
 /// Walk the tree without following symbolic links. Order does not matter
 /// here: concepts and diagnostics are sorted by id afterwards.
-fn walk(root: &Path, files: &mut Vec<Found>, diags: &mut Vec<Diagnostic>) -> Result<(), std::io::Error> {
+fn walk(
+    root: &Path,
+    files: &mut Vec<Found>,
+    diags: &mut Vec<Diagnostic>,
+) -> Result<(), std::io::Error> {
     // (absolute dir, relative prefix, a bad-name reason inherited from a parent)
-    let mut stack: Vec<(PathBuf, String, Option<&'static str>)> = vec![(root.to_path_buf(), String::new(), None)];
+    let mut stack: Vec<(PathBuf, String, Option<&'static str>)> =
+        vec![(root.to_path_buf(), String::new(), None)];
     let mut first = true;
     while let Some((dir, prefix, bad)) = stack.pop() {
         let entries = match fs::read_dir(&dir) {
@@ -87,7 +96,11 @@ fn walk(root: &Path, files: &mut Vec<Found>, diags: &mut Vec<Diagnostic>) -> Res
             let rel = format!("{prefix}{name}");
             let Ok(ft) = entry.file_type() else { continue };
             if ft.is_symlink() {
-                diags.push(Diagnostic::new(Code::SymlinkSkipped, "Symbolic link not followed", rel));
+                diags.push(Diagnostic::new(
+                    Code::SymlinkSkipped,
+                    "Symbolic link not followed",
+                    rel,
+                ));
             } else if ft.is_dir() {
                 stack.push((entry.path(), format!("{rel}/"), bad.or(name_bad)));
             } else if ft.is_file() {
@@ -96,7 +109,12 @@ fn walk(root: &Path, files: &mut Vec<Found>, diags: &mut Vec<Diagnostic>) -> Res
                     continue;
                 }
                 let id = rel[..rel.len() - 3].to_string();
-                files.push(Found { id, path: rel, abs: entry.path(), bad_id: bad.or(name_bad) });
+                files.push(Found {
+                    id,
+                    path: rel,
+                    abs: entry.path(),
+                    bad_id: bad.or(name_bad),
+                });
             }
         }
     }
@@ -104,7 +122,10 @@ fn walk(root: &Path, files: &mut Vec<Found>, diags: &mut Vec<Diagnostic>) -> Res
 }
 
 fn read_found(f: &Found) -> Read {
-    let skip = |code, msg: String| Read { concept: None, diagnostics: vec![Diagnostic::new(code, msg, f.path.clone())] };
+    let skip = |code, msg: String| Read {
+        concept: None,
+        diagnostics: vec![Diagnostic::new(code, msg, f.path.clone())],
+    };
     if let Some(why) = f.bad_id {
         return skip(Code::InvalidConceptId, why.to_string());
     }
@@ -142,13 +163,18 @@ fn okf_version(root: &Path) -> Option<String> {
     let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
     let (lines, _) = split_frontmatter(text).ok()??;
     let map = yaml::parse(&lines).ok()?;
-    yaml::get(&map, "okf_version").and_then(yaml::Value::display).map(str::to_string)
+    yaml::get(&map, "okf_version")
+        .and_then(yaml::Value::display)
+        .map(str::to_string)
 }
 
 impl Bundle {
     pub fn load(root: impl AsRef<Path>) -> Result<Bundle, Error> {
         let root = root.as_ref();
-        let not_found = |reason: String| Error::BundleNotFound { path: root.display().to_string(), reason };
+        let not_found = |reason: String| Error::BundleNotFound {
+            path: root.display().to_string(),
+            reason,
+        };
         let meta = fs::metadata(root).map_err(|e| not_found(e.to_string()))?;
         if !meta.is_dir() {
             return Err(not_found("not a directory".into()));
@@ -166,8 +192,19 @@ impl Bundle {
         // Stable: one file's own diagnostics keep their order.
         diagnostics.sort_by(|a, b| id_cmp(&a.path, &b.path));
         let index = Index::build(&concepts);
-        let positions = concepts.iter().enumerate().map(|(i, c)| (c.id.clone(), i as u32)).collect();
-        Ok(Bundle { root: root.to_path_buf(), concepts, diagnostics, okf_version: okf_version(root), index, positions })
+        let positions = concepts
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.id.clone(), i as u32))
+            .collect();
+        Ok(Bundle {
+            root: root.to_path_buf(),
+            concepts,
+            diagnostics,
+            okf_version: okf_version(root),
+            index,
+            positions,
+        })
     }
 
     pub fn len(&self) -> usize {

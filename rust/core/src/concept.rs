@@ -83,17 +83,29 @@ fn display(v: Option<&Value>) -> Option<String> {
 }
 
 fn actor(map: &[(String, Value)]) -> Actor {
-    Actor { by: display(get(map, "by")), at: display(get(map, "at")) }
+    Actor {
+        by: display(get(map, "by")),
+        at: display(get(map, "at")),
+    }
 }
 
+/// The opening `---` has no closing line.
+#[derive(Debug)]
+pub struct Unterminated;
+
 /// Split a text into (frontmatter lines, body). `Ok(None)` = no frontmatter.
-pub fn split_frontmatter(text: &str) -> Result<Option<(Vec<&str>, String)>, ()> {
+pub fn split_frontmatter(text: &str) -> Result<Option<(Vec<&str>, String)>, Unterminated> {
     let ls = lines(text);
     if ls.is_empty() || trim(ls[0]) != "---" {
         return Ok(None);
     }
-    let Some(end) = ls.iter().skip(1).position(|l| trim(l) == "---").map(|k| k + 1) else {
-        return Err(());
+    let Some(end) = ls
+        .iter()
+        .skip(1)
+        .position(|l| trim(l) == "---")
+        .map(|k| k + 1)
+    else {
+        return Err(Unterminated);
     };
     let body = ls[end + 1..].join("\n");
     let body = match body.strip_prefix('\n') {
@@ -107,23 +119,39 @@ pub fn split_frontmatter(text: &str) -> Result<Option<(Vec<&str>, String)>, ()> 
 /// belong to the caller (the walk); this does UTF-8, frontmatter and fields.
 pub fn read_concept(id: &str, path: &str, bytes: &[u8]) -> Read {
     let mut diagnostics = Vec::new();
-    let skip = |code, msg: String| Read { concept: None, diagnostics: vec![Diagnostic::new(code, msg, path)] };
+    let skip = |code, msg: String| Read {
+        concept: None,
+        diagnostics: vec![Diagnostic::new(code, msg, path)],
+    };
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => {
             return skip(
                 Code::InvalidUtf8,
-                format!("File is not valid UTF-8 (first invalid byte at offset {}); re-save it as UTF-8", e.valid_up_to()),
+                format!(
+                "File is not valid UTF-8 (first invalid byte at offset {}); re-save it as UTF-8",
+                e.valid_up_to()
+            ),
             )
         }
     };
     let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
     let (frontmatter, body) = match split_frontmatter(text) {
-        Err(()) => return skip(Code::InvalidFrontmatter, "Unterminated YAML frontmatter block".into()),
+        Err(Unterminated) => {
+            return skip(
+                Code::InvalidFrontmatter,
+                "Unterminated YAML frontmatter block".into(),
+            )
+        }
         Ok(None) => (Vec::new(), text.to_string()),
         Ok(Some((fm_lines, body))) => match yaml::parse(&fm_lines) {
             Ok(m) => (m, body),
-            Err(e) => return skip(Code::InvalidFrontmatter, format!("Invalid YAML frontmatter: {e}")),
+            Err(e) => {
+                return skip(
+                    Code::InvalidFrontmatter,
+                    format!("Invalid YAML frontmatter: {e}"),
+                )
+            }
         },
     };
     let fm = &frontmatter;
@@ -139,7 +167,10 @@ pub fn read_concept(id: &str, path: &str, bytes: &[u8]) -> Read {
         kind
     };
     let tags = match get(fm, "tags") {
-        Some(Value::Seq(items)) => items.iter().filter_map(|v| v.display().map(str::to_string)).collect(),
+        Some(Value::Seq(items)) => items
+            .iter()
+            .filter_map(|v| v.display().map(str::to_string))
+            .collect(),
         Some(Value::Str(s)) => vec![s.clone()],
         _ => Vec::new(),
     };
@@ -175,7 +206,10 @@ pub fn read_concept(id: &str, path: &str, bytes: &[u8]) -> Read {
     let generated = match get(fm, "generated") {
         Some(Value::Map(m)) => Some(actor(m)),
         // OKF v0.1 wrote `timestamp` where v0.2 writes `generated.at`.
-        _ => display(get(fm, "timestamp")).map(|at| Actor { by: None, at: Some(at) }),
+        _ => display(get(fm, "timestamp")).map(|at| Actor {
+            by: None,
+            at: Some(at),
+        }),
     };
     let verified: Vec<Actor> = match get(fm, "verified") {
         Some(Value::Seq(items)) => items
@@ -190,7 +224,10 @@ pub fn read_concept(id: &str, path: &str, bytes: &[u8]) -> Read {
     };
     let trust_tier = if verified.is_empty() {
         TrustTier::Unverified
-    } else if verified.iter().any(|a| a.by.as_deref().is_some_and(|b| b.starts_with("human:"))) {
+    } else if verified
+        .iter()
+        .any(|a| a.by.as_deref().is_some_and(|b| b.starts_with("human:")))
+    {
         TrustTier::HumanReviewed
     } else {
         TrustTier::MachineConfirmed
@@ -212,7 +249,10 @@ pub fn read_concept(id: &str, path: &str, bytes: &[u8]) -> Read {
         body,
         frontmatter,
     };
-    Read { concept: Some(concept), diagnostics }
+    Read {
+        concept: Some(concept),
+        diagnostics,
+    }
 }
 
 #[cfg(test)]
@@ -239,9 +279,15 @@ mod tests {
         let r = read_concept("x", "x.md", b"---\ntype: a\n\xff\n---\n");
         assert_eq!(r.diagnostics[0].code, Code::InvalidUtf8);
         assert!(r.diagnostics[0].message.contains("offset 12"));
-        assert_eq!(read("---\ntype: a\n").diagnostics[0].code, Code::InvalidFrontmatter);
+        assert_eq!(
+            read("---\ntype: a\n").diagnostics[0].code,
+            Code::InvalidFrontmatter
+        );
         let r = read("---\na: &x 1\n---\n");
-        assert_eq!(r.diagnostics[0].message, "Invalid YAML frontmatter: YAML anchor (&) at line 1 is not supported");
+        assert_eq!(
+            r.diagnostics[0].message,
+            "Invalid YAML frontmatter: YAML anchor (&) at line 1 is not supported"
+        );
         assert!(r.concept.is_none());
     }
 
@@ -255,6 +301,12 @@ mod tests {
         assert_eq!(c.tags, vec!["solo"]);
         assert_eq!((c.status, c.status_known), (Status::Stable, false));
         assert_eq!(c.trust_tier, TrustTier::MachineConfirmed);
-        assert_eq!(c.generated, Some(Actor { by: None, at: Some("t0".into()) }));
+        assert_eq!(
+            c.generated,
+            Some(Actor {
+                by: None,
+                at: Some("t0".into())
+            })
+        );
     }
 }

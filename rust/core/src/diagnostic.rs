@@ -43,7 +43,10 @@ impl Code {
 
     /// Errors mean the file was skipped; warnings mean it loaded anyway.
     pub fn is_error(self) -> bool {
-        !matches!(self, Code::MissingType | Code::MalformedStaleAfter | Code::SymlinkSkipped)
+        !matches!(
+            self,
+            Code::MissingType | Code::MalformedStaleAfter | Code::SymlinkSkipped
+        )
     }
 }
 
@@ -56,7 +59,11 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn new(code: Code, message: impl Into<String>, path: impl Into<String>) -> Self {
-        Diagnostic { code, message: message.into(), path: path.into() }
+        Diagnostic {
+            code,
+            message: message.into(),
+            path: path.into(),
+        }
     }
 
     pub fn severity(&self) -> &'static str {

@@ -14,7 +14,10 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::BundleNotFound { path, reason } => write!(f, "bundle root {path:?} is not a readable directory: {reason}"),
+            Error::BundleNotFound { path, reason } => write!(
+                f,
+                "bundle root {path:?} is not a readable directory: {reason}"
+            ),
             Error::InvalidArgument(m) => f.write_str(m),
         }
     }

@@ -42,7 +42,11 @@ impl Field {
     pub fn text(self, c: &Concept) -> String {
         match self {
             Field::Title => c.title.clone().unwrap_or_default(),
-            Field::TagsDesc => format!("{} {}", c.tags.join(" "), c.description.as_deref().unwrap_or("")),
+            Field::TagsDesc => format!(
+                "{} {}",
+                c.tags.join(" "),
+                c.description.as_deref().unwrap_or("")
+            ),
             Field::Body => c.body.clone(),
         }
     }
@@ -149,7 +153,12 @@ impl Index {
     pub fn build(concepts: &[Concept]) -> Index {
         let (title, (tags_desc, body)) = rayon::join(
             || build_field(concepts, Field::Title),
-            || rayon::join(|| build_field(concepts, Field::TagsDesc), || build_field(concepts, Field::Body)),
+            || {
+                rayon::join(
+                    || build_field(concepts, Field::TagsDesc),
+                    || build_field(concepts, Field::Body),
+                )
+            },
         );
         let mut tags: FxHashMap<String, Vec<u32>> = FxHashMap::default();
         for (pos, c) in concepts.iter().enumerate() {
@@ -162,7 +171,10 @@ impl Index {
                 }
             }
         }
-        Index { fields: [title, tags_desc, body], tags }
+        Index {
+            fields: [title, tags_desc, body],
+            tags,
+        }
     }
 }
 

@@ -34,7 +34,10 @@ pub struct Ranked {
 pub fn search(b: &Bundle, text: &str, tag: Option<&str>, limit: Option<usize>) -> Ranked {
     let n = b.len();
     let terms = query_terms(text);
-    let empty = Ranked { positions: Vec::new(), scores: Vec::new() };
+    let empty = Ranked {
+        positions: Vec::new(),
+        scores: Vec::new(),
+    };
     if terms.is_empty() || n == 0 || limit == Some(0) {
         return empty;
     }
@@ -97,12 +100,18 @@ fn rank(scores: &[u32], mut touched: Vec<u32>, limit: Option<usize>) -> Ranked {
     }
     touched.sort_unstable_by_key(key);
     let scores_out = touched.iter().map(|&p| scores[p as usize]).collect();
-    Ranked { positions: touched, scores: scores_out }
+    Ranked {
+        positions: touched,
+        scores: scores_out,
+    }
 }
 
 /// SPEC §3.5: the first trimmed, non-empty body line that contains any term.
 pub fn excerpt(body: &str, terms: &[(String, u32)]) -> String {
-    let finders: Vec<memmem::Finder> = terms.iter().map(|(t, _)| memmem::Finder::new(t.as_bytes())).collect();
+    let finders: Vec<memmem::Finder> = terms
+        .iter()
+        .map(|(t, _)| memmem::Finder::new(t.as_bytes()))
+        .collect();
     let mut buf = String::new();
     for line in body.split('\n') {
         let line = line.trim_matches(is_ws);

@@ -59,7 +59,10 @@ impl Cur<'_> {
 }
 
 pub fn parse_stale_after(text: &str) -> Option<i64> {
-    let mut c = Cur { b: text.as_bytes(), i: 0 };
+    let mut c = Cur {
+        b: text.as_bytes(),
+        i: 0,
+    };
     let y = c.digits(4)?;
     if !c.eat(b'-') {
         return None;
@@ -141,16 +144,34 @@ mod tests {
         assert_eq!(parse_stale_after("1970-01-01T01:00:00+01:00"), Some(0));
         assert_eq!(parse_stale_after("1970-01-01T01:00:00+0100"), Some(0));
         assert_eq!(parse_stale_after("1970-01-01T01:00:00+01"), Some(0));
-        assert_eq!(parse_stale_after("1970-01-01T00:00:00.1234569Z"), Some(123_456));
-        assert_eq!(parse_stale_after("2024-02-29"), Some(days_from_civil(2024, 2, 29) * 86_400_000_000));
+        assert_eq!(
+            parse_stale_after("1970-01-01T00:00:00.1234569Z"),
+            Some(123_456)
+        );
+        assert_eq!(
+            parse_stale_after("2024-02-29"),
+            Some(days_from_civil(2024, 2, 29) * 86_400_000_000)
+        );
     }
 
     #[test]
     fn rejects() {
         for bad in [
-            "", "2023-02-29", "2024-13-01", "2024-1-01", "24-01-01", "2024-01-01T24:00", "2024-01-01T", "2024-01-01T10:00:60",
-            "0000-01-01", "0001-01-01T00:00+01:00", "２０２４-01-01", "2024-01-01T10:00:00.Z", "2024-01-01T10:00+24:00",
-            "next week", "2024-01-01Z",
+            "",
+            "2023-02-29",
+            "2024-13-01",
+            "2024-1-01",
+            "24-01-01",
+            "2024-01-01T24:00",
+            "2024-01-01T",
+            "2024-01-01T10:00:60",
+            "0000-01-01",
+            "0001-01-01T00:00+01:00",
+            "２０２４-01-01",
+            "2024-01-01T10:00:00.Z",
+            "2024-01-01T10:00+24:00",
+            "next week",
+            "2024-01-01Z",
         ] {
             assert_eq!(parse_stale_after(bad), None, "{bad}");
         }

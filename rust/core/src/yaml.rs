@@ -198,7 +198,9 @@ fn map_entry(c: &str, line: usize) -> Res<Option<(String, &str)>> {
         return Ok(None);
     }
     if first == '?' && (c.len() == 1 || c[1..].starts_with([' ', '\t'])) {
-        return Err(format!("YAML explicit key (?) at line {line} is not supported"));
+        return Err(format!(
+            "YAML explicit key (?) at line {line} is not supported"
+        ));
     }
     if let Some(e) = construct_error(first, line) {
         return Err(e);
@@ -215,7 +217,10 @@ fn map_entry(c: &str, line: usize) -> Res<Option<(String, &str)>> {
                 if key.is_empty() {
                     return Err(at("empty key", line));
                 }
-                return Ok(Some((key.to_string(), c[i + 1..].trim_start_matches([' ', '\t']))));
+                return Ok(Some((
+                    key.to_string(),
+                    c[i + 1..].trim_start_matches([' ', '\t']),
+                )));
             }
             _ => {}
         }
@@ -239,7 +244,11 @@ impl<'a> Parser<'a> {
     }
 
     fn line(&self, i: usize) -> &'a str {
-        let end = if i + 1 < self.starts.len() { self.starts[i + 1] - 1 } else { self.text.len() };
+        let end = if i + 1 < self.starts.len() {
+            self.starts[i + 1] - 1
+        } else {
+            self.text.len()
+        };
         &self.text[self.starts[i]..end]
     }
 
@@ -281,12 +290,16 @@ impl<'a> Parser<'a> {
         }
         if ind == 0 {
             if c.starts_with('%') {
-                return Err(format!("YAML directive (%) at line {line} is not supported"));
+                return Err(format!(
+                    "YAML directive (%) at line {line} is not supported"
+                ));
             }
             for m in ["...", "---"] {
                 if let Some(r) = c.strip_prefix(m) {
                     if r.is_empty() || r.starts_with([' ', '\t']) {
-                        return Err(format!("YAML document marker at line {line} is not supported"));
+                        return Err(format!(
+                            "YAML document marker at line {line} is not supported"
+                        ));
                     }
                 }
             }
@@ -321,7 +334,8 @@ impl<'a> Parser<'a> {
             let (ind, c, line) = self.peek().expect("a line at indent m");
             self.depth_check(depth, line)?;
             Self::check_start(ind, c, line)?;
-            let (key, rest) = map_entry(c, line)?.ok_or_else(|| at("expected 'key: value'", line))?;
+            let (key, rest) =
+                map_entry(c, line)?.ok_or_else(|| at("expected 'key: value'", line))?;
             let v = self.value_text(rest, line, m as isize, true, depth + 1)?;
             if seen.insert(key.clone()) {
                 entries.push((key, v));
@@ -368,7 +382,14 @@ impl<'a> Parser<'a> {
 
     /// A value whose text starts with `r` on the current line (number
     /// `line`), owned by a node at indent `m`. Leaves `pos` after its lines.
-    fn value_text(&mut self, r: &'a str, line: usize, m: isize, same_seq: bool, depth: usize) -> Res<Value> {
+    fn value_text(
+        &mut self,
+        r: &'a str,
+        line: usize,
+        m: isize,
+        same_seq: bool,
+        depth: usize,
+    ) -> Res<Value> {
         let first = r.chars().next();
         match first {
             None | Some('#') => {
@@ -397,10 +418,16 @@ impl<'a> Parser<'a> {
             }
             Some('[' | '{') => {
                 let off = self.offset_of(r);
-                let mut fp = Flow { s: &self.text[off..], i: 0, line };
+                let mut fp = Flow {
+                    s: &self.text[off..],
+                    i: 0,
+                    line,
+                };
                 let v = match fp.node(depth) {
                     Ok(v) => v,
-                    Err(FlowErr::Incomplete) => return Err(at("unterminated flow collection", line)),
+                    Err(FlowErr::Incomplete) => {
+                        return Err(at("unterminated flow collection", line))
+                    }
                     Err(FlowErr::Fatal(e)) => return Err(e),
                 };
                 // The collection ends with its closing bracket, so `end - 1` is on
@@ -493,23 +520,26 @@ impl<'a> Parser<'a> {
                 .map(indent_of),
         };
         let mut content: Vec<&str> = Vec::new();
+        let mut used = n;
         if let Some(c) = c {
-            for j in first..first + n {
+            for (k, j) in (first..first + n).enumerate() {
                 let raw = self.line(j);
                 let ind = indent_of(raw);
                 if trim(raw).is_empty() {
                     content.push(if ind >= c { &raw[c..] } else { "" });
                 } else if ind < c {
+                    used = k;
                     break;
                 } else {
                     content.push(&raw[c..]);
                 }
             }
-        } else {
-            content.extend((first..first + n).map(|_| ""));
         }
-        self.pos = first + content.len();
-        let last_nonempty = content.iter().rposition(|l| !l.is_empty());
+        self.pos = first + used;
+        // "Empty" lines, for folding and chomping, are the white-space-only
+        // ones; with no content indent at all the value is empty.
+        let blank = |l: &str| trim(l).is_empty();
+        let last_nonempty = content.iter().rposition(|l| !blank(l));
         let (core, trailing) = match last_nonempty {
             Some(k) => (&content[..=k], content.len() - k - 1),
             None => (&content[..0], content.len()),
@@ -519,7 +549,7 @@ impl<'a> Parser<'a> {
             out = core.join("\n");
         } else {
             let mut i = 0;
-            while i < core.len() && core[i].is_empty() {
+            while i < core.len() && blank(core[i]) {
                 out.push('\n');
                 i += 1;
             }
@@ -528,7 +558,7 @@ impl<'a> Parser<'a> {
                 out.push_str(prev);
                 let mut k = 0;
                 for &l in &core[i + 1..] {
-                    if l.is_empty() {
+                    if blank(l) {
                         k += 1;
                         continue;
                     }
@@ -612,21 +642,31 @@ impl Flow<'_> {
 
     fn scalar(&mut self) -> Result<Value, FlowErr> {
         let (text, is_quoted) = self.scalar_text()?;
-        Ok(if is_quoted { Value::Str(text) } else { plain_value(&text) })
+        Ok(if is_quoted {
+            Value::Str(text)
+        } else {
+            plain_value(&text)
+        })
     }
 
     /// A scalar's text and whether it was quoted (keys use the text as is).
     fn scalar_text(&mut self) -> Result<(String, bool), FlowErr> {
         match self.peek() {
             None => Err(FlowErr::Incomplete),
-            Some(c @ ('&' | '*' | '!')) => Err(FlowErr::Fatal(construct_error(c, self.line).expect("c"))),
+            Some(c @ ('&' | '*' | '!')) => {
+                Err(FlowErr::Fatal(construct_error(c, self.line).expect("c")))
+            }
             Some('"' | '\'') => match quoted(&self.s[self.i..]) {
                 Ok((s, used)) => {
                     self.i += used;
                     Ok((s, true))
                 }
-                Err(QErr::Unterminated) => Err(FlowErr::Fatal(at("unterminated quoted scalar", self.line))),
-                Err(QErr::InvalidEscape) => Err(FlowErr::Fatal(at("invalid escape sequence", self.line))),
+                Err(QErr::Unterminated) => {
+                    Err(FlowErr::Fatal(at("unterminated quoted scalar", self.line)))
+                }
+                Err(QErr::InvalidEscape) => {
+                    Err(FlowErr::Fatal(at("invalid escape sequence", self.line)))
+                }
             },
             Some('[' | '{') => Err(self.invalid()),
             Some(_) => {
@@ -639,7 +679,9 @@ impl Flow<'_> {
                         b'#' if j > start && self.s[..j].ends_with(is_ws) => break,
                         b':' => {
                             let next = self.s[j + 1..].chars().next();
-                            if matches!(next, None | Some(',' | ']' | '}')) || next.is_some_and(is_ws) {
+                            if matches!(next, None | Some(',' | ']' | '}'))
+                                || next.is_some_and(is_ws)
+                            {
                                 break;
                             }
                         }
@@ -649,7 +691,11 @@ impl Flow<'_> {
                 }
                 self.i = j;
                 let raw = &self.s[start..j];
-                let pieces: Vec<&str> = raw.split('\n').map(trim).filter(|p| !p.is_empty()).collect();
+                let pieces: Vec<&str> = raw
+                    .split('\n')
+                    .map(trim)
+                    .filter(|p| !p.is_empty())
+                    .collect();
                 let text = pieces.join(" ");
                 if text.is_empty() {
                     return Err(self.invalid());
@@ -661,7 +707,10 @@ impl Flow<'_> {
 
     fn seq(&mut self, depth: usize) -> Result<Value, FlowErr> {
         if depth > MAX_DEPTH {
-            return Err(FlowErr::Fatal(at("nesting deeper than 64 levels", self.line)));
+            return Err(FlowErr::Fatal(at(
+                "nesting deeper than 64 levels",
+                self.line,
+            )));
         }
         self.i += 1;
         let mut items = Vec::new();
@@ -692,7 +741,10 @@ impl Flow<'_> {
 
     fn map(&mut self, depth: usize) -> Result<Value, FlowErr> {
         if depth > MAX_DEPTH {
-            return Err(FlowErr::Fatal(at("nesting deeper than 64 levels", self.line)));
+            return Err(FlowErr::Fatal(at(
+                "nesting deeper than 64 levels",
+                self.line,
+            )));
         }
         self.i += 1;
         let mut entries: Vec<(String, Value)> = Vec::new();
@@ -752,7 +804,12 @@ pub fn parse(lines: &[&str]) -> Result<Vec<(String, Value)>, String> {
         starts.push(text.len());
         text.push_str(l);
     }
-    let mut p = Parser { text: &text, starts, pos: 0, virt: None };
+    let mut p = Parser {
+        text: &text,
+        starts,
+        pos: 0,
+        virt: None,
+    };
     p.skip_ignorable();
     let Some((ind, _, first_line)) = p.peek() else {
         return Ok(Vec::new());
@@ -764,7 +821,9 @@ pub fn parse(lines: &[&str]) -> Result<Vec<(String, Value)>, String> {
     }
     match v {
         Value::Map(m) => Ok(m),
-        _ => Err(format!("YAML frontmatter is not a mapping (line {first_line})")),
+        _ => Err(format!(
+            "YAML frontmatter is not a mapping (line {first_line})"
+        )),
     }
 }
 
@@ -786,7 +845,10 @@ mod tests {
 
     #[test]
     fn lenient_plain_scalar() {
-        assert_eq!(one("description: Step 1: do it", "description"), s("Step 1: do it"));
+        assert_eq!(
+            one("description: Step 1: do it", "description"),
+            s("Step 1: do it")
+        );
         assert_eq!(one("a: x # note", "a"), s("x"));
         assert_eq!(one("a: x#y", "a"), s("x#y"));
         assert_eq!(one("a: ~", "a"), Value::Null);
@@ -797,21 +859,43 @@ mod tests {
 
     #[test]
     fn multi_line_plain() {
-        assert_eq!(one("d: one\n  two\n\n  three\nb: 1", "d"), s("one two\nthree"));
+        assert_eq!(
+            one("d: one\n  two\n\n  three\nb: 1", "d"),
+            s("one two\nthree")
+        );
     }
 
     #[test]
     fn sequences_and_flow() {
-        assert_eq!(one("t: [a, 'b c', \"d\"]", "t"), Value::Seq(vec![s("a"), s("b c"), s("d")]));
-        assert_eq!(one("t:\n- a\n- b\nx: 1", "t"), Value::Seq(vec![s("a"), s("b")]));
-        assert_eq!(one("t:\n  - a\n  -\n    - b", "t"), Value::Seq(vec![s("a"), Value::Seq(vec![s("b")])]));
+        assert_eq!(
+            one("t: [a, 'b c', \"d\"]", "t"),
+            Value::Seq(vec![s("a"), s("b c"), s("d")])
+        );
+        assert_eq!(
+            one("t:\n- a\n- b\nx: 1", "t"),
+            Value::Seq(vec![s("a"), s("b")])
+        );
+        assert_eq!(
+            one("t:\n  - a\n  -\n    - b", "t"),
+            Value::Seq(vec![s("a"), Value::Seq(vec![s("b")])])
+        );
         assert_eq!(
             one("g: { by: human:k@a, at: 2026-06-30T14:00:00Z }", "g"),
-            Value::Map(vec![("by".into(), s("human:k@a")), ("at".into(), s("2026-06-30T14:00:00Z"))])
+            Value::Map(vec![
+                ("by".into(), s("human:k@a")),
+                ("at".into(), s("2026-06-30T14:00:00Z"))
+            ])
         );
-        assert_eq!(one("t: [a,\n  b]\nx: 1", "t"), Value::Seq(vec![s("a"), s("b")]));
-        assert!(p("t: [a, b").unwrap_err().contains("unterminated flow collection at line 1"));
-        assert!(p("t: [a,,b]").unwrap_err().contains("invalid flow collection"));
+        assert_eq!(
+            one("t: [a,\n  b]\nx: 1", "t"),
+            Value::Seq(vec![s("a"), s("b")])
+        );
+        assert!(p("t: [a, b")
+            .unwrap_err()
+            .contains("unterminated flow collection at line 1"));
+        assert!(p("t: [a,,b]")
+            .unwrap_err()
+            .contains("invalid flow collection"));
     }
 
     #[test]
@@ -821,23 +905,52 @@ mod tests {
         assert_eq!(get(&m, "title"), Some(&s("T")));
         let x = get(&m, "x").unwrap();
         let Value::Map(xm) = x else { panic!() };
-        let Value::Seq(items) = get(xm, "c").unwrap() else { panic!() };
-        assert_eq!(items[1], Value::Map(vec![("file".into(), s("a.md>\n\n## B"))]));
+        let Value::Seq(items) = get(xm, "c").unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            items[1],
+            Value::Map(vec![("file".into(), s("a.md>\n\n## B"))])
+        );
         assert_eq!(one("a: >\n  x\n  y\n\n  z\n", "a"), s("x y\nz\n"));
         assert_eq!(one("a: |+\n  x\n", "a"), s("x\n\n"));
     }
 
     #[test]
     fn rejected_constructs_name_the_line() {
-        assert_eq!(p("a: 1\nb: &x 2").unwrap_err(), "YAML anchor (&) at line 2 is not supported");
-        assert_eq!(p("a: *x").unwrap_err(), "YAML alias (*) at line 1 is not supported");
-        assert_eq!(p("a: !!str 1").unwrap_err(), "YAML tag (!) at line 1 is not supported");
-        assert_eq!(p("%YAML 1.2").unwrap_err(), "YAML directive (%) at line 1 is not supported");
-        assert_eq!(p("a: 1\n...").unwrap_err(), "YAML document marker at line 2 is not supported");
-        assert_eq!(p("- a").unwrap_err(), "YAML frontmatter is not a mapping (line 1)");
-        assert_eq!(p("a: [x]\n  b: 2").unwrap_err(), "unexpected indentation at line 2");
+        assert_eq!(
+            p("a: 1\nb: &x 2").unwrap_err(),
+            "YAML anchor (&) at line 2 is not supported"
+        );
+        assert_eq!(
+            p("a: *x").unwrap_err(),
+            "YAML alias (*) at line 1 is not supported"
+        );
+        assert_eq!(
+            p("a: !!str 1").unwrap_err(),
+            "YAML tag (!) at line 1 is not supported"
+        );
+        assert_eq!(
+            p("%YAML 1.2").unwrap_err(),
+            "YAML directive (%) at line 1 is not supported"
+        );
+        assert_eq!(
+            p("a: 1\n...").unwrap_err(),
+            "YAML document marker at line 2 is not supported"
+        );
+        assert_eq!(
+            p("- a").unwrap_err(),
+            "YAML frontmatter is not a mapping (line 1)"
+        );
+        assert_eq!(
+            p("a: [x]\n  b: 2").unwrap_err(),
+            "unexpected indentation at line 2"
+        );
         assert_eq!(one("a: 1\n  b: 2", "a"), s("1 b: 2"));
-        assert_eq!(p("a: \"x").unwrap_err(), "unterminated quoted scalar at line 1");
+        assert_eq!(
+            p("a: \"x").unwrap_err(),
+            "unterminated quoted scalar at line 1"
+        );
     }
 
     #[test]
@@ -853,7 +966,11 @@ mod tests {
     fn huge_inputs_do_not_blow_up() {
         let many: String = (0..50_000).map(|i| format!("k{i}: v\n")).collect();
         assert_eq!(p(&many).unwrap().len(), 50_000);
-        let flow_lines: String = std::iter::once("t: [".to_string()).chain((0..50_000).map(|i| format!("  x{i},"))).chain(std::iter::once("]".to_string())).collect::<Vec<_>>().join("\n");
+        let flow_lines: String = std::iter::once("t: [".to_string())
+            .chain((0..50_000).map(|i| format!("  x{i},")))
+            .chain(std::iter::once("]".to_string()))
+            .collect::<Vec<_>>()
+            .join("\n");
         assert!(p(&flow_lines).is_ok());
     }
 }

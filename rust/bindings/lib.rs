@@ -1,0 +1,332 @@
+//! okfast._native: thin PyO3 classes over okfast-core. Inputs are copied into
+//! owned Rust data, the work runs with the GIL released (`py.detach`), and
+//! results come back as numpy arrays or small tuples built afterwards.
+
+use std::sync::Arc;
+
+use numpy::{IntoPyArray, PyArray1};
+use okfast_core::concept::{Actor, Concept};
+use okfast_core::score::{self, query_terms};
+use okfast_core::yaml::Value;
+use okfast_core::Error;
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyFileNotFoundError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyList, PyTuple, PyType};
+
+create_exception!(
+    okfast,
+    OkfastError,
+    PyException,
+    "Base class of every exception okfast raises."
+);
+
+static BUNDLE_NOT_FOUND: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static INVALID_ARGUMENT: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// `OkfastError` subclasses that are also a built-in exception, made once
+/// with `type(name, (OkfastError, builtin), {})` (create_exception! allows
+/// one base only).
+fn derived<'py>(
+    py: Python<'py>,
+    cell: &'static PyOnceLock<Py<PyType>>,
+    name: &str,
+    builtin: Bound<'py, PyType>,
+    doc: &str,
+) -> PyResult<Bound<'py, PyType>> {
+    let ty = cell.get_or_try_init(py, || -> PyResult<Py<PyType>> {
+        let bases = PyTuple::new(py, [py.get_type::<OkfastError>(), builtin])?;
+        let ns = PyDict::new(py);
+        ns.set_item("__doc__", doc)?;
+        ns.set_item("__module__", "okfast")?;
+        let t = py.get_type::<PyType>().call1((name, bases, ns))?;
+        Ok(t.cast_into::<PyType>()?.unbind())
+    })?;
+    Ok(ty.bind(py).clone())
+}
+
+fn bundle_not_found(py: Python<'_>) -> PyResult<Bound<'_, PyType>> {
+    derived(
+        py,
+        &BUNDLE_NOT_FOUND,
+        "BundleNotFoundError",
+        py.get_type::<PyFileNotFoundError>(),
+        "The bundle root is missing or is not a readable directory.",
+    )
+}
+
+fn invalid_argument(py: Python<'_>) -> PyResult<Bound<'_, PyType>> {
+    derived(
+        py,
+        &INVALID_ARGUMENT,
+        "InvalidArgumentError",
+        py.get_type::<PyValueError>(),
+        "An argument is outside its domain (a programmer error).",
+    )
+}
+
+/// The one map from core errors to Python exceptions.
+fn to_py(py: Python<'_>, e: Error) -> PyErr {
+    let ty = match &e {
+        Error::BundleNotFound { .. } => bundle_not_found(py),
+        Error::InvalidArgument(_) => invalid_argument(py),
+    };
+    match ty {
+        Ok(t) => PyErr::from_type(t, e.to_string()),
+        Err(err) => err,
+    }
+}
+
+fn value_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Value::Null => py.None().into_bound(py),
+        Value::Str(s) => s.into_pyobject(py)?.into_any(),
+        Value::Seq(items) => {
+            let l = PyList::empty(py);
+            for i in items {
+                l.append(value_to_py(py, i)?)?;
+            }
+            l.into_any()
+        }
+        Value::Map(entries) => map_to_py(py, entries)?.into_any(),
+    })
+}
+
+fn map_to_py<'py>(py: Python<'py>, entries: &[(String, Value)]) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (k, v) in entries {
+        d.set_item(k, value_to_py(py, v)?)?;
+    }
+    Ok(d)
+}
+
+fn actor_to_py<'py>(py: Python<'py>, a: &Actor) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("by", &a.by)?;
+    d.set_item("at", &a.at)?;
+    Ok(d)
+}
+
+fn concept_to_py<'py>(py: Python<'py>, c: &Concept) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("concept_id", &c.id)?;
+    d.set_item("path", &c.path)?;
+    d.set_item("type", &c.kind)?;
+    d.set_item("title", &c.title)?;
+    d.set_item("description", &c.description)?;
+    d.set_item("tags", &c.tags)?;
+    d.set_item("resource", &c.resource)?;
+    d.set_item("status", c.status.as_str())?;
+    d.set_item("status_known", c.status_known)?;
+    d.set_item("stale_after_us", c.stale_after)?;
+    d.set_item(
+        "generated",
+        c.generated
+            .as_ref()
+            .map(|a| actor_to_py(py, a))
+            .transpose()?,
+    )?;
+    let verified = PyList::empty(py);
+    for a in &c.verified {
+        verified.append(actor_to_py(py, a)?)?;
+    }
+    d.set_item("verified", verified)?;
+    d.set_item("trust_tier", c.trust_tier.as_str())?;
+    d.set_item("body", &c.body)?;
+    d.set_item("frontmatter", map_to_py(py, &c.frontmatter)?)?;
+    Ok(d)
+}
+
+fn check_limit(py: Python<'_>, limit: Option<i64>) -> PyResult<Option<usize>> {
+    match limit {
+        None => Ok(None),
+        Some(n) if n < 0 => Err(to_py(
+            py,
+            Error::InvalidArgument(format!("limit must be >= 0, got {n}")),
+        )),
+        Some(n) => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
+    }
+}
+
+type Arrays<'py> = (Bound<'py, PyArray1<i32>>, Bound<'py, PyArray1<u32>>);
+type HitRow = (String, u32, Option<String>, String, String);
+
+/// An immutable, loaded and indexed bundle snapshot.
+#[pyclass(frozen, module = "okfast._native", name = "Bundle")]
+struct PyBundle {
+    inner: Arc<okfast_core::Bundle>,
+}
+
+#[pymethods]
+impl PyBundle {
+    /// Load and index the bundle at `path` (GIL released, parallel).
+    #[staticmethod]
+    fn load(py: Python<'_>, path: std::path::PathBuf) -> PyResult<PyBundle> {
+        let b = py
+            .detach(|| okfast_core::Bundle::load(&path))
+            .map_err(|e| to_py(py, e))?;
+        Ok(PyBundle { inner: Arc::new(b) })
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    #[getter]
+    fn root(&self) -> String {
+        self.inner.root.display().to_string()
+    }
+
+    #[getter]
+    fn okf_version(&self) -> Option<String> {
+        self.inner.okf_version.clone()
+    }
+
+    #[getter]
+    fn concept_ids(&self) -> Vec<String> {
+        self.inner.concepts.iter().map(|c| c.id.clone()).collect()
+    }
+
+    /// `(code, message, path, severity)` rows in SPEC order.
+    #[getter]
+    fn diagnostics(&self) -> Vec<DiagRow> {
+        self.inner
+            .diagnostics
+            .iter()
+            .map(|d| {
+                (
+                    d.code.as_str(),
+                    d.message.clone(),
+                    d.path.clone(),
+                    d.severity(),
+                )
+            })
+            .collect()
+    }
+
+    fn position(&self, concept_id: &str) -> Option<u32> {
+        self.inner.position(concept_id)
+    }
+
+    /// Every field of the concept at `position`, as a dict.
+    fn concept<'py>(&self, py: Python<'py>, position: usize) -> PyResult<Bound<'py, PyDict>> {
+        let c = self.inner.concepts.get(position).ok_or_else(|| {
+            to_py(
+                py,
+                Error::InvalidArgument(format!(
+                    "position {position} out of range 0..{}",
+                    self.inner.len()
+                )),
+            )
+        })?;
+        concept_to_py(py, c)
+    }
+
+    /// `(positions int32, scores uint32)` in SPEC §3.4 order.
+    #[pyo3(signature = (text, *, tag=None, limit=None))]
+    fn search_arrays<'py>(
+        &self,
+        py: Python<'py>,
+        text: String,
+        tag: Option<String>,
+        limit: Option<i64>,
+    ) -> PyResult<Arrays<'py>> {
+        let limit = check_limit(py, limit)?;
+        let b = Arc::clone(&self.inner);
+        let r = py.detach(move || score::search(&b, &text, tag.as_deref(), limit));
+        let positions: Vec<i32> = r.positions.into_iter().map(|p| p as i32).collect();
+        Ok((positions.into_pyarray(py), r.scores.into_pyarray(py)))
+    }
+
+    /// `(concept_id, score, title, excerpt, path)` rows in SPEC §3.4 order.
+    #[pyo3(signature = (text, *, tag=None, limit=None))]
+    fn search_rows(
+        &self,
+        py: Python<'_>,
+        text: String,
+        tag: Option<String>,
+        limit: Option<i64>,
+    ) -> PyResult<Vec<HitRow>> {
+        let limit = check_limit(py, limit)?;
+        let b = Arc::clone(&self.inner);
+        Ok(py.detach(move || {
+            let r = score::search(&b, &text, tag.as_deref(), limit);
+            let terms = query_terms(&text);
+            r.positions
+                .iter()
+                .zip(&r.scores)
+                .map(|(&p, &s)| {
+                    let c = &b.concepts[p as usize];
+                    (
+                        c.id.clone(),
+                        s,
+                        c.title.clone(),
+                        score::excerpt(&c.body, &terms),
+                        c.path.clone(),
+                    )
+                })
+                .collect()
+        }))
+    }
+
+    /// SPEC §3.5 excerpt of the concept at `position` for `text`.
+    fn excerpt(&self, py: Python<'_>, position: usize, text: String) -> PyResult<String> {
+        let c = self.inner.concepts.get(position).ok_or_else(|| {
+            to_py(
+                py,
+                Error::InvalidArgument(format!(
+                    "position {position} out of range 0..{}",
+                    self.inner.len()
+                )),
+            )
+        })?;
+        Ok(score::excerpt(&c.body, &query_terms(&text)))
+    }
+}
+
+type DiagRow = (&'static str, String, String, &'static str);
+
+/// Read one concept file's bytes as a bundle would (SPEC §1.3–1.4, without
+/// the walk's id and size checks): `(fields or None, diagnostics)`. Used by
+/// the property tests to compare the parser with the reference directly.
+#[pyfunction]
+fn read_concept<'py>(
+    py: Python<'py>,
+    path: &str,
+    data: &[u8],
+) -> PyResult<(Option<Bound<'py, PyDict>>, Vec<DiagRow>)> {
+    let id = path.strip_suffix(".md").unwrap_or(path);
+    let r = okfast_core::concept::read_concept(id, path, data);
+    let rows = r
+        .diagnostics
+        .iter()
+        .map(|d| {
+            (
+                d.code.as_str(),
+                d.message.clone(),
+                d.path.clone(),
+                d.severity(),
+            )
+        })
+        .collect();
+    Ok((
+        r.concept
+            .as_ref()
+            .map(|c| concept_to_py(py, c))
+            .transpose()?,
+        rows,
+    ))
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("OkfastError", py.get_type::<OkfastError>())?;
+    m.add("BundleNotFoundError", bundle_not_found(py)?)?;
+    m.add("InvalidArgumentError", invalid_argument(py)?)?;
+    m.add_class::<PyBundle>()?;
+    m.add_function(wrap_pyfunction!(read_concept, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
