@@ -6,10 +6,9 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
+import okfast
 import pytest
 from conftest import MakeBundle
-
-import okfast
 from okfast import Bundle, BundleNotFoundError, ConceptNotFoundError, OkfastError
 
 FM = "---\ntype: Note\ntitle: {t}\n---\nbody of {t}\n"
@@ -124,7 +123,10 @@ def test_no_frontmatter_body_is_verbatim(make_bundle: MakeBundle) -> None:
         ({"f.md": "---\ntype: T\n"}, ("InvalidFrontmatter", "f.md", "error")),
         ({"y.md": "---\na: &x 1\n---\n"}, ("InvalidFrontmatter", "y.md", "error")),
         ({"m.md": "---\ntitle: t\n---\n"}, ("MissingType", "m.md", "warning")),
-        ({"s.md": "---\ntype: T\nstale_after: soon\n---\n"}, ("MalformedStaleAfter", "s.md", "warning")),
+        (
+            {"s.md": "---\ntype: T\nstale_after: soon\n---\n"},
+            ("MalformedStaleAfter", "s.md", "warning"),
+        ),
     ],
 )
 def test_each_diagnostic_code(

@@ -8,14 +8,16 @@ import sys
 
 import pytest
 from conftest import REPO, MakeBundle
-
 from okfast.cli import main
 
 EXAMPLES = REPO / "examples"
 
 
 def test_search_text(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["search", str(EXAMPLES / "data-glossary"), "revenue recognition", "--limit", "2"]) == 0
+    assert (
+        main(["search", str(EXAMPLES / "data-glossary"), "revenue recognition", "--limit", "2"])
+        == 0
+    )
     out = capsys.readouterr().out.splitlines()
     assert out[0].split()[:2] == ["12", "policies/revenue-recognition-policy"]
     assert len([line for line in out if not line.startswith(" " * 6)]) == 2

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import reference
 from conftest import MakeBundle
-
 from okfast import Bundle, Hit, InvalidArgumentError, OkfastError
 
 

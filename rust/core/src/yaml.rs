@@ -90,81 +90,89 @@ enum QErr {
 }
 
 /// A quoted scalar starting at `s[0]` (`'` or `"`). Returns the text and the
-/// bytes consumed, closing quote included.
+/// bytes consumed, closing quote included. Its extent is found first (so an
+/// unterminated scalar is reported as such even when it holds a bad escape),
+/// then its escapes are read.
 fn quoted(s: &str) -> Result<(String, usize), QErr> {
-    let mut chars = s.char_indices();
-    let (_, q) = chars.next().expect("caller checked the quote");
-    let mut out = String::new();
-    if q == '\'' {
-        while let Some((i, c)) = chars.next() {
-            match c {
-                '\n' => return Err(QErr::Unterminated),
-                '\'' => {
-                    if s[i + 1..].starts_with('\'') {
-                        out.push('\'');
-                        chars.next();
-                    } else {
-                        return Ok((out, i + 1));
-                    }
-                }
-                _ => out.push(c),
-            }
-        }
-        return Err(QErr::Unterminated);
-    }
-    while let Some((i, c)) = chars.next() {
-        match c {
-            '\n' => return Err(QErr::Unterminated),
-            '"' => return Ok((out, i + 1)),
-            '\\' => {
-                let Some((j, e)) = chars.next() else {
+    let b = s.as_bytes();
+    let q = b[0];
+    let mut i = 1;
+    let end = loop {
+        match b.get(i) {
+            None | Some(b'\n') => return Err(QErr::Unterminated),
+            Some(b'\\') if q == b'"' => {
+                if matches!(b.get(i + 1), None | Some(b'\n')) {
                     return Err(QErr::Unterminated);
-                };
-                let simple = match e {
-                    '0' => Some('\0'),
-                    'a' => Some('\u{7}'),
-                    'b' => Some('\u{8}'),
-                    't' | '\t' => Some('\t'),
-                    'n' => Some('\n'),
-                    'v' => Some('\u{B}'),
-                    'f' => Some('\u{C}'),
-                    'r' => Some('\r'),
-                    'e' => Some('\u{1B}'),
-                    ' ' => Some(' '),
-                    '"' => Some('"'),
-                    '/' => Some('/'),
-                    '\\' => Some('\\'),
-                    'N' => Some('\u{85}'),
-                    '_' => Some('\u{A0}'),
-                    'L' => Some('\u{2028}'),
-                    'P' => Some('\u{2029}'),
-                    _ => None,
-                };
-                if let Some(ch) = simple {
-                    out.push(ch);
-                    continue;
                 }
-                let width = match e {
-                    'x' => 2,
-                    'u' => 4,
-                    'U' => 8,
-                    '\n' => return Err(QErr::Unterminated),
-                    _ => return Err(QErr::InvalidEscape),
-                };
-                let hex = s.get(j + 1..j + 1 + width).ok_or(QErr::InvalidEscape)?;
-                if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    return Err(QErr::InvalidEscape);
-                }
-                let cp = u32::from_str_radix(hex, 16).map_err(|_| QErr::InvalidEscape)?;
-                out.push(char::from_u32(cp).ok_or(QErr::InvalidEscape)?);
-                for _ in 0..width {
-                    chars.next();
+                // A UTF-8 continuation byte is never a quote, backslash or
+                // line break, so stepping by bytes is safe.
+                i += 2;
+            }
+            Some(&c) if c == q => {
+                if q == b'\'' && b.get(i + 1) == Some(&b'\'') {
+                    i += 2;
+                } else {
+                    break i;
                 }
             }
-            _ => out.push(c),
+            Some(_) => i += 1,
+        }
+    };
+    let inner = &s[1..end];
+    if q == b'\'' {
+        return Ok((inner.replace("''", "'"), end + 1));
+    }
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.char_indices();
+    while let Some((_, c)) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let Some((j, e)) = chars.next() else {
+            return Err(QErr::InvalidEscape);
+        };
+        let simple = match e {
+            '0' => Some('\0'),
+            'a' => Some('\u{7}'),
+            'b' => Some('\u{8}'),
+            't' | '\t' => Some('\t'),
+            'n' => Some('\n'),
+            'v' => Some('\u{B}'),
+            'f' => Some('\u{C}'),
+            'r' => Some('\r'),
+            'e' => Some('\u{1B}'),
+            ' ' => Some(' '),
+            '"' => Some('"'),
+            '/' => Some('/'),
+            '\\' => Some('\\'),
+            'N' => Some('\u{85}'),
+            '_' => Some('\u{A0}'),
+            'L' => Some('\u{2028}'),
+            'P' => Some('\u{2029}'),
+            _ => None,
+        };
+        if let Some(ch) = simple {
+            out.push(ch);
+            continue;
+        }
+        let width = match e {
+            'x' => 2,
+            'u' => 4,
+            'U' => 8,
+            _ => return Err(QErr::InvalidEscape),
+        };
+        let hex = inner.get(j + 1..j + 1 + width).ok_or(QErr::InvalidEscape)?;
+        if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(QErr::InvalidEscape);
+        }
+        let cp = u32::from_str_radix(hex, 16).map_err(|_| QErr::InvalidEscape)?;
+        out.push(char::from_u32(cp).ok_or(QErr::InvalidEscape)?);
+        for _ in 0..width {
+            chars.next();
         }
     }
-    Err(QErr::Unterminated)
+    Ok((out, end + 1))
 }
 
 fn construct_error(c: char, line: usize) -> Option<String> {
@@ -593,6 +601,12 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// Token separators inside a flow collection (the doc: spaces, tabs and the
+/// line breaks between its lines; other white space is text).
+fn is_flow_sep(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n')
+}
+
 enum FlowErr {
     Incomplete,
     Fatal(String),
@@ -618,8 +632,8 @@ impl Flow<'_> {
     fn skip(&mut self) {
         loop {
             match self.peek() {
-                Some(c) if is_ws(c) => self.i += c.len_utf8(),
-                Some('#') if self.i == 0 || self.s[..self.i].ends_with(is_ws) => {
+                Some(c) if is_flow_sep(c) => self.i += 1,
+                Some('#') if self.i == 0 || self.s[..self.i].ends_with(is_flow_sep) => {
                     self.i = match self.s[self.i..].find('\n') {
                         Some(k) => self.i + k,
                         None => self.s.len(),
@@ -676,11 +690,11 @@ impl Flow<'_> {
                 while j < b.len() {
                     match b[j] {
                         b',' | b'[' | b']' | b'{' | b'}' => break,
-                        b'#' if j > start && self.s[..j].ends_with(is_ws) => break,
+                        b'#' if j > start && self.s[..j].ends_with(is_flow_sep) => break,
                         b':' => {
                             let next = self.s[j + 1..].chars().next();
                             if matches!(next, None | Some(',' | ']' | '}'))
-                                || next.is_some_and(is_ws)
+                                || next.is_some_and(is_flow_sep)
                             {
                                 break;
                             }
@@ -814,17 +828,16 @@ pub fn parse(lines: &[&str]) -> Result<Vec<(String, Value)>, String> {
     let Some((ind, _, first_line)) = p.peek() else {
         return Ok(Vec::new());
     };
-    let v = p.block_node(ind, -1, 1)?;
+    let Value::Map(m) = p.block_node(ind, -1, 1)? else {
+        return Err(format!(
+            "YAML frontmatter is not a mapping (line {first_line})"
+        ));
+    };
     p.skip_ignorable();
     if let Some((_, _, l)) = p.peek() {
         return Err(at("unexpected indentation", l));
     }
-    match v {
-        Value::Map(m) => Ok(m),
-        _ => Err(format!(
-            "YAML frontmatter is not a mapping (line {first_line})"
-        )),
-    }
+    Ok(m)
 }
 
 #[cfg(test)]
