@@ -121,7 +121,7 @@ def test_limit_selects_exact_top_k_among_many_ties(make_bundle: MakeBundle) -> N
     assert got == want
     for k in [1, 5, 17, 99, 250, 299, 300, 1000]:
         pos, sc = b.search_arrays("w w1 ww", limit=k)
-        assert [(b.concept_ids[p], s) for p, s in zip(pos, sc)] == want[:k]
+        assert [(b.concept_ids[p], s) for p, s in zip(pos, sc, strict=True)] == want[:k]
 
 
 def test_eight_threads_search_one_bundle(make_bundle: MakeBundle) -> None:

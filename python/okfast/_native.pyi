@@ -5,6 +5,15 @@ from typing import Any, final
 import numpy as np
 import numpy.typing as npt
 
+__all__ = [
+    "Bundle",
+    "BundleNotFoundError",
+    "InvalidArgumentError",
+    "OkfastError",
+    "__version__",
+    "read_concept",
+]
+
 __version__: str
 
 class OkfastError(Exception):
