@@ -143,3 +143,22 @@ def test_eight_threads_search_one_bundle(make_bundle: MakeBundle) -> None:
 
     with ThreadPoolExecutor(8) as ex:
         assert all(ex.map(worker, range(8)))
+
+
+def test_long_queries_rank_exactly(make_bundle: MakeBundle) -> None:
+    # 70 terms: scores can exceed 256, which takes the decode-and-sort path.
+    words = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"]
+    files = {
+        f"c{i:02d}.md": concept(
+            " ".join(words[: i % 8]), " ".join(words[i % 5 :]), "[x]", " ".join(words[i % 3 :]) * 2
+        )
+        for i in range(40)
+    }
+    b = Bundle.load(make_bundle(files))
+    ref = reference.load_bundle(str(b.root))
+    q = " ".join(words * 9)[: 70 * 6]
+    want = [(cid, s) for cid, s, _ in reference.search(ref, q)]
+    assert max(s for _, s in want) > 256
+    assert [(h.concept_id, h.score) for h in b.search(q)] == want
+    pos, sc = b.search_arrays(q, limit=7)
+    assert [(b.concept_ids[p], s) for p, s in zip(pos, sc, strict=True)] == want[:7]

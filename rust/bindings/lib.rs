@@ -134,7 +134,7 @@ fn concept_to_py<'py>(py: Python<'py>, c: &Concept) -> PyResult<Bound<'py, PyDic
     d.set_item("verified", verified)?;
     d.set_item("trust_tier", c.trust_tier.as_str())?;
     d.set_item("body", &c.body)?;
-    d.set_item("frontmatter", map_to_py(py, &c.frontmatter)?)?;
+    d.set_item("frontmatter", map_to_py(py, &c.frontmatter())?)?;
     Ok(d)
 }
 

@@ -68,7 +68,23 @@ pub struct Concept {
     pub verified: Vec<Actor>,
     pub trust_tier: TrustTier,
     pub body: String,
-    pub frontmatter: Vec<(String, Value)>,
+    /// The frontmatter's YAML lines joined with `\n`. The parsed tree is
+    /// rebuilt on demand by [`Concept::frontmatter`]: it is needed only when a
+    /// caller reads a concept, and keeping every tree costs more memory than
+    /// the text (parsing is deterministic, so the result is the same).
+    pub frontmatter_src: Box<str>,
+}
+
+impl Concept {
+    /// Every frontmatter key as written, in file order (SPEC §1.4).
+    pub fn frontmatter(&self) -> Vec<(String, Value)> {
+        if self.frontmatter_src.is_empty() {
+            return Vec::new();
+        }
+        let lines: Vec<&str> = self.frontmatter_src.split('\n').collect();
+        // This text parsed when the concept was read; it cannot fail now.
+        yaml::parse(&lines).unwrap_or_default()
+    }
 }
 
 /// The result of reading one file: the concept (unless skipped) and its
@@ -136,16 +152,16 @@ pub fn read_concept(id: &str, path: &str, bytes: &[u8]) -> Read {
         }
     };
     let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
-    let (frontmatter, body) = match split_frontmatter(text) {
+    let (frontmatter, body, src) = match split_frontmatter(text) {
         Err(Unterminated) => {
             return skip(
                 Code::InvalidFrontmatter,
                 "Unterminated YAML frontmatter block".into(),
             )
         }
-        Ok(None) => (Vec::new(), text.to_string()),
+        Ok(None) => (Vec::new(), text.to_string(), Box::from("")),
         Ok(Some((fm_lines, body))) => match yaml::parse(&fm_lines) {
-            Ok(m) => (m, body),
+            Ok(m) => (m, body, fm_lines.join("\n").into_boxed_str()),
             Err(e) => {
                 return skip(
                     Code::InvalidFrontmatter,
@@ -247,7 +263,7 @@ pub fn read_concept(id: &str, path: &str, bytes: &[u8]) -> Read {
         verified,
         trust_tier,
         body,
-        frontmatter,
+        frontmatter_src: src,
     };
     Read {
         concept: Some(concept),

@@ -12,7 +12,9 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::concept::Concept;
-use crate::text::{fold_into, is_ws};
+use crate::intern::Interner;
+use crate::text::{fold_into, for_each_folded_word};
+use crate::trigram::Trigrams;
 
 /// The three scored fields of SPEC §3.2, with their weights.
 pub const FIELDS: [(Field, u32); 3] = [(Field::Title, 3), (Field::TagsDesc, 2), (Field::Body, 1)];
@@ -58,11 +60,22 @@ pub struct FieldIndex {
     pub vocab: Vec<u8>,
     /// Start of word `i` in `vocab`; one extra entry at the end.
     pub word_starts: Vec<u32>,
-    /// Postings of word `i`: `postings[post_starts[i]..post_starts[i + 1]]`,
-    /// ascending concept positions.
+    /// Postings of sparse word `i`: `postings[post_starts[i]..post_starts[i + 1]]`,
+    /// ascending concept positions (empty for dense words).
     pub post_starts: Vec<u64>,
     pub postings: Vec<u32>,
+    /// Dense words — held by more than one concept in 32, where a bitset is
+    /// smaller than a postings list — as bitsets: `dense_slot[i]` is the
+    /// bitset's index in `dense_bits` (`NOT_DENSE` for sparse words).
+    pub dense_slot: Vec<u32>,
+    pub dense_bits: Vec<u64>,
+    /// 64-bit words per bitset: `ceil(concepts / 64)`.
+    pub bitset_words: usize,
+    /// Substring lookup over `vocab`.
+    pub trigrams: Trigrams,
 }
+
+pub const NOT_DENSE: u32 = u32::MAX;
 
 pub struct Index {
     pub fields: [FieldIndex; 3],
@@ -70,80 +83,142 @@ pub struct Index {
     pub tags: FxHashMap<String, Vec<u32>>,
 }
 
-type ChunkMap = FxHashMap<Box<str>, Vec<u32>>;
+/// One chunk of concepts indexed on its own: its distinct folded words and a
+/// local CSR of their postings (ascending positions). Tokens are interned to
+/// dense ids and appended to one flat pair list — one probe and sequential
+/// writes per token; per-word vectors would cost a cache miss per token.
+pub struct Chunk {
+    words: Interner,
+    starts: Vec<u32>,
+    postings: Vec<u32>,
+}
 
-/// Distinct folded words of one chunk of concepts, with their postings.
-fn chunk_words(concepts: &[Concept], base: u32, field: Field) -> ChunkMap {
-    let mut map: ChunkMap = FxHashMap::default();
-    let mut buf = String::new();
+pub fn chunk_words(concepts: &[Concept], base: u32, field: Field) -> Chunk {
+    let mut words = Interner::default();
+    let mut pair_word: Vec<u32> = Vec::new();
+    let mut pair_pos: Vec<u32> = Vec::new();
+    // The last concept (position + 1) each word was recorded for.
+    let mut last: Vec<u32> = Vec::new();
+    let mut buf = Vec::new();
     for (k, c) in concepts.iter().enumerate() {
         let pos = base + k as u32;
         field.for_each_piece(c, |piece| {
-            for word in piece.split(is_ws).filter(|w| !w.is_empty()) {
-                buf.clear();
-                fold_into(word, &mut buf);
-                match map.get_mut(buf.as_str()) {
-                    Some(list) => {
-                        if list.last() != Some(&pos) {
-                            list.push(pos);
-                        }
-                    }
-                    None => {
-                        map.insert(buf.as_str().into(), vec![pos]);
-                    }
+            for_each_folded_word(piece, &mut buf, |w| {
+                let (id, new) = words.intern(w);
+                if new {
+                    last.push(0);
                 }
-            }
+                if last[id as usize] != pos + 1 {
+                    last[id as usize] = pos + 1;
+                    pair_word.push(id);
+                    pair_pos.push(pos);
+                }
+            });
         });
     }
-    map
+    // Counting sort of the pairs by word; positions stay ascending.
+    let mut starts = vec![0u32; words.len() + 1];
+    for &w in &pair_word {
+        starts[w as usize + 1] += 1;
+    }
+    for i in 1..starts.len() {
+        starts[i] += starts[i - 1];
+    }
+    let mut cursor = starts.clone();
+    let mut postings = vec![0u32; pair_word.len()];
+    for (&w, &p) in pair_word.iter().zip(&pair_pos) {
+        postings[cursor[w as usize] as usize] = p;
+        cursor[w as usize] += 1;
+    }
+    Chunk {
+        words,
+        starts,
+        postings,
+    }
 }
 
-fn build_field(concepts: &[Concept], field: Field) -> FieldIndex {
+pub fn build_field(concepts: &[Concept], field: Field) -> FieldIndex {
     let threads = rayon::current_num_threads().max(1);
-    let chunk = concepts.len().div_ceil(threads * 4).max(256);
-    let maps: Vec<ChunkMap> = concepts
-        .par_chunks(chunk)
+    let size = concepts.len().div_ceil(threads * 4).max(256);
+    let chunks: Vec<Chunk> = concepts
+        .par_chunks(size)
         .enumerate()
-        .map(|(i, part)| chunk_words(part, (i * chunk) as u32, field))
+        .map(|(i, part)| chunk_words(part, (i * size) as u32, field))
         .collect();
-    // Merge in chunk order so each word's postings stay ascending.
-    let mut ids: FxHashMap<&str, u32> = FxHashMap::default();
-    let mut words: Vec<&str> = Vec::new();
-    let mut counts: Vec<u64> = Vec::new();
-    for m in &maps {
-        for (w, list) in m {
-            let id = *ids.entry(w).or_insert_with(|| {
-                words.push(w);
-                counts.push(0);
-                (words.len() - 1) as u32
-            });
-            counts[id as usize] += list.len() as u64;
+    // Global ids, and each chunk's local → global map.
+    let mut global = Interner::default();
+    let remaps: Vec<Vec<u32>> = chunks
+        .iter()
+        .map(|ch| {
+            (0..ch.words.len() as u32)
+                .map(|w| global.intern(ch.words.word(w)).0)
+                .collect()
+        })
+        .collect();
+    let n_words = global.len();
+    let mut counts = vec![0u64; n_words];
+    for (ch, remap) in chunks.iter().zip(&remaps) {
+        for (w, &g) in remap.iter().enumerate() {
+            counts[g as usize] += u64::from(ch.starts[w + 1] - ch.starts[w]);
         }
     }
-    let mut fi = FieldIndex::default();
-    fi.vocab.reserve(words.iter().map(|w| w.len() + 1).sum());
-    fi.word_starts.reserve(words.len() + 1);
-    for w in &words {
+    let bitset_words = concepts.len().div_ceil(64);
+    let mut fi = FieldIndex {
+        bitset_words,
+        ..FieldIndex::default()
+    };
+    fi.vocab.reserve(global.arena.len() + n_words);
+    fi.word_starts.reserve(n_words + 1);
+    for w in 0..n_words as u32 {
         fi.word_starts.push(fi.vocab.len() as u32);
-        fi.vocab.extend_from_slice(w.as_bytes());
+        fi.vocab.extend_from_slice(global.word(w));
         fi.vocab.push(b'\n');
     }
     fi.word_starts.push(fi.vocab.len() as u32);
-    fi.post_starts.reserve(words.len() + 1);
+    fi.trigrams = Trigrams::build(n_words, |w| global.word(w));
+    // A bitset costs 8·bitset_words bytes, a postings list 4·count.
+    let mut slots = 0u32;
+    fi.dense_slot = counts
+        .iter()
+        .map(|&c| {
+            if c > 2 * bitset_words as u64 {
+                slots += 1;
+                slots - 1
+            } else {
+                NOT_DENSE
+            }
+        })
+        .collect();
+    fi.dense_bits = vec![0u64; slots as usize * bitset_words];
+    fi.post_starts.reserve(n_words + 1);
     let mut acc = 0u64;
-    for &n in &counts {
+    for (w, &n) in counts.iter().enumerate() {
         fi.post_starts.push(acc);
-        acc += n;
+        if fi.dense_slot[w] == NOT_DENSE {
+            acc += n;
+        }
     }
     fi.post_starts.push(acc);
     fi.postings = vec![0; acc as usize];
-    let mut cursor: Vec<u64> = fi.post_starts[..words.len()].to_vec();
-    for m in &maps {
-        for (w, list) in m {
-            let id = ids[&**w] as usize;
-            let at = cursor[id] as usize;
-            fi.postings[at..at + list.len()].copy_from_slice(list);
-            cursor[id] += list.len() as u64;
+    // Chunks in order: each word's postings come out ascending.
+    let mut cursor: Vec<u64> = fi.post_starts[..n_words].to_vec();
+    for (ch, remap) in chunks.into_iter().zip(&remaps) {
+        for (w, &g) in remap.iter().enumerate() {
+            let list = &ch.postings[ch.starts[w] as usize..ch.starts[w + 1] as usize];
+            let g = g as usize;
+            match fi.dense_slot[g] {
+                NOT_DENSE => {
+                    let at = cursor[g] as usize;
+                    fi.postings[at..at + list.len()].copy_from_slice(list);
+                    cursor[g] += list.len() as u64;
+                }
+                slot => {
+                    let bits = &mut fi.dense_bits[slot as usize * bitset_words..][..bitset_words];
+                    for &p in list {
+                        bits[p as usize >> 6] |= 1 << (p & 63);
+                    }
+                }
+            }
         }
     }
     fi
@@ -183,23 +258,66 @@ impl FieldIndex {
         self.word_starts.len().saturating_sub(1)
     }
 
+    /// The bytes of word `w` (without its separator).
+    pub fn word(&self, w: u32) -> &[u8] {
+        &self.vocab
+            [self.word_starts[w as usize] as usize..self.word_starts[w as usize + 1] as usize - 1]
+    }
+
     /// Ids of the distinct words that contain the folded term, ascending.
     pub fn words_containing(&self, folded_term: &[u8], out: &mut Vec<u32>) {
         out.clear();
         if folded_term.is_empty() {
             return;
         }
+        if folded_term.len() >= 3 {
+            self.trigrams
+                .filter_into(folded_term, |w| self.word(w), out);
+            return;
+        }
         let finder = memchr::memmem::Finder::new(folded_term);
+        let starts = &self.word_starts;
         let mut from = 0usize;
+        let mut w = 0usize;
         while let Some(k) = finder.find(&self.vocab[from..]) {
-            let off = from + k;
-            let w = self.word_starts.partition_point(|&s| s as usize <= off) - 1;
+            let off = (from + k) as u32;
+            // Matches come in increasing order: gallop forward from the last
+            // word instead of a binary search over the whole vocabulary.
+            let mut step = 1;
+            while w + step < starts.len() && starts[w + step] <= off {
+                w += step;
+                step *= 2;
+            }
+            w += starts[w..(w + step).min(starts.len())].partition_point(|&s| s <= off) - 1;
             out.push(w as u32);
             // One hit per word is enough: resume at the next word.
-            from = self.word_starts[w + 1] as usize;
+            from = starts[w + 1] as usize;
         }
     }
 
+    /// The bitset of a dense word, `None` for a sparse one.
+    pub fn dense(&self, word: u32) -> Option<&[u64]> {
+        match self.dense_slot[word as usize] {
+            NOT_DENSE => None,
+            slot => {
+                Some(&self.dense_bits[slot as usize * self.bitset_words..][..self.bitset_words])
+            }
+        }
+    }
+
+    /// Mark the concepts holding `word` in `bits`.
+    pub fn mark(&self, word: u32, bits: &mut [u64]) {
+        match self.dense(word) {
+            Some(d) => bits.iter_mut().zip(d).for_each(|(x, y)| *x |= y),
+            None => {
+                for &p in self.postings(word) {
+                    bits[p as usize >> 6] |= 1 << (p & 63);
+                }
+            }
+        }
+    }
+
+    /// Postings of a sparse word (empty for a dense one).
     pub fn postings(&self, word: u32) -> &[u32] {
         let w = word as usize;
         &self.postings[self.post_starts[w] as usize..self.post_starts[w + 1] as usize]

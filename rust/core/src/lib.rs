@@ -7,9 +7,11 @@ pub mod concept;
 pub mod diagnostic;
 pub mod error;
 pub mod index;
+pub mod intern;
 pub mod score;
 pub mod stale;
 pub mod text;
+pub mod trigram;
 pub mod yaml;
 
 pub use bundle::Bundle;

@@ -31,6 +31,15 @@ pub struct Ranked {
 
 /// Score every concept and return the first `limit` of the SPEC order (all
 /// when `limit` is `None`).
+///
+/// For each (term, field) the concepts holding a matching word are marked in
+/// a bitset — dense words OR in their own bitset, sparse ones set a bit per
+/// posting — so a concept holding several matching words counts once. The
+/// weighted bitsets are summed into a bit-sliced counter (slice `i` holds bit
+/// `i` of every concept's score), 64 concepts per machine word. Ranking then
+/// reads score levels from the highest down, each level's concepts in
+/// position (= id) order. No per-concept work happens unless a concept is
+/// returned.
 pub fn search(b: &Bundle, text: &str, tag: Option<&str>, limit: Option<usize>) -> Ranked {
     let n = b.len();
     let terms = query_terms(text);
@@ -41,68 +50,151 @@ pub fn search(b: &Bundle, text: &str, tag: Option<&str>, limit: Option<usize>) -
     if terms.is_empty() || n == 0 || limit == Some(0) {
         return empty;
     }
-    let allowed: Option<&[u32]> = match tag {
+    let nw = n.div_ceil(64);
+    let allowed: Option<Vec<u64>> = match tag {
         Some(t) if !trim(t).is_empty() => match b.index.tags.get(&fold(t)) {
-            Some(list) => Some(list),
+            Some(list) => {
+                let mut bits = vec![0u64; nw];
+                for &p in list {
+                    bits[p as usize >> 6] |= 1 << (p & 63);
+                }
+                Some(bits)
+            }
             None => return empty,
         },
         _ => None,
     };
-    let mut scores = vec![0u32; n];
-    let mut stamp = vec![0u32; n];
-    let mut cur = 0u32;
-    let mut touched: Vec<u32> = Vec::new();
-    let mut words = Vec::new();
+    // Matching words per (term, field), and the highest possible score.
+    let mut parts: Vec<(usize, u32, Vec<u32>)> = Vec::new();
+    let mut max_score = 0u32;
     for (term, count) in &terms {
         for (field, weight) in FIELDS {
-            let fi = &b.index.fields[field as usize];
-            fi.words_containing(term.as_bytes(), &mut words);
-            if words.is_empty() {
+            let mut words = Vec::new();
+            b.index.fields[field as usize].words_containing(term.as_bytes(), &mut words);
+            if !words.is_empty() {
+                let add = weight.saturating_mul(*count);
+                max_score = max_score.saturating_add(add);
+                parts.push((field as usize, add, words));
+            }
+        }
+    }
+    if parts.is_empty() {
+        return empty;
+    }
+    let mut acc = Sliced::new(nw, max_score);
+    let mut scratch = vec![0u64; nw];
+    for (field, add, words) in &parts {
+        let fi = &b.index.fields[*field];
+        scratch.fill(0);
+        for &w in words {
+            fi.mark(w, &mut scratch);
+        }
+        if let Some(mask) = &allowed {
+            scratch.iter_mut().zip(mask).for_each(|(x, m)| *x &= m);
+        }
+        acc.add(&scratch, *add);
+    }
+    acc.rank(max_score, limit.unwrap_or(usize::MAX))
+}
+
+/// A bit-sliced counter over `nw * 64` concepts: block `x`, slice `i` holds
+/// bit `i` of the scores of concepts `64x .. 64x + 63`.
+struct Sliced {
+    slices: usize,
+    bits: Vec<u64>,
+}
+
+impl Sliced {
+    fn new(nw: usize, max_score: u32) -> Sliced {
+        let slices = (32 - max_score.leading_zeros()) as usize;
+        Sliced {
+            slices,
+            bits: vec![0; nw * slices],
+        }
+    }
+
+    /// Add `weight` to the score of every concept marked in `set`.
+    fn add(&mut self, set: &[u64], weight: u32) {
+        let ns = self.slices;
+        for (x, &m) in set.iter().enumerate() {
+            if m == 0 {
                 continue;
             }
-            let add = weight.saturating_mul(*count);
-            cur += 1;
-            let single = words.len() == 1;
-            for &w in &words {
-                for &p in fi.postings(w) {
-                    let p = p as usize;
-                    // A concept may hold several words containing the term;
-                    // it counts once per (term, field).
-                    if !single {
-                        if stamp[p] == cur {
-                            continue;
-                        }
-                        stamp[p] = cur;
-                    }
-                    if scores[p] == 0 {
-                        touched.push(p as u32);
-                    }
-                    scores[p] = scores[p].saturating_add(add);
+            let block = &mut self.bits[x * ns..(x + 1) * ns];
+            let mut w = weight;
+            while w != 0 {
+                let j = w.trailing_zeros() as usize;
+                w &= w - 1;
+                // Ripple-carry add of `m` at bit `j`; the sum never exceeds
+                // `max_score`, so the carry dies before the last slice.
+                let mut carry = m;
+                let mut i = j;
+                while carry != 0 && i < ns {
+                    let c = block[i] & carry;
+                    block[i] ^= carry;
+                    carry = c;
+                    i += 1;
                 }
             }
         }
     }
-    if let Some(list) = allowed {
-        // `list` is ascending: keep the touched concepts that carry the tag.
-        touched.retain(|&p| list.binary_search(&p).is_ok());
-    }
-    rank(&scores, touched, limit)
-}
 
-/// Order `touched` by (score desc, position asc), keeping the first `limit`.
-fn rank(scores: &[u32], mut touched: Vec<u32>, limit: Option<usize>) -> Ranked {
-    let k = limit.unwrap_or(usize::MAX).min(touched.len());
-    let key = |p: &u32| (std::cmp::Reverse(scores[*p as usize]), *p);
-    if k < touched.len() {
-        // Partial selection: only the first k need a full sort.
-        touched.select_nth_unstable_by_key(k, key);
-        touched.truncate(k);
+    fn score_of(&self, x: usize, bit: u32) -> u32 {
+        let block = &self.bits[x * self.slices..(x + 1) * self.slices];
+        block
+            .iter()
+            .enumerate()
+            .fold(0, |s, (i, w)| s | (((w >> bit) & 1) as u32) << i)
     }
-    touched.sort_unstable_by_key(key);
-    let scores_out = touched.iter().map(|&p| scores[p as usize]).collect();
-    Ranked {
-        positions: touched,
-        scores: scores_out,
+
+    /// The first `k` concepts by (score desc, position asc).
+    fn rank(&self, max_score: u32, k: usize) -> Ranked {
+        let ns = self.slices;
+        let nw = self.bits.len() / ns.max(1);
+        let mut positions = Vec::new();
+        let mut scores = Vec::new();
+        if max_score <= 256 {
+            // Level by level from the top: a level costs one pass over the
+            // blocks, and a top-k query usually stops after a few levels.
+            for level in (1..=max_score).rev() {
+                for x in 0..nw {
+                    let block = &self.bits[x * ns..(x + 1) * ns];
+                    let mut m = !0u64;
+                    for (i, &w) in block.iter().enumerate() {
+                        m &= if level >> i & 1 == 1 { w } else { !w };
+                        if m == 0 {
+                            break;
+                        }
+                    }
+                    while m != 0 {
+                        if positions.len() == k {
+                            return Ranked { positions, scores };
+                        }
+                        positions.push((x * 64) as u32 + m.trailing_zeros());
+                        scores.push(level);
+                        m &= m - 1;
+                    }
+                }
+            }
+            return Ranked { positions, scores };
+        }
+        // Many possible levels: decode every scored concept, then sort.
+        let mut hits: Vec<(u32, u32)> = Vec::new();
+        for x in 0..nw {
+            let mut any = self.bits[x * ns..(x + 1) * ns].iter().fold(0, |a, w| a | w);
+            while any != 0 {
+                let bit = any.trailing_zeros();
+                any &= any - 1;
+                hits.push(((x * 64) as u32 + bit, self.score_of(x, bit)));
+            }
+        }
+        // `hits` is in position order, so a stable sort by score keeps ids ordered.
+        hits.sort_by_key(|&(_, s)| std::cmp::Reverse(s));
+        hits.truncate(k);
+        Ranked {
+            positions: hits.iter().map(|h| h.0).collect(),
+            scores: hits.iter().map(|h| h.1).collect(),
+        }
     }
 }
 

@@ -72,6 +72,45 @@ pub fn fold(s: &str) -> String {
     out
 }
 
+/// Call `f` with each white-space-delimited word of `s`, folded, as UTF-8
+/// bytes. The index's hot loop: ASCII bytes are classified and upper-cased
+/// without decoding; other characters take the general path.
+pub fn for_each_folded_word(s: &str, buf: &mut Vec<u8>, mut f: impl FnMut(&[u8])) {
+    let b = s.as_bytes();
+    let mut i = 0;
+    buf.clear();
+    while i < b.len() {
+        let x = b[i];
+        if x < 0x80 {
+            if matches!(x, 0x09..=0x0D | 0x20) {
+                if !buf.is_empty() {
+                    f(buf);
+                    buf.clear();
+                }
+            } else {
+                buf.push(x.to_ascii_uppercase());
+            }
+            i += 1;
+            continue;
+        }
+        let c = s[i..].chars().next().expect("i is on a char boundary");
+        i += c.len_utf8();
+        if is_ws(c) {
+            if !buf.is_empty() {
+                f(buf);
+                buf.clear();
+            }
+        } else {
+            let mut tmp = [0u8; 4];
+            buf.extend_from_slice(fold_char(c).encode_utf8(&mut tmp).as_bytes());
+        }
+    }
+    if !buf.is_empty() {
+        f(buf);
+        buf.clear();
+    }
+}
+
 /// `contains_ci(h, n)`: `fold(n)` is a substring of `fold(h)`.
 pub fn contains_ci(h: &str, n: &str) -> bool {
     let fh = fold(h);
@@ -166,6 +205,26 @@ mod tests {
         assert_eq!(id_cmp("a", "a/b"), Ordering::Less);
         assert_eq!(id_cmp("a.b", "a"), Ordering::Greater);
         assert_eq!(id_cmp("B", "a"), Ordering::Less);
+    }
+
+    #[test]
+    fn folded_words_equal_fold_then_split() {
+        let samples = [
+            "",
+            "  a  b ",
+            "Straße\u{3000}ıx\u{85}y",
+            "ǅ\tß\u{a0}漢字 end",
+            "x\u{200B}y",
+        ];
+        for s in samples {
+            let mut got: Vec<String> = Vec::new();
+            let mut buf = Vec::new();
+            for_each_folded_word(s, &mut buf, |w| {
+                got.push(String::from_utf8(w.to_vec()).unwrap())
+            });
+            let want: Vec<String> = split_ws(s).map(fold).collect();
+            assert_eq!(got, want, "{s:?}");
+        }
     }
 
     #[test]

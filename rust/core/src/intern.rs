@@ -1,0 +1,118 @@
+//! A string interner for the index build: folded words → dense ids.
+//!
+//! Words live back to back in one arena and the table holds (hash tag, id)
+//! pairs in one flat array, so a lookup touches two compact arrays instead of
+//! chasing a pointer to a separately allocated key. This is the hot loop of
+//! loading (one probe per token), so it is worth its own small table.
+
+use std::hash::Hasher;
+
+use rustc_hash::FxHasher;
+
+pub struct Interner {
+    /// `0` = empty; else `(hash >> 32) << 32 | (id + 1)`.
+    table: Vec<u64>,
+    mask: usize,
+    pub arena: Vec<u8>,
+    /// Word `i` is `arena[starts[i]..starts[i + 1]]`.
+    pub starts: Vec<u32>,
+}
+
+fn hash(w: &[u8]) -> u64 {
+    let mut h = FxHasher::default();
+    h.write(w);
+    // FxHash's low bits are weak for short keys; mix before masking.
+    let x = h.finish();
+    x ^ (x >> 29) ^ (x >> 47)
+}
+
+impl Default for Interner {
+    fn default() -> Self {
+        Interner {
+            table: vec![0; 1024],
+            mask: 1023,
+            arena: Vec::new(),
+            starts: vec![0],
+        }
+    }
+}
+
+impl Interner {
+    pub fn len(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn word(&self, id: u32) -> &[u8] {
+        &self.arena[self.starts[id as usize] as usize..self.starts[id as usize + 1] as usize]
+    }
+
+    /// The id of `w`, and whether it was new.
+    pub fn intern(&mut self, w: &[u8]) -> (u32, bool) {
+        let h = hash(w);
+        let tag = h & 0xFFFF_FFFF_0000_0000;
+        let mut i = h as usize & self.mask;
+        loop {
+            let e = self.table[i];
+            if e == 0 {
+                break;
+            }
+            if e & 0xFFFF_FFFF_0000_0000 == tag {
+                let id = (e & 0xFFFF_FFFF) as u32 - 1;
+                if self.word(id) == w {
+                    return (id, false);
+                }
+            }
+            i = (i + 1) & self.mask;
+        }
+        let id = self.len() as u32;
+        self.arena.extend_from_slice(w);
+        self.starts.push(self.arena.len() as u32);
+        self.table[i] = tag | u64::from(id + 1);
+        if self.len() * 2 > self.table.len() {
+            self.grow();
+        }
+        (id, true)
+    }
+
+    fn grow(&mut self) {
+        let size = self.table.len() * 2;
+        let mut table = vec![0u64; size];
+        let mask = size - 1;
+        for id in 0..self.len() as u32 {
+            let h = hash(self.word(id));
+            let mut i = h as usize & mask;
+            while table[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            table[i] = (h & 0xFFFF_FFFF_0000_0000) | u64::from(id + 1);
+        }
+        self.table = table;
+        self.mask = mask;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_dense_and_stable() {
+        let mut it = Interner::default();
+        let words: Vec<String> = (0..5000).map(|i| format!("w{}", i % 3000)).collect();
+        let mut seen = std::collections::HashMap::new();
+        for w in &words {
+            let (id, new) = it.intern(w.as_bytes());
+            let prev = seen.insert(w.clone(), id);
+            assert_eq!(new, prev.is_none());
+            if let Some(p) = prev {
+                assert_eq!(p, id);
+            }
+            assert_eq!(it.word(id), w.as_bytes());
+        }
+        assert_eq!(it.len(), 3000);
+    }
+}
