@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import REPO, MakeBundle
@@ -83,3 +84,33 @@ def test_python_dash_m() -> None:
     # The glossary bundle has one concept without frontmatter on purpose.
     assert r.returncode == 1
     assert "MissingType" in r.stdout
+
+
+def test_resolve_over_the_example_catalog(capsys: pytest.CaptureFixture[str]) -> None:
+    cat = str(EXAMPLES / "catalog.json")
+    assert main(["resolve", "--catalog", cat, "revenue recognition", "--limit", "3"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[1] == "glossary:policies/revenue-recognition-policy"
+    args = ["resolve", "--catalog", cat, "rollback temperature", "--strategy", "merged"]
+    assert main([*args, "--fairness-quota", "1", "--json", "--stale", "strict"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["strategy"] == "merged" and doc["digest"].startswith("sha256:")
+    srcs = [p["source_id"] for p in doc["passages"]]
+    assert len(set(srcs)) >= 2 and not any(p["is_stale"] for p in doc["passages"])
+    assert {e["reason"] for e in doc["exclusions"]} <= {"stale"}
+
+
+def test_resolve_bad_catalog_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "catalog.json"
+    bad.write_text('{"version": 2, "sources": []}')
+    assert main(["resolve", "--catalog", str(bad), "x"]) == 2
+    err = capsys.readouterr().err
+    assert "[WrongVersion]" in err and "[EmptySources]" in err
+
+
+def test_resolve_usage_errors() -> None:
+    cat = str(EXAMPLES / "catalog.json")
+    for extra in (["--stale", "sometimes"], ["--fairness-quota", "0"], ["--strategy", "best"]):
+        with pytest.raises(SystemExit) as e:
+            main(["resolve", "--catalog", cat, "x", *extra])
+        assert e.value.code == 2

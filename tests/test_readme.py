@@ -17,7 +17,7 @@ def test_readme_opens_with_two_commands_and_ci_runs_the_second() -> None:
     assert len(blocks) >= 2
     first, second = blocks[0].strip(), blocks[1].strip()
     assert "\n" not in first and "\n" not in second
-    assert "okfast search examples/" in first
+    assert "okfast resolve --catalog examples/catalog.json" in first
     assert "pytest" in second
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     assert second in ci.splitlines(), "'.ci/run' must run the README's test command verbatim"

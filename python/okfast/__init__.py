@@ -2,23 +2,61 @@
 
 from okfast._native import __version__
 from okfast.bundle import Bundle
+from okfast.catalog import Catalog, CatalogDiagnostic, CatalogError, ReloadResult, Source
 from okfast.errors import (
     BundleNotFoundError,
     ConceptNotFoundError,
     InvalidArgumentError,
     OkfastError,
 )
-from okfast.model import Actor, Concept, Diagnostic, Hit
+from okfast.memory.scope import Scope
+from okfast.model import (
+    Actor,
+    Concept,
+    Diagnostic,
+    DiagnosticCode,
+    Exclusion,
+    Hit,
+    Passage,
+)
+from okfast.passages import Context, PassageList
+from okfast.query import Query, StalePolicy, Strategy
+from okfast.resolver import (
+    GroupedResolver,
+    MergedResolver,
+    PriorityWeightedResolver,
+    ReciprocalRankResolver,
+    Resolver,
+)
 
 __all__ = [
     "Actor",
     "Bundle",
     "BundleNotFoundError",
+    "Catalog",
+    "CatalogDiagnostic",
+    "CatalogError",
     "Concept",
     "ConceptNotFoundError",
+    "Context",
     "Diagnostic",
+    "DiagnosticCode",
+    "Exclusion",
+    "GroupedResolver",
     "Hit",
     "InvalidArgumentError",
+    "MergedResolver",
     "OkfastError",
+    "Passage",
+    "PassageList",
+    "PriorityWeightedResolver",
+    "Query",
+    "ReciprocalRankResolver",
+    "ReloadResult",
+    "Resolver",
+    "Scope",
+    "Source",
+    "StalePolicy",
+    "Strategy",
     "__version__",
 ]

@@ -11,6 +11,9 @@ __all__ = [
     "InvalidArgumentError",
     "OkfastError",
     "__version__",
+    "fairness_order",
+    "fingerprint",
+    "fused_order",
     "read_concept",
 ]
 
@@ -49,7 +52,36 @@ class Bundle:
         self, text: str, *, tag: str | None = None, limit: int | None = None
     ) -> list[tuple[str, int, str | None, str, str]]: ...
     def excerpt(self, position: int, text: str) -> str: ...
+    def ordinal_ranks(self) -> npt.NDArray[np.uint32]: ...
+    def stale_after_us(self) -> npt.NDArray[np.int64]: ...
+    def passage_row(
+        self, position: int, text: str
+    ) -> tuple[
+        str,
+        str | None,
+        str,
+        str,
+        str | None,
+        list[str],
+        str | None,
+        str,
+        str,
+        int | None,
+        str | None,
+    ]: ...
+    def body(self, position: int) -> str: ...
 
 def read_concept(
     path: str, data: bytes
 ) -> tuple[dict[str, Any] | None, list[tuple[str, str, str, str]]]: ...
+def fused_order(
+    strategy: str,
+    score: npt.NDArray[np.uint32],
+    priority: npt.NDArray[np.int32],
+    source_rank: npt.NDArray[np.uint32],
+    concept_rank: npt.NDArray[np.uint32],
+    source_list_rank: npt.NDArray[np.uint32],
+    fairness_quota: int | None = None,
+) -> npt.NDArray[np.uint32]: ...
+def fairness_order(sources: npt.NDArray[np.uint32], quota: int) -> npt.NDArray[np.uint32]: ...
+def fingerprint(path: str) -> int: ...

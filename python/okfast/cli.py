@@ -1,7 +1,7 @@
-"""The ``okfast`` command line: ``search`` and ``validate`` (SPEC §1.6, §3).
+"""The ``okfast`` command line: ``search``, ``resolve`` and ``validate``.
 
 Exit codes: 0 success; 1 ``validate`` found an error (or a missing type);
-2 bad usage or an unreadable bundle root.
+2 bad usage, an unreadable bundle root or a bad catalog.
 """
 
 from __future__ import annotations
@@ -13,8 +13,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from okfast.bundle import Bundle
+from okfast.catalog import Catalog, CatalogError
 from okfast.errors import OkfastError
 from okfast.model import Diagnostic
+from okfast.query import Query, StalePolicy, Strategy
+from okfast.resolver import Resolver
 
 
 def _diag_json(d: Diagnostic) -> dict[str, Any]:
@@ -91,6 +94,83 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _cmd_resolve(args: argparse.Namespace) -> int:
+    try:
+        catalog = Catalog.load(args.catalog)
+    except CatalogError as e:
+        print(f"okfast: bad catalog {args.catalog}:", file=sys.stderr)
+        for problem in e.diagnostics:
+            print(f"  {problem}", file=sys.stderr)
+        return 2
+    query = Query(
+        args.query,
+        strategy=args.strategy,
+        fairness_quota=args.fairness_quota,
+        stale_policy=args.stale,
+        limit=args.limit,
+    )
+    ctx = Resolver(catalog).search(query)
+    if args.json:
+        _print_json(
+            {
+                "query": args.query,
+                "strategy": str(query.strategy or Strategy.GROUPED),
+                "passages": [
+                    {
+                        "source_id": p.source_id,
+                        "concept_id": p.concept_id,
+                        "score": p.score,
+                        "fused_score": p.fused_score,
+                        "title": p.title,
+                        "excerpt": p.excerpt,
+                        "path": p.path,
+                        "is_stale": p.is_stale,
+                    }
+                    for p in ctx.passages
+                ],
+                "diagnostics": [
+                    {**_diag_json(d), "source_id": d.source_id} for d in ctx.diagnostics
+                ],
+                "exclusions": [
+                    {
+                        "source_id": e.source_id,
+                        "concept_id": e.concept_id,
+                        "reason": e.reason,
+                        "detail": e.detail,
+                    }
+                    for e in ctx.exclusions
+                ],
+                "digest": ctx.digest,
+            }
+        )
+        return 0
+    for p in ctx.passages:
+        title = f"  {p.title}" if p.title else ""
+        print(f"{p.score:>4}  {p.source_id}:{p.concept_id}{title}")
+        if p.excerpt:
+            print(f"      {p.excerpt}")
+    if ctx.diagnostics:
+        print("Diagnostics:")
+        for d in ctx.diagnostics:
+            where = ":".join(x for x in (d.source_id, d.path) if x)
+            print(f"  {d.severity:<7} {d.code:<20} {where} {d.message}".rstrip())
+    return 0
+
+
+def _stale(text: str) -> StalePolicy:
+    try:
+        return StalePolicy.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _positive(text: str) -> int:
+    n = _non_negative(text)
+    if n == 0:
+        raise argparse.ArgumentTypeError("must be > 0")
+    return n
+
+
 def _non_negative(text: str) -> int:
     try:
         n = int(text)
@@ -112,6 +192,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--tag", default=None, help="only concepts carrying this tag")
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.set_defaults(run=_cmd_search)
+
+    r = sub.add_parser("resolve", help="search every source of a catalog into one ordered list")
+    r.add_argument("--catalog", required=True, help="catalog.json")
+    r.add_argument("query", help="query text")
+    r.add_argument("--strategy", choices=[s.value for s in Strategy], default=None)
+    r.add_argument("--fairness-quota", type=_positive, default=None, metavar="K")
+    r.add_argument(
+        "--stale", type=_stale, default=StalePolicy.use(), metavar="use|strict|tolerate:DAYS"
+    )
+    r.add_argument("--limit", type=_non_negative, default=None, help="keep the first N passages")
+    r.add_argument("--json", action="store_true", help="machine-readable output")
+    r.set_defaults(run=_cmd_resolve)
 
     v = sub.add_parser("validate", help="list a bundle's diagnostics; exit 1 on errors")
     v.add_argument("path", help="bundle directory")

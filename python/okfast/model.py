@@ -5,6 +5,8 @@ All are frozen dataclasses: values, compared by value, safe to share.
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
@@ -116,3 +118,64 @@ class Concept:
             frontmatter=fm,
             extra={k: v for k, v in fm.items() if k not in INTERPRETED_KEYS},
         )
+
+
+class DiagnosticCode(str, enum.Enum):
+    """Every diagnostic code okfast reports (SPEC §1.6, §5.3–5.6)."""
+
+    # Loading a bundle.
+    INVALID_CONCEPT_ID = "InvalidConceptId"
+    FILE_TOO_LARGE = "FileTooLarge"
+    INVALID_UTF8 = "InvalidUtf8"
+    INVALID_FRONTMATTER = "InvalidFrontmatter"
+    MISSING_TYPE = "MissingType"
+    MALFORMED_STALE_AFTER = "MalformedStaleAfter"
+    UNREADABLE_FILE = "UnreadableFile"
+    UNREADABLE_DIRECTORY = "UnreadableDirectory"
+    SYMLINK_SKIPPED = "SymlinkSkipped"
+    # Resolving across sources.
+    NO_ENABLED_SOURCES = "NoEnabledSources"
+    SOURCE_UNAVAILABLE = "SourceUnavailable"
+    DUPLICATE_DIRECTORY = "DuplicateDirectory"
+    NO_MATCHES = "NoMatches"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class Exclusion:
+    """A passage the resolver left out, and why (SPEC §5.8)."""
+
+    source_id: str
+    concept_id: str
+    reason: str
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """One resolved passage (SPEC §5.2). ``body`` is read on demand."""
+
+    source_id: str
+    concept_id: str
+    score: int
+    priority: int
+    title: str | None
+    excerpt: str
+    path: str
+    type: str | None
+    tags: tuple[str, ...]
+    description: str | None
+    trust_tier: str
+    status: str
+    stale_after: datetime | None
+    is_stale: bool
+    authority: str
+    fused_score: float | None = None
+    _body: Callable[[], str] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def body(self) -> str:
+        """The concept's body, read from the loaded snapshot when asked for."""
+        return self._body() if self._body is not None else ""

@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
-use numpy::{IntoPyArray, PyArray1};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyUntypedArrayMethods};
 use okfast_core::concept::{Actor, Concept};
+use okfast_core::order;
 use okfast_core::score::{self, query_terms};
 use okfast_core::yaml::Value;
 use okfast_core::Error;
@@ -151,6 +152,19 @@ fn check_limit(py: Python<'_>, limit: Option<i64>) -> PyResult<Option<usize>> {
 
 type Arrays<'py> = (Bound<'py, PyArray1<i32>>, Bound<'py, PyArray1<u32>>);
 type HitRow = (String, u32, Option<String>, String, String);
+type PassageRow = (
+    String,
+    Option<String>,
+    String,
+    String,
+    Option<String>,
+    Vec<String>,
+    Option<String>,
+    &'static str,
+    &'static str,
+    Option<i64>,
+    Option<String>,
+);
 
 /// An immutable, loaded and indexed bundle snapshot.
 #[pyclass(frozen, module = "okfast._native", name = "Bundle")]
@@ -270,6 +284,65 @@ impl PyBundle {
         }))
     }
 
+    /// Rank of each concept id in ordinal (code point) order, by position.
+    fn ordinal_ranks<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u32>> {
+        self.inner.ordinal_rank.clone().into_pyarray(py)
+    }
+
+    /// `stale_after` of each concept in microseconds since the epoch (UTC);
+    /// `i64::MAX` where there is none (never stale).
+    fn stale_after_us<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
+        let v: Vec<i64> = self
+            .inner
+            .concepts
+            .iter()
+            .map(|c| c.stale_after.unwrap_or(i64::MAX))
+            .collect();
+        v.into_pyarray(py)
+    }
+
+    /// The display fields of the concept at `position` for a passage:
+    /// `(concept_id, title, excerpt, path, type, tags, description,
+    /// trust_tier, status, stale_after_us, authority)`.
+    fn passage_row(&self, py: Python<'_>, position: usize, text: String) -> PyResult<PassageRow> {
+        let c = self.inner.concepts.get(position).ok_or_else(|| {
+            to_py(
+                py,
+                Error::InvalidArgument(format!(
+                    "position {position} out of range 0..{}",
+                    self.inner.len()
+                )),
+            )
+        })?;
+        Ok((
+            c.id.clone(),
+            c.title.clone(),
+            score::excerpt(&c.body, &query_terms(&text)),
+            c.path.clone(),
+            c.kind.clone(),
+            c.tags.clone(),
+            c.description.clone(),
+            c.trust_tier.as_str(),
+            c.status.as_str(),
+            c.stale_after,
+            c.authority.clone(),
+        ))
+    }
+
+    /// The body of the concept at `position`.
+    fn body(&self, py: Python<'_>, position: usize) -> PyResult<String> {
+        let c = self.inner.concepts.get(position).ok_or_else(|| {
+            to_py(
+                py,
+                Error::InvalidArgument(format!(
+                    "position {position} out of range 0..{}",
+                    self.inner.len()
+                )),
+            )
+        })?;
+        Ok(c.body.clone())
+    }
+
     /// SPEC §3.5 excerpt of the concept at `position` for `text`.
     fn excerpt(&self, py: Python<'_>, position: usize, text: String) -> PyResult<String> {
         let c = self.inner.concepts.get(position).ok_or_else(|| {
@@ -286,6 +359,108 @@ impl PyBundle {
 }
 
 type DiagRow = (&'static str, String, String, &'static str);
+
+fn strategy_of(py: Python<'_>, name: &str) -> PyResult<order::Strategy> {
+    Ok(match name {
+        "merged" => order::Strategy::Merged,
+        "priority_weighted" => order::Strategy::PriorityWeighted,
+        "reciprocal_rank" => order::Strategy::ReciprocalRank,
+        other => {
+            return Err(to_py(
+                py,
+                Error::InvalidArgument(format!("no fused strategy {other:?}")),
+            ))
+        }
+    })
+}
+
+/// The fused order of SPEC §5.4 (and §5.7 with `fairness_quota`) over
+/// parallel per-passage arrays: a permutation of `0..n` as a numpy array.
+#[pyfunction]
+#[pyo3(signature = (strategy, score, priority, source_rank, concept_rank, source_list_rank, fairness_quota=None))]
+#[allow(clippy::too_many_arguments)]
+fn fused_order<'py>(
+    py: Python<'py>,
+    strategy: &str,
+    score: PyReadonlyArray1<'py, u32>,
+    priority: PyReadonlyArray1<'py, i32>,
+    source_rank: PyReadonlyArray1<'py, u32>,
+    concept_rank: PyReadonlyArray1<'py, u32>,
+    source_list_rank: PyReadonlyArray1<'py, u32>,
+    fairness_quota: Option<usize>,
+) -> PyResult<Bound<'py, PyArray1<u32>>> {
+    let strategy = strategy_of(py, strategy)?;
+    let n = score.len();
+    for (name, len) in [
+        ("priority", priority.len()),
+        ("source_rank", source_rank.len()),
+        ("concept_rank", concept_rank.len()),
+        ("source_list_rank", source_list_rank.len()),
+    ] {
+        if len != n {
+            return Err(to_py(
+                py,
+                Error::InvalidArgument(format!("{name} has {len} entries, score has {n}")),
+            ));
+        }
+    }
+    let owned = |a: &PyReadonlyArray1<'py, u32>| a.as_array().to_vec();
+    let (score, source_rank, concept_rank, source_list_rank) = (
+        owned(&score),
+        owned(&source_rank),
+        owned(&concept_rank),
+        owned(&source_list_rank),
+    );
+    let priority = priority.as_array().to_vec();
+    let out = py.detach(move || {
+        let keys = order::Keys {
+            score: &score,
+            priority: &priority,
+            source_rank: &source_rank,
+            concept_rank: &concept_rank,
+            source_list_rank: &source_list_rank,
+        };
+        let sorted = order::sort(&keys, strategy);
+        match fairness_quota {
+            Some(k) => {
+                let sources: Vec<u32> = sorted.iter().map(|&i| source_rank[i as usize]).collect();
+                order::fairness(&sources, k)
+                    .into_iter()
+                    .map(|j| sorted[j as usize])
+                    .collect()
+            }
+            None => sorted,
+        }
+    });
+    Ok(out.into_pyarray(py))
+}
+
+/// A signature of the files a load of `path` reads (paths, sizes,
+/// modification times); equal values mean nothing changed.
+#[pyfunction]
+fn fingerprint(py: Python<'_>, path: std::path::PathBuf) -> PyResult<u64> {
+    py.detach(|| okfast_core::bundle::fingerprint(&path))
+        .map_err(|e| to_py(py, e))
+}
+
+/// SPEC §5.7 alone: the fairness permutation of an already sorted list,
+/// given each passage's source.
+#[pyfunction]
+fn fairness_order<'py>(
+    py: Python<'py>,
+    sources: PyReadonlyArray1<'py, u32>,
+    quota: usize,
+) -> PyResult<Bound<'py, PyArray1<u32>>> {
+    if quota == 0 {
+        return Err(to_py(
+            py,
+            Error::InvalidArgument("fairness quota must be > 0".into()),
+        ));
+    }
+    let sources = sources.as_array().to_vec();
+    let out = py.detach(move || order::fairness(&sources, quota));
+    Ok(out.into_pyarray(py))
+}
 
 /// Read one concept file's bytes as a bundle would (SPEC §1.3–1.4, without
 /// the walk's id and size checks): `(fields or None, diagnostics)`. Used by
@@ -327,6 +502,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InvalidArgumentError", invalid_argument(py)?)?;
     m.add_class::<PyBundle>()?;
     m.add_function(wrap_pyfunction!(read_concept, m)?)?;
+    m.add_function(wrap_pyfunction!(fused_order, m)?)?;
+    m.add_function(wrap_pyfunction!(fairness_order, m)?)?;
+    m.add_function(wrap_pyfunction!(fingerprint, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

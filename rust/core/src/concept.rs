@@ -67,6 +67,8 @@ pub struct Concept {
     pub generated: Option<Actor>,
     pub verified: Vec<Actor>,
     pub trust_tier: TrustTier,
+    /// `authority` as written (SPEC §7), validated by the resolver.
+    pub authority: Option<String>,
     pub body: String,
     /// The frontmatter's YAML lines joined with `\n`. The parsed tree is
     /// rebuilt on demand by [`Concept::frontmatter`]: it is needed only when a
@@ -262,6 +264,7 @@ pub fn read_concept(id: &str, path: &str, bytes: &[u8]) -> Read {
         generated,
         verified,
         trust_tier,
+        authority: display(get(fm, "authority")),
         body,
         frontmatter_src: src,
     };

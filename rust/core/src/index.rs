@@ -39,19 +39,6 @@ impl Field {
             Field::Body => f(&c.body),
         }
     }
-
-    /// The field's text as SPEC §3.2 spells it.
-    pub fn text(self, c: &Concept) -> String {
-        match self {
-            Field::Title => c.title.clone().unwrap_or_default(),
-            Field::TagsDesc => format!(
-                "{} {}",
-                c.tags.join(" "),
-                c.description.as_deref().unwrap_or("")
-            ),
-            Field::Body => c.body.clone(),
-        }
-    }
 }
 
 #[derive(Default)]

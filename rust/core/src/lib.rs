@@ -8,6 +8,7 @@ pub mod diagnostic;
 pub mod error;
 pub mod index;
 pub mod intern;
+pub mod order;
 pub mod score;
 pub mod stale;
 pub mod text;

@@ -1,0 +1,347 @@
+"""``catalog.json``: the list of sources a resolver searches (SPEC §4).
+
+Parsing never raises on bad data: it collects every problem as a
+:class:`CatalogDiagnostic` in one pass. :meth:`Catalog.load` and
+:meth:`Catalog.parse` then raise :class:`CatalogError` (a ``ValueError``)
+carrying them all when there is any; :meth:`Catalog.reload` keeps the last
+good snapshot instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from okfast.errors import OkfastError
+from okfast.paths import is_absolute_spelling, is_within, join_lexically
+
+ROOT_KEYS = frozenset({"version", "sources"})
+SOURCE_KEYS = frozenset({"id", "path", "priority", "enabled", "role", "tier", "authority"})
+ROLES = ("knowledge", "memory")
+TIERS = ("session", "user", "tenant")
+AUTHORITIES = ("canonical", "approved", "reference", "observed", "inferred", "historical")
+_SAFE_SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
+_I32 = (-(2**31), 2**31 - 1)
+
+
+def is_safe_segment(s: object) -> bool:
+    """SPEC §1.2: ``[A-Za-z0-9_][A-Za-z0-9_.-]*``, ASCII, at most 255 bytes."""
+    return isinstance(s, str) and len(s) <= 255 and bool(_SAFE_SEGMENT.match(s))
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogDiagnostic:
+    code: str
+    message: str
+    source_id: str | None = None
+
+    def __str__(self) -> str:
+        return f"[{self.code}] {self.message}"
+
+
+class CatalogError(OkfastError, ValueError):
+    """The catalog has problems; ``.diagnostics`` lists every one."""
+
+    def __init__(self, diagnostics: tuple[CatalogDiagnostic, ...]) -> None:
+        self.diagnostics = diagnostics
+        super().__init__("\n".join(str(d) for d in diagnostics))
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One catalog entry. ``directory`` is the resolved bundle directory of an
+    enabled source (``None`` for a disabled one)."""
+
+    id: str
+    path: str
+    priority: int = 0
+    enabled: bool = True
+    role: str = "knowledge"
+    tier: str | None = None
+    authority: str | None = None
+    directory: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReloadResult:
+    ok: bool
+    generation: int
+    diagnostics: tuple[CatalogDiagnostic, ...] = ()
+
+
+class _StrictJSONError(ValueError):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    raise _StrictJSONError(f"{name} is not JSON")
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _StrictJSONError(f"duplicate key {k!r}")
+        out[k] = v
+    return out
+
+
+def _has_nul(v: Any) -> bool:
+    if isinstance(v, str):
+        return "\x00" in v
+    if isinstance(v, list):
+        return any(_has_nul(x) for x in v)
+    if isinstance(v, dict):
+        return any("\x00" in k or _has_nul(x) for k, x in v.items())
+    return False
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _resolve(
+    root: str, base: str, raw: str, sid: str
+) -> tuple[Path | None, CatalogDiagnostic | None]:
+    """SPEC §4.2, in order; the first failure is the diagnostic."""
+
+    def bad(code: str, msg: str) -> tuple[None, CatalogDiagnostic]:
+        return None, CatalogDiagnostic(code, msg, sid)
+
+    if raw.strip() == "":
+        return bad("EmptyPath", f"source {sid!r} has an empty path")
+    if is_absolute_spelling(raw):
+        return bad(
+            "AbsolutePath",
+            f"source {sid!r}: path {raw!r} is absolute; write it relative to the catalog",
+        )
+    if "\x00" in raw:
+        return bad("InvalidPath", f"source {sid!r}: path contains a NUL character")
+    try:
+        full = join_lexically(base, raw)
+        os.fsencode(full)
+    except (ValueError, UnicodeError) as e:
+        return bad("InvalidPath", f"source {sid!r}: path {raw!r} is not a valid path ({e})")
+    if not is_within(full, root):
+        return bad(
+            "OutsideRoot",
+            f"source {sid!r}: path {raw!r} resolves to {full}, outside the catalog root {root}",
+        )
+    if not os.path.isdir(full):
+        return bad("TargetNotFound", f"source {sid!r}: {full} is not an existing directory")
+    # No symbolic link between the root (which may itself be one) and the target.
+    cur = full
+    while cur != root and len(cur) > len(root):
+        if os.path.islink(cur):
+            return bad(
+                "ReparsePointInPath",
+                f"source {sid!r}: {cur} is a symbolic link; okfast does not follow links in source paths",
+            )
+        cur = os.path.dirname(cur)
+    return Path(full), None
+
+
+def _parse_source(
+    i: int,
+    e: dict[str, Any],
+    seen_ids: set[str],
+    seen_tiers: dict[str, str],
+    croot: str,
+    base: str,
+) -> tuple[Source | None, list[CatalogDiagnostic]]:
+    """One ``sources[i]`` entry: the source (when it has no problem) and its diagnostics."""
+    raw_id = e.get("id")
+    sid = raw_id if isinstance(raw_id, str) else None
+    diags: list[CatalogDiagnostic] = []
+
+    def add(code: str, msg: str) -> None:
+        diags.append(CatalogDiagnostic(code, msg, sid))
+
+    for k in e:
+        if k not in SOURCE_KEYS:
+            add("UnknownSourceProperty", f"sources[{i}]: unknown property {k!r}")
+    if sid is None or not is_safe_segment(sid):
+        add(
+            "InvalidSourceId",
+            f"sources[{i}]: id {raw_id!r} must match [A-Za-z0-9_][A-Za-z0-9_.-]* (at most 255 bytes)",
+        )
+    elif sid in seen_ids:
+        add("DuplicateSourceId", f"sources[{i}]: id {sid!r} is used twice")
+    else:
+        seen_ids.add(sid)
+    path = e.get("path")
+    if not isinstance(path, str) or path.strip() == "":
+        add("EmptyPath", f"sources[{i}]: 'path' must be a non-empty string")
+        path = None
+    priority = e.get("priority", 0)
+    if not (_is_int(priority) and _I32[0] <= priority <= _I32[1]):
+        add(
+            "MalformedPriority",
+            f"sources[{i}]: priority must be a 32-bit integer, got {priority!r}",
+        )
+        priority = 0
+    enabled = e.get("enabled", True)
+    if not isinstance(enabled, bool):
+        add("MalformedEnabled", f"sources[{i}]: enabled must be true or false, got {enabled!r}")
+        enabled = True
+    role = e.get("role", "knowledge")
+    if role not in ROLES:
+        add("IllegalRole", f"sources[{i}]: role must be 'knowledge' or 'memory', got {role!r}")
+        role = "knowledge"
+    tier = e.get("tier")
+    if role == "memory":
+        if tier not in TIERS:
+            add(
+                "IllegalTier",
+                f"sources[{i}]: a memory source needs tier 'session', 'user' or 'tenant', got {tier!r}",
+            )
+        elif tier in seen_tiers:
+            add(
+                "DuplicateMemoryTier",
+                f"sources[{i}]: tier {tier!r} is already served by {seen_tiers[tier]!r}",
+            )
+        else:
+            seen_tiers[tier] = sid or f"sources[{i}]"
+    elif "tier" in e:
+        add("IllegalTier", f"sources[{i}]: a knowledge source may not have a tier")
+    authority = e.get("authority")
+    if authority is not None and authority not in AUTHORITIES:
+        add(
+            "IllegalAuthority",
+            f"sources[{i}]: authority must be one of {', '.join(AUTHORITIES)}, got {authority!r}",
+        )
+        authority = None
+    directory = None
+    if enabled and path is not None and sid is not None:
+        directory, d = _resolve(croot, base, path, sid)
+        if d is not None:
+            diags.append(d)
+    if diags or sid is None or path is None:
+        return None, diags
+    return Source(
+        sid, path, priority, enabled, role, tier if role == "memory" else None, authority, directory
+    ), diags
+
+
+def parse_catalog(
+    text: str, *, base_dir: str | os.PathLike[str], root: str | os.PathLike[str] | None = None
+) -> tuple[tuple[Source, ...], tuple[CatalogDiagnostic, ...]]:
+    """Parse catalog text: ``(sources, diagnostics)``; never raises on bad data."""
+    base = os.path.normpath(os.path.abspath(os.fspath(base_dir)))
+    croot = os.path.normpath(os.path.abspath(os.fspath(root))) if root is not None else base
+    diags: list[CatalogDiagnostic] = []
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    try:
+        doc = json.loads(text, object_pairs_hook=_pairs, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as e:
+        return (), (CatalogDiagnostic("ParseError", f"catalog is not valid JSON: {e}"),)
+    if not isinstance(doc, dict):
+        return (), (CatalogDiagnostic("ParseError", "catalog root must be a JSON object"),)
+    if _has_nul(doc):
+        diags.append(
+            CatalogDiagnostic("EmbeddedNul", "catalog contains a NUL character in a string or key")
+        )
+    for k in doc:
+        if k not in ROOT_KEYS:
+            diags.append(CatalogDiagnostic("UnknownRootProperty", f"unknown root property {k!r}"))
+    if not (_is_int(doc.get("version")) and doc.get("version") == 1):
+        diags.append(
+            CatalogDiagnostic(
+                "WrongVersion", f"catalog version must be the integer 1, got {doc.get('version')!r}"
+            )
+        )
+    entries = doc.get("sources")
+    if not isinstance(entries, list) or not entries:
+        diags.append(CatalogDiagnostic("EmptySources", "catalog needs a non-empty 'sources' array"))
+        entries = []
+    sources: list[Source] = []
+    seen_ids: set[str] = set()
+    seen_tiers: dict[str, str] = {}
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            diags.append(CatalogDiagnostic("ParseError", f"sources[{i}] must be a JSON object"))
+            continue
+        src, problems = _parse_source(i, entry, seen_ids, seen_tiers, croot, base)
+        diags += problems
+        if src is not None:
+            sources.append(src)
+    return tuple(sources), tuple(diags)
+
+
+@dataclass
+class Catalog:
+    """A parsed catalog snapshot (SPEC §4). Sources keep file order."""
+
+    sources: tuple[Source, ...]
+    path: Path | None = None
+    root: Path | None = None
+    generation: int = 1
+    _base_dir: Path | None = field(default=None, repr=False)
+
+    @classmethod
+    def load(
+        cls, path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None
+    ) -> Catalog:
+        """Read and parse ``path``; raises :class:`CatalogError` listing every problem."""
+        p = Path(os.path.abspath(os.fspath(path)))
+        sources, diags = _read_and_parse(p, root)
+        if diags:
+            raise CatalogError(diags)
+        return cls(sources, p, Path(root) if root is not None else None, 1, p.parent)
+
+    @classmethod
+    def parse(
+        cls,
+        text: str,
+        *,
+        base_dir: str | os.PathLike[str],
+        root: str | os.PathLike[str] | None = None,
+    ) -> Catalog:
+        sources, diags = parse_catalog(text, base_dir=base_dir, root=root)
+        if diags:
+            raise CatalogError(diags)
+        return cls(sources, None, Path(root) if root is not None else None, 1, Path(base_dir))
+
+    def source(self, source_id: str) -> Source | None:
+        return next((s for s in self.sources if s.id == source_id), None)
+
+    def reload(self) -> ReloadResult:
+        """Read the file again. On success the sources are replaced and the
+        generation goes up; on failure the current snapshot stays."""
+        if self.path is None:
+            return ReloadResult(
+                False,
+                self.generation,
+                (
+                    CatalogDiagnostic(
+                        "ParseError", "catalog was parsed from text; nothing to reload"
+                    ),
+                ),
+            )
+        sources, diags = _read_and_parse(self.path, self.root)
+        if diags:
+            return ReloadResult(False, self.generation, diags)
+        self.sources = sources
+        self.generation += 1
+        return ReloadResult(True, self.generation)
+
+
+def _read_and_parse(
+    p: Path, root: str | os.PathLike[str] | None
+) -> tuple[tuple[Source, ...], tuple[CatalogDiagnostic, ...]]:
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        return (), (
+            CatalogDiagnostic("ParseError", f"catalog {p} could not be read: {e.strerror or e}"),
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return (), (CatalogDiagnostic("ParseError", f"catalog {p} is not UTF-8 (byte {e.start})"),)
+    return parse_catalog(text, base_dir=p.parent, root=root)

@@ -1,0 +1,60 @@
+"""Directory paths: lexical normalisation, containment and the one OS-aware
+comparison used wherever okfast asks "is this the same directory?" (SPEC §4.2, §5.5).
+
+Windows and macOS file systems are case-insensitive by default, so two
+catalog entries `./Docs` and `./docs` name one directory there and two
+elsewhere. The convention is a parameter (default: this machine's) so both can
+be tested on any machine.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+#: Platforms whose default file systems compare names case-insensitively.
+CASE_INSENSITIVE_PLATFORMS = ("win32", "cygwin", "darwin")
+
+_WINDOWS_ABS = re.compile(r"^(?:[A-Za-z]:[\\/]|[\\/]{2})")
+
+
+def is_case_insensitive(platform: str | None = None) -> bool:
+    """Whether directory names compare case-insensitively on ``platform``."""
+    return (platform or sys.platform).startswith(CASE_INSENSITIVE_PLATFORMS)
+
+
+def directory_key(path: str | os.PathLike[str], *, platform: str | None = None) -> str:
+    """The key under which two resolved directories are "the same" (SPEC §5.5):
+    the path as is, case-folded (``str.casefold``) on Windows and macOS."""
+    s = os.fspath(path)
+    return s.casefold() if is_case_insensitive(platform) else s
+
+
+def same_directory(
+    a: str | os.PathLike[str], b: str | os.PathLike[str], *, platform: str | None = None
+) -> bool:
+    return directory_key(a, platform=platform) == directory_key(b, platform=platform)
+
+
+def is_absolute_spelling(p: str) -> bool:
+    """``/x``, ``C:\\x``, ``C:/x`` and ``\\\\host\\x`` are absolute wherever the
+    catalog was written (SPEC §4.2). ``~`` is not expanded: ``~/x`` is relative."""
+    return p.startswith(("/", "\\")) or bool(_WINDOWS_ABS.match(p))
+
+
+def split_relative(p: str) -> list[str]:
+    """Segments of a relative catalog path; ``/`` and ``\\`` both separate, so a
+    catalog written on Windows reads the same everywhere."""
+    return [s for s in re.split(r"[\\/]", p) if s not in ("", ".")]
+
+
+def join_lexically(base: str, rel: str) -> str:
+    """Join ``rel`` to ``base`` (absolute) and resolve ``.``/``..`` lexically,
+    without resolving symbolic links (SPEC §4.2)."""
+    return os.path.normpath(os.path.join(base, *split_relative(rel)))
+
+
+def is_within(path: str, root: str) -> bool:
+    """``path`` is ``root`` or inside it, compared exactly (both normalised)."""
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)

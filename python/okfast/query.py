@@ -1,0 +1,135 @@
+"""What a caller asks for: ``Query``, ``Strategy``, ``StalePolicy`` (SPEC §2.3, §5.1).
+
+Programmer errors in a query raise ``ValueError`` at construction, before any
+source is touched.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
+
+from okfast.memory.scope import Scope
+
+if TYPE_CHECKING:
+    from okfast.catalog import Source
+
+Visibility = Callable[[Scope, "Source"], bool]
+
+_US_PER_DAY = 86_400_000_000
+NEVER_US = 2**63 - 1  # the native "no stale_after" value
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+class Strategy(str, enum.Enum):
+    """How passages from several sources become one list (SPEC §5.4)."""
+
+    GROUPED = "grouped"
+    MERGED = "merged"
+    PRIORITY_WEIGHTED = "priority_weighted"
+    RECIPROCAL_RANK = "reciprocal_rank"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class StalePolicy:
+    """Which passages the stale filter admits (SPEC §2.3)."""
+
+    kind: str = "use"
+    days: float = 0.0
+
+    @classmethod
+    def use(cls) -> StalePolicy:
+        """Admit every passage (the default)."""
+        return cls("use")
+
+    @classmethod
+    def strict(cls) -> StalePolicy:
+        """Admit only passages not stale at ``now``."""
+        return cls("strict")
+
+    @classmethod
+    def tolerate(cls, days: float) -> StalePolicy:
+        """Admit when ``stale_after`` is unset or ``now <= stale_after + days``."""
+        if not days >= 0:
+            raise ValueError(f"StalePolicy.tolerate: days must be >= 0, got {days!r}")
+        return cls("tolerate", float(days))
+
+    @classmethod
+    def parse(cls, text: str) -> StalePolicy:
+        """``use``, ``strict`` or ``tolerate:DAYS`` (the CLI's spelling)."""
+        if text in ("use", "strict"):
+            return cls(text)
+        if text.startswith("tolerate:"):
+            try:
+                return cls.tolerate(float(text.split(":", 1)[1]))
+            except ValueError:
+                pass
+        raise ValueError(f"stale policy must be use, strict or tolerate:DAYS, got {text!r}")
+
+    def admits_us(self, stale_after_us: Any, now_us: int) -> Any:
+        """Vectorised test over microsecond instants (numpy array or int;
+        ``NEVER_US`` = no ``stale_after``)."""
+        if self.kind == "use":
+            return stale_after_us == stale_after_us  # all True, same shape
+        if self.kind == "strict":
+            return stale_after_us > now_us
+        slack = int(self.days * _US_PER_DAY)
+        return (stale_after_us == NEVER_US) | (stale_after_us >= now_us - slack)
+
+    def __str__(self) -> str:
+        return f"tolerate:{self.days:g}" if self.kind == "tolerate" else self.kind
+
+
+def micros(t: datetime) -> int:
+    """An aware datetime → microseconds since the Unix epoch."""
+    if t.tzinfo is None:
+        raise ValueError("the clock must return an aware datetime")
+    return (t - _EPOCH) // timedelta(microseconds=1)
+
+
+@dataclass(frozen=True)
+class Query:
+    """One resolution request (SPEC §5.1). ``strategy`` and ``fairness_quota``
+    left ``None`` fall back to the resolver's defaults."""
+
+    text: str
+    strategy: Strategy | str | None = None
+    fairness_quota: int | None = None
+    stale_policy: StalePolicy = field(default_factory=StalePolicy.use)
+    tag: str | None = None
+    scope: Scope = field(default_factory=Scope.local)
+    permitted_source_ids: Collection[str] | None = None
+    visibility: Visibility | None = None
+    limit: int | None = None
+    min_score: int | None = None
+    pin_exact_title: bool = False
+    include_historical: bool = False
+    min_authority: str | None = None
+    explain: bool = False
+    rrf_k: int = 60
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str) or not self.text.strip():
+            raise ValueError("Query.text must be non-blank text")
+        if self.strategy is not None:
+            try:
+                object.__setattr__(self, "strategy", Strategy(self.strategy))
+            except ValueError:
+                names = ", ".join(s.value for s in Strategy)
+                raise ValueError(f"unknown strategy {self.strategy!r} (one of {names})") from None
+        if self.fairness_quota is not None and (
+            isinstance(self.fairness_quota, bool) or self.fairness_quota <= 0
+        ):
+            raise ValueError(f"fairness_quota must be > 0, got {self.fairness_quota!r}")
+        if self.permitted_source_ids is not None and self.visibility is not None:
+            raise ValueError("set permitted_source_ids or visibility, not both")
+        if self.limit is not None and self.limit < 0:
+            raise ValueError(f"limit must be >= 0, got {self.limit}")
+        if self.rrf_k <= 0:
+            raise ValueError(f"rrf_k must be > 0, got {self.rrf_k}")

@@ -1,0 +1,410 @@
+"""Resolution across sources (SPEC §5): one ordered list of passages from many bundles.
+
+``Resolver`` picks the strategy (the query's, else its default) and hands the
+query to one class per strategy. All four share :class:`_Engine` — source
+selection, visibility, source dedup, searching, the stale filter, trimming and
+diagnostics — and differ only in how the found passages are ordered; the
+fused orderings run natively over arrays (``okfast._native.fused_order``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import numpy as np
+import numpy.typing as npt
+
+from okfast import _native
+from okfast.bundle import Bundle
+from okfast.catalog import Catalog, Source
+from okfast.errors import OkfastError
+from okfast.model import Diagnostic, DiagnosticCode, Exclusion
+from okfast.passages import Context, PassageList, Searched
+from okfast.paths import directory_key
+from okfast.query import NEVER_US, Query, Strategy, Visibility, micros
+
+Clock = Callable[[], datetime]
+
+
+def _system_clock() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass
+class _Snapshot:
+    """One loaded bundle per resolved directory, with what ordering needs."""
+
+    bundle: Bundle
+    stale_us: npt.NDArray[np.int64]
+    ordinal: npt.NDArray[np.uint32]
+    fingerprint: int
+    checked: float
+
+
+class _Bundles:
+    """The resolver's bundle cache. A snapshot is re-checked against the disk
+    when it is older than ``max_staleness`` seconds (0: before every search);
+    a change swaps in a freshly loaded snapshot, so a search in flight keeps
+    the one it started with."""
+
+    def __init__(self, max_staleness: float) -> None:
+        self.max_staleness = max_staleness
+        self._lock = threading.Lock()
+        self._snaps: dict[str, _Snapshot] = {}
+
+    def get(self, source: Source, *, force: bool = False) -> _Snapshot:
+        assert source.directory is not None
+        key = directory_key(source.directory)
+        with self._lock:
+            snap = self._snaps.get(key)
+        now = time.monotonic()
+        if snap is not None and not force and now - snap.checked < self.max_staleness:
+            return snap
+        fp = _native.fingerprint(str(source.directory))
+        if snap is not None and snap.fingerprint == fp:
+            snap.checked = now
+            return snap
+        bundle = Bundle.load(source.directory)
+        fresh = _Snapshot(
+            bundle, bundle._native.stale_after_us(), bundle._native.ordinal_ranks(), fp, now
+        )
+        with self._lock:
+            self._snaps[key] = fresh
+        return fresh
+
+    def refresh(self, sources: Sequence[Source]) -> None:
+        for s in sources:
+            if s.directory is not None and s.directory.is_dir():
+                self.get(s, force=True)
+
+
+@dataclass
+class _Found:
+    """What searching the selected sources produced, before ordering."""
+
+    searched: list[Searched]
+    snaps: list[_Snapshot]
+    src: list[npt.NDArray[np.uint32]]
+    pos: list[npt.NDArray[np.int32]]
+    score: list[npt.NDArray[np.uint32]]
+    diagnostics: list[Diagnostic]
+    exclusions: list[Exclusion]
+    any_searched: bool
+
+
+class _Engine(ABC):
+    """The fused engine every strategy shares; subclasses supply the order."""
+
+    strategy: Strategy
+    dedup = True
+
+    def __init__(self, resolver: Resolver) -> None:
+        self.r = resolver
+
+    # -- the steps every strategy takes -------------------------------------------
+
+    def select(self, q: Query, diags: list[Diagnostic]) -> list[Source]:
+        """SPEC §5.3: enabled knowledge sources by priority desc then id, then visibility."""
+        cat = self.r.catalog
+        enabled = [s for s in cat.sources if s.enabled and s.role == "knowledge"]
+        enabled.sort(key=lambda s: (-s.priority, s.id))
+        if q.permitted_source_ids is not None:
+            allowed = set(q.permitted_source_ids)
+            chosen = [s for s in enabled if s.id in allowed]
+        else:
+            vis: Visibility | None = q.visibility or self.r.default_visibility
+            chosen = [s for s in enabled if vis(q.scope, s)] if vis is not None else enabled
+        if not chosen:
+            why = (
+                "all enabled knowledge sources are hidden by visibility"
+                if enabled
+                else "the catalog has no enabled knowledge source"
+            )
+            diags.append(
+                Diagnostic(
+                    DiagnosticCode.NO_ENABLED_SOURCES.value,
+                    f"No sources to search: {why}.",
+                    severity="warning",
+                )
+            )
+        return chosen
+
+    def deduplicate(self, sources: list[Source], diags: list[Diagnostic]) -> list[Source]:
+        """SPEC §5.5: one search per resolved directory; the first in selection order survives."""
+        if not self.dedup:
+            return sources
+        seen: dict[str, Source] = {}
+        out = []
+        for s in sources:
+            key = directory_key(s.directory) if s.directory is not None else f"\0{s.id}"
+            first = seen.get(key)
+            if first is None:
+                seen[key] = s
+                out.append(s)
+                continue
+            diags.append(
+                Diagnostic(
+                    DiagnosticCode.DUPLICATE_DIRECTORY.value,
+                    f"Source '{s.id}' resolves to the same directory as '{first.id}' and was searched once, as '{first.id}'.",
+                    source_id=s.id,
+                    severity="warning",
+                )
+            )
+        return out
+
+    def search(self, q: Query, sources: list[Source], now_us: int) -> _Found:
+        f = _Found([], [], [], [], [], [], [], False)
+        for s in sources:
+            try:
+                if s.directory is None or not s.directory.is_dir():
+                    raise FileNotFoundError(f"{s.directory} is not a directory")
+                snap = self.r._bundles.get(s)
+            except (OSError, OkfastError) as e:
+                f.diagnostics.append(
+                    Diagnostic(
+                        DiagnosticCode.SOURCE_UNAVAILABLE.value,
+                        f"Source '{s.id}' could not be searched: {e}",
+                        source_id=s.id,
+                        severity="error",
+                    )
+                )
+                continue
+            f.any_searched = True
+            b = snap.bundle
+            f.diagnostics.extend(
+                Diagnostic(d.code, d.message, d.path, s.id, d.severity) for d in b.diagnostics
+            )
+            pos, score = b.search_arrays(q.text, tag=q.tag)
+            admit = q.stale_policy.admits_us(snap.stale_us[pos], now_us)
+            if not bool(np.all(admit)):
+                ids = b.concept_ids
+                for p in pos[~admit].tolist():
+                    f.exclusions.append(
+                        Exclusion(
+                            s.id, ids[p], "stale", f"stale_after {_iso(int(snap.stale_us[p]))}"
+                        )
+                    )
+                pos, score = pos[admit], score[admit]
+            k = len(f.searched)
+            f.searched.append(Searched(s, b))
+            f.snaps.append(snap)
+            f.src.append(np.full(len(pos), k, dtype=np.uint32))
+            f.pos.append(pos)
+            f.score.append(score)
+        return f
+
+    @abstractmethod
+    def order(
+        self, q: Query, f: _Found, quota: int | None
+    ) -> tuple[
+        npt.NDArray[np.uint32],
+        npt.NDArray[np.int32],
+        npt.NDArray[np.uint32],
+        npt.NDArray[np.float64] | None,
+    ]:
+        """The strategy's order over all found passages: (src, pos, score, fused)."""
+
+    # -- the whole run -------------------------------------------------------------
+
+    def run(self, q: Query) -> Context:
+        now_us = micros(self.r.clock())
+        diags: list[Diagnostic] = []
+        excl: list[Exclusion] = []
+        sources = self.deduplicate(self.select(q, diags), diags)
+        found = self.search(q, sources, now_us)
+        diags.extend(found.diagnostics)
+        excl.extend(found.exclusions)
+        quota = q.fairness_quota or self.r.default_fairness_quota
+        src, pos, score, fused = self.order(q, found, quota)
+        if q.min_score is not None:
+            keep = score >= q.min_score
+            excl.extend(
+                _excluded(
+                    found,
+                    src[~keep],
+                    pos[~keep],
+                    "not-relevant",
+                    f"score below min_score {q.min_score}",
+                )
+            )
+            src, pos, score = src[keep], pos[keep], score[keep]
+            fused = None if fused is None else fused[keep]
+        if q.limit is not None and len(pos) > q.limit:
+            excl.extend(
+                _excluded(
+                    found, src[q.limit :], pos[q.limit :], "not-relevant", f"beyond limit {q.limit}"
+                )
+            )
+            src, pos, score = src[: q.limit], pos[: q.limit], score[: q.limit]
+            fused = None if fused is None else fused[: q.limit]
+        if len(pos) == 0 and found.any_searched:
+            diags.append(
+                Diagnostic(
+                    DiagnosticCode.NO_MATCHES.value,
+                    f"No passages matched query '{q.text}'.",
+                    severity="warning",
+                )
+            )
+        passages = PassageList(q.text, found.searched, src, pos, score, fused, now_us)
+        return Context(q, self.r.catalog.generation, passages, tuple(diags), tuple(excl))
+
+
+def _excluded(
+    f: _Found, src: npt.NDArray[np.uint32], pos: npt.NDArray[np.int32], reason: str, detail: str
+) -> list[Exclusion]:
+    return [
+        Exclusion(f.searched[s].source.id, f.searched[s].bundle.concept_ids[p], reason, detail)
+        for s, p in zip(src.tolist(), pos.tolist(), strict=True)
+    ]
+
+
+def _iso(us: int) -> str:
+    if us == NEVER_US:
+        return "never"
+    return datetime.fromtimestamp(us / 1_000_000, tz=timezone.utc).isoformat()
+
+
+def _concat(
+    f: _Found,
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int32], npt.NDArray[np.uint32]]:
+    if not f.pos:
+        return np.zeros(0, np.uint32), np.zeros(0, np.int32), np.zeros(0, np.uint32)
+    return np.concatenate(f.src), np.concatenate(f.pos), np.concatenate(f.score)
+
+
+class GroupedResolver(_Engine):
+    """``grouped``: each selected source's hits in SPEC §3.4 order, sources
+    concatenated in selection order (priority desc, then id) — exactly
+    ``Bundle.search`` on each source in turn. No source dedup, no fusion; the
+    fairness quota is ignored."""
+
+    strategy = Strategy.GROUPED
+    dedup = False
+
+    def order(
+        self, q: Query, f: _Found, quota: int | None
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int32], npt.NDArray[np.uint32], None]:
+        src, pos, score = _concat(f)
+        return src, pos, score, None
+
+
+class _FusedResolver(_Engine):
+    """Shared by the fused strategies: one native sort with the strategy's key."""
+
+    def order(
+        self, q: Query, f: _Found, quota: int | None
+    ) -> tuple[
+        npt.NDArray[np.uint32],
+        npt.NDArray[np.int32],
+        npt.NDArray[np.uint32],
+        npt.NDArray[np.float64] | None,
+    ]:
+        src, pos, score = _concat(f)
+        if len(pos) == 0:
+            return src, pos, score, None
+        by_id = sorted(range(len(f.searched)), key=lambda k: f.searched[k].source.id)
+        source_rank = np.empty(len(f.searched), np.uint32)
+        source_rank[by_id] = np.arange(len(by_id), dtype=np.uint32)
+        priority = np.array([e.source.priority for e in f.searched], np.int32)
+        concept_rank = np.concatenate(
+            [snap.ordinal[p] for snap, p in zip(f.snaps, f.pos, strict=True)]
+        ).astype(np.uint32)
+        list_rank = np.concatenate([np.arange(1, len(p) + 1, dtype=np.uint32) for p in f.pos])
+        perm = _native.fused_order(
+            self.strategy.value,
+            score,
+            priority[src],
+            source_rank[src],
+            concept_rank,
+            list_rank,
+            quota,
+        )
+        fused = None
+        if self.strategy is Strategy.RECIPROCAL_RANK:
+            fused = 1.0 / (q.rrf_k + list_rank[perm].astype(np.float64))
+        return src[perm], pos[perm], score[perm], fused
+
+
+class MergedResolver(_FusedResolver):
+    """``merged``: every passage of every (deduplicated) source by score desc,
+    then priority desc, source id, concept id; then the fairness reorder when
+    a quota is set. A deduplicated source contributes neither passages nor
+    diagnostics other than ``DuplicateDirectory``."""
+
+    strategy = Strategy.MERGED
+
+
+class PriorityWeightedResolver(_FusedResolver):
+    """``priority_weighted``: by priority desc, then score desc, source id,
+    concept id — a higher-priority source's passage is never after a
+    lower-priority one's, whatever the scores (before a fairness reorder). A
+    deduplicated source contributes neither passages nor diagnostics other
+    than ``DuplicateDirectory``."""
+
+    strategy = Strategy.PRIORITY_WEIGHTED
+
+
+class ReciprocalRankResolver(_FusedResolver):
+    """``reciprocal_rank``: each passage's ``fused_score`` is ``1/(rrf_k + r)``,
+    ``r`` its 1-based rank in its own source's list (after the stale filter);
+    order by fused score desc, priority desc, source id, concept id. ``score``
+    keeps the raw value. A deduplicated source contributes neither passages
+    nor diagnostics other than ``DuplicateDirectory``."""
+
+    strategy = Strategy.RECIPROCAL_RANK
+
+
+_CLASSES: dict[Strategy, type[_Engine]] = {
+    c.strategy: c
+    for c in (GroupedResolver, MergedResolver, PriorityWeightedResolver, ReciprocalRankResolver)
+}
+
+
+class Resolver:
+    """Searches a catalog's sources and returns one ordered list (SPEC §5.2).
+
+    With neither a query strategy nor ``default_strategy`` set, the behaviour
+    is exactly ``grouped``. ``max_staleness`` (seconds) bounds how old a
+    bundle snapshot may be before it is checked against the disk; 0 checks
+    before every search.
+    """
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        *,
+        default_strategy: Strategy | str = Strategy.GROUPED,
+        default_fairness_quota: int | None = None,
+        default_visibility: Visibility | None = None,
+        clock: Clock | None = None,
+        max_staleness: float = 1.0,
+    ) -> None:
+        try:
+            self.default_strategy = Strategy(default_strategy)
+        except ValueError:
+            raise ValueError(f"unknown strategy {default_strategy!r}") from None
+        if default_fairness_quota is not None and default_fairness_quota <= 0:
+            raise ValueError(f"default_fairness_quota must be > 0, got {default_fairness_quota}")
+        if max_staleness < 0:
+            raise ValueError(f"max_staleness must be >= 0, got {max_staleness}")
+        self.catalog = catalog
+        self.default_fairness_quota = default_fairness_quota
+        self.default_visibility = default_visibility
+        self.clock: Clock = clock or _system_clock
+        self._bundles = _Bundles(max_staleness)
+
+    def search(self, query: Query | str) -> Context:
+        q = Query(query) if isinstance(query, str) else query
+        strategy = Strategy(q.strategy) if q.strategy is not None else self.default_strategy
+        return _CLASSES[strategy](self).run(q)
+
+    def refresh(self) -> None:
+        """Check every enabled knowledge source against the disk now."""
+        self._bundles.refresh(
+            [s for s in self.catalog.sources if s.enabled and s.role == "knowledge"]
+        )

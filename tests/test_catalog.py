@@ -1,0 +1,195 @@
+"""catalog.json (SPEC §4): every diagnostic code, path resolution, reload."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from okfast.catalog import Catalog, CatalogError
+
+
+def write(tmp: Path, doc: Any, name: str = "catalog.json") -> Path:
+    p = tmp / name
+    p.write_text(doc if isinstance(doc, str) else json.dumps(doc), encoding="utf-8")
+    return p
+
+
+def codes_of(tmp: Path, doc: Any, **kw: Any) -> list[str]:
+    with pytest.raises(CatalogError) as e:
+        Catalog.load(write(tmp, doc), **kw)
+    assert isinstance(e.value, ValueError)
+    assert str(e.value).splitlines() == [f"[{d.code}] {d.message}" for d in e.value.diagnostics]
+    return [d.code for d in e.value.diagnostics]
+
+
+@pytest.fixture
+def tmp(tmp_path: Path) -> Path:
+    for d in ["docs", "more", "mem/user"]:
+        (tmp_path / d).mkdir(parents=True)
+    return tmp_path
+
+
+def src(**kw: Any) -> dict[str, Any]:
+    return {"id": "docs", "path": "./docs", **kw}
+
+
+def test_good_catalog(tmp: Path) -> None:
+    cat = Catalog.load(
+        write(
+            tmp,
+            {
+                "version": 1,
+                "sources": [
+                    src(priority=7, authority="canonical"),
+                    {"id": "more", "path": "more", "enabled": False},
+                    {"id": "user-mem", "path": "./mem/user", "role": "memory", "tier": "user"},
+                ],
+            },
+        )
+    )
+    assert [s.id for s in cat.sources] == ["docs", "more", "user-mem"]
+    docs, more, mem = cat.sources
+    assert (docs.priority, docs.enabled, docs.role, docs.authority) == (
+        7,
+        True,
+        "knowledge",
+        "canonical",
+    )
+    assert docs.directory == tmp / "docs"
+    assert more.enabled is False and more.directory is None
+    assert (mem.role, mem.tier, mem.directory) == ("memory", "user", tmp / "mem" / "user")
+    assert cat.generation == 1
+
+
+@pytest.mark.parametrize(
+    ("doc", "expected"),
+    [
+        ("{", ["ParseError"]),
+        ("[]", ["ParseError"]),
+        ('{"version": 1, "sources": [NaN]}', ["ParseError"]),
+        ('{"version": 1, "version": 1, "sources": []}', ["ParseError"]),
+        ({"version": 1, "sources": [3]}, ["ParseError"]),
+        ({"version": 1, "sources": [src(id="a\x00")]}, ["EmbeddedNul", "InvalidSourceId"]),
+        ({"version": 1, "sources": [src()], "extra": 1}, ["UnknownRootProperty"]),
+        ({"version": 2, "sources": [src()]}, ["WrongVersion"]),
+        ({"version": 1.0, "sources": [src()]}, ["WrongVersion"]),
+        ({"version": True, "sources": [src()]}, ["WrongVersion"]),
+        ({"version": 1}, ["EmptySources"]),
+        ({"version": 1, "sources": []}, ["EmptySources"]),
+        ({"version": 1, "sources": {}}, ["EmptySources"]),
+        ({"version": 1, "sources": [src(colour="red")]}, ["UnknownSourceProperty"]),
+        ({"version": 1, "sources": [src(id="../x")]}, ["InvalidSourceId"]),
+        ({"version": 1, "sources": [src(id=".hidden")]}, ["InvalidSourceId"]),
+        ({"version": 1, "sources": [src(id="x" * 256)]}, ["InvalidSourceId"]),
+        ({"version": 1, "sources": [src(id=5)]}, ["InvalidSourceId"]),
+        ({"version": 1, "sources": [src(), src(path="more")]}, ["DuplicateSourceId"]),
+        ({"version": 1, "sources": [src(path="")]}, ["EmptyPath"]),
+        ({"version": 1, "sources": [{"id": "docs"}]}, ["EmptyPath"]),
+        ({"version": 1, "sources": [src(priority=1.5)]}, ["MalformedPriority"]),
+        ({"version": 1, "sources": [src(priority=2**31)]}, ["MalformedPriority"]),
+        ({"version": 1, "sources": [src(priority="1")]}, ["MalformedPriority"]),
+        ({"version": 1, "sources": [src(enabled="yes")]}, ["MalformedEnabled"]),
+        ({"version": 1, "sources": [src(role="wiki")]}, ["IllegalRole"]),
+        ({"version": 1, "sources": [src(role="memory")]}, ["IllegalTier"]),
+        ({"version": 1, "sources": [src(tier="user")]}, ["IllegalTier"]),
+        (
+            {
+                "version": 1,
+                "sources": [
+                    {"id": "a", "path": "mem/user", "role": "memory", "tier": "user"},
+                    {"id": "b", "path": "mem/user", "role": "memory", "tier": "user"},
+                ],
+            },
+            ["DuplicateMemoryTier"],
+        ),
+        ({"version": 1, "sources": [src(authority="gospel")]}, ["IllegalAuthority"]),
+        ({"version": 1, "sources": [src(path="/etc")]}, ["AbsolutePath"]),
+        ({"version": 1, "sources": [src(path="C:\\x")]}, ["AbsolutePath"]),
+        ({"version": 1, "sources": [src(path="\\\\host\\x")]}, ["AbsolutePath"]),
+        ({"version": 1, "sources": [src(path="../outside")]}, ["OutsideRoot"]),
+        ({"version": 1, "sources": [src(path="nope")]}, ["TargetNotFound"]),
+        ({"version": 1, "sources": [src(path="~/x")]}, ["TargetNotFound"]),
+    ],
+)
+def test_each_code(tmp: Path, doc: Any, expected: list[str]) -> None:
+    assert codes_of(tmp, doc) == expected
+
+
+def test_every_problem_in_one_pass(tmp: Path) -> None:
+    doc = {
+        "version": 3,
+        "x": 1,
+        "sources": [
+            src(priority="high", enabled=1),
+            src(),
+            {"id": "m", "path": "more", "role": "memory"},
+        ],
+    }
+    assert codes_of(tmp, doc) == [
+        "UnknownRootProperty",
+        "WrongVersion",
+        "MalformedPriority",
+        "MalformedEnabled",
+        "DuplicateSourceId",
+        "IllegalTier",
+    ]
+
+
+def test_disabled_sources_are_not_resolved(tmp: Path) -> None:
+    cat = Catalog.load(write(tmp, {"version": 1, "sources": [src(path="/abs", enabled=False)]}))
+    assert cat.sources[0].directory is None
+
+
+def test_symlink_in_path_is_refused_but_root_may_be_one(tmp: Path) -> None:
+    os.symlink(tmp / "docs", tmp / "link")
+    assert codes_of(tmp, {"version": 1, "sources": [src(path="link")]}) == ["ReparsePointInPath"]
+    (tmp / "real" / "b").mkdir(parents=True)
+    os.symlink(tmp / "real", tmp / "via")
+    assert codes_of(tmp, {"version": 1, "sources": [src(path="via/b")]}) == ["ReparsePointInPath"]
+    # The catalog root itself may be a link.
+    write(tmp, {"version": 1, "sources": [src()]})
+    os.symlink(tmp, tmp.parent / (tmp.name + "-alias"))
+    alias = tmp.parent / (tmp.name + "-alias")
+    cat = Catalog.load(alias / "catalog.json")
+    assert cat.sources[0].directory == alias / "docs"
+
+
+def test_explicit_root(tmp: Path) -> None:
+    (tmp / "sub").mkdir()
+    doc = {"version": 1, "sources": [src(path="../docs")]}
+    p = write(tmp / "sub", doc)
+    with pytest.raises(CatalogError):
+        Catalog.load(p)
+    assert Catalog.load(p, root=tmp).sources[0].directory == tmp / "docs"
+
+
+def test_bom_and_parse(tmp: Path) -> None:
+    text = "\ufeff" + json.dumps({"version": 1, "sources": [src()]})
+    assert Catalog.parse(text, base_dir=tmp).sources[0].id == "docs"
+    with pytest.raises(CatalogError):
+        Catalog.parse("{}", base_dir=tmp)
+
+
+def test_unreadable_or_not_utf8(tmp: Path) -> None:
+    with pytest.raises(CatalogError) as e:
+        Catalog.load(tmp / "missing.json")
+    assert [d.code for d in e.value.diagnostics] == ["ParseError"]
+    (tmp / "bad.json").write_bytes(b"\xff\xfe{}")
+    with pytest.raises(CatalogError):
+        Catalog.load(tmp / "bad.json")
+
+
+def test_reload_keeps_last_good(tmp: Path) -> None:
+    p = write(tmp, {"version": 1, "sources": [src()]})
+    cat = Catalog.load(p)
+    write(tmp, {"version": 1, "sources": [src(), {"id": "more", "path": "more"}]})
+    r = cat.reload()
+    assert r.ok and r.generation == 2 and cat.generation == 2
+    assert [s.id for s in cat.sources] == ["docs", "more"]
+    write(tmp, "{ broken")
+    r = cat.reload()
+    assert not r.ok and r.generation == 2 and [d.code for d in r.diagnostics] == ["ParseError"]
+    assert [s.id for s in cat.sources] == ["docs", "more"]

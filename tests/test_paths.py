@@ -1,0 +1,46 @@
+"""The one OS-aware directory comparison, tested for both conventions on any machine."""
+
+from __future__ import annotations
+
+import pytest
+from okfast.paths import (
+    directory_key,
+    is_absolute_spelling,
+    is_case_insensitive,
+    is_within,
+    join_lexically,
+    same_directory,
+    split_relative,
+)
+
+
+@pytest.mark.parametrize(
+    ("platform", "insensitive"),
+    [("linux", False), ("freebsd14", False), ("darwin", True), ("win32", True), ("cygwin", True)],
+)
+def test_case_rule_per_platform(platform: str, insensitive: bool) -> None:
+    assert is_case_insensitive(platform) is insensitive
+    assert same_directory("/x/Docs", "/x/docs", platform=platform) is insensitive
+    assert same_directory("/x/docs", "/x/docs", platform=platform)
+    assert not same_directory("/x/docs", "/x/doc", platform=platform)
+    # casefold, not lower: ß and SS are one name where case does not matter.
+    assert same_directory("/x/STRASSE", "/x/straße", platform=platform) is insensitive
+    assert (directory_key("/A", platform=platform) == "/a") is insensitive
+
+
+@pytest.mark.parametrize("p", ["/x", "\\x", "C:\\x", "c:/x", "\\\\host\\share", "//host/share"])
+def test_absolute_spellings(p: str) -> None:
+    assert is_absolute_spelling(p)
+
+
+@pytest.mark.parametrize("p", ["x", "./x", "~/x", "..\\x", "C:x", "$HOME/x"])
+def test_relative_spellings(p: str) -> None:
+    assert not is_absolute_spelling(p)
+
+
+def test_lexical_join_and_containment() -> None:
+    assert split_relative(".\\a//b/./c") == ["a", "b", "c"]
+    assert join_lexically("/r", "./shared/../shared") == "/r/shared"
+    assert join_lexically("/r", "a/../../r/b") == "/r/b"
+    assert is_within("/r", "/r") and is_within("/r/a", "/r")
+    assert not is_within("/rx", "/r") and not is_within("/", "/r")

@@ -1,0 +1,329 @@
+"""Resolution across sources (SPEC §5): strategies, dedup, visibility, stale policy, diagnostics."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import REPO, write_bundle
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from okfast import Bundle, _native
+from okfast.catalog import Catalog
+from okfast.query import Query, StalePolicy, Strategy
+from okfast.resolver import Resolver
+
+NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
+
+
+def concept(title: str, body: str = "", stale: str | None = None) -> str:
+    extra = f"stale_after: {stale}\n" if stale else ""
+    return f"---\ntype: T\ntitle: {title}\n{extra}---\n{body}\n"
+
+
+def make(tmp: Path, bundles: dict[str, dict[str, str]], sources: list[dict[str, Any]]) -> Catalog:
+    for name, files in bundles.items():
+        write_bundle(tmp / name, dict(files))
+    (tmp / "catalog.json").write_text(json.dumps({"version": 1, "sources": sources}))
+    return Catalog.load(tmp / "catalog.json")
+
+
+def ids(ctx: Any) -> list[tuple[str, str]]:
+    return [(p.source_id, p.concept_id) for p in ctx.passages]
+
+
+@pytest.fixture
+def two(tmp_path: Path) -> Catalog:
+    return make(
+        tmp_path,
+        {
+            "a": {
+                "x.md": "---\ntype: T\ntitle: order\ndescription: order\n---\norder\n",  # 6
+                "y.md": concept("other", "order"),
+                "z.md": concept("nothing"),
+            },
+            "b": {
+                "x.md": concept("order"),
+                "w.md": concept("orders", "order order"),
+            },
+        },
+        [
+            {"id": "alpha", "path": "a", "priority": 1},
+            {"id": "beta", "path": "b", "priority": 5},
+            {"id": "off", "path": "a", "enabled": False},
+        ],
+    )
+
+
+def test_grouped_is_bundle_search_per_source_in_priority_order(
+    two: Catalog, tmp_path: Path
+) -> None:
+    ctx = Resolver(two, clock=lambda: NOW).search(Query("order"))
+    want = [("beta", h.concept_id) for h in Bundle.load(tmp_path / "b").search("order")]
+    want += [("alpha", h.concept_id) for h in Bundle.load(tmp_path / "a").search("order")]
+    assert ids(ctx) == want
+    assert [p.score for p in ctx.passages] == [
+        h.score for d in ("b", "a") for h in Bundle.load(tmp_path / d).search("order")
+    ]
+    # With neither a query nor a default strategy, the behaviour is grouped.
+    assert ids(Resolver(two).search("order")) == want
+
+
+def test_merged_interleaves_scores_and_priority_breaks_ties(two: Catalog) -> None:
+    ctx = Resolver(two).search(Query("order", strategy="merged"))
+    got = [(p.source_id, p.concept_id, p.score) for p in ctx.passages]
+    assert [s for *_, s in got] == sorted((s for *_, s in got), reverse=True)
+    assert got[0][2] > got[-1][2] and {s for s, _, _ in got[:2]} == {"alpha", "beta"}
+    # Equal scores: the higher priority source first.
+    for (s1, _, sc1), (s2, _, sc2) in zip(got, got[1:], strict=False):
+        if sc1 == sc2 and s1 != s2:
+            assert (s1, s2) == ("beta", "alpha")
+
+
+def test_priority_weighted_never_puts_lower_priority_first(two: Catalog) -> None:
+    merged = ids(Resolver(two).search(Query("order", strategy=Strategy.MERGED)))
+    pw = Resolver(two).search(Query("order", strategy="priority_weighted"))
+    prios = [p.priority for p in pw.passages]
+    assert prios == sorted(prios, reverse=True)
+    assert sorted(merged) == sorted(ids(pw))
+    # On this catalog merged does put a lower-priority passage first.
+    assert merged[0][0] == "alpha"
+
+
+def test_reciprocal_rank_fuses_by_rank(two: Catalog) -> None:
+    ctx = Resolver(two).search(Query("order", strategy="reciprocal_rank", rrf_k=10))
+    fused = [p.fused_score for p in ctx.passages]
+    assert fused[:2] == [1 / 11, 1 / 11] and fused == sorted(fused, reverse=True)  # type: ignore[type-var]
+    assert [p.source_id for p in ctx.passages[:2]] == ["beta", "alpha"]
+    assert all(p.fused_score is None for p in Resolver(two).search("order").passages)
+
+
+def test_same_directory_twice_is_searched_once(tmp_path: Path) -> None:
+    cat = make(
+        tmp_path,
+        {"shared": {"c.md": concept("topic")}},
+        [
+            {"id": "s1", "path": "./shared", "priority": 1},
+            {"id": "s2", "path": "./shared/../shared", "priority": 2},
+        ],
+    )
+    for strategy in ["merged", "priority_weighted", "reciprocal_rank"]:
+        ctx = Resolver(cat).search(Query("topic", strategy=strategy))
+        assert ids(ctx) == [("s2", "c")]
+        assert [(d.code, d.source_id) for d in ctx.diagnostics] == [("DuplicateDirectory", "s1")]
+        assert "'s2'" in ctx.diagnostics[0].message
+    # grouped does not deduplicate.
+    assert ids(Resolver(cat).search("topic")) == [("s2", "c"), ("s1", "c")]
+
+
+def test_case_distinct_directories_follow_the_platform(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cat = make(
+        tmp_path,
+        {"Docs": {"c.md": concept("topic")}, "docs": {"c.md": concept("topic")}},
+        [{"id": "upper", "path": "./Docs"}, {"id": "lower", "path": "./docs"}],
+    )
+    q = Query("topic", strategy="merged")
+    assert len(Resolver(cat).search(q).passages) == 2  # Linux: two directories
+    import okfast.paths as paths
+
+    monkeypatch.setattr(paths.sys, "platform", "darwin")
+    ctx = Resolver(cat).search(q)
+    assert ids(ctx) == [("lower", "c")]
+    assert [d.code for d in ctx.diagnostics] == ["DuplicateDirectory"]
+
+
+def test_same_id_in_two_directories_gives_both(two: Catalog) -> None:
+    got = ids(Resolver(two).search(Query("order", strategy="merged")))
+    assert ("alpha", "x") in got and ("beta", "x") in got
+
+
+def test_memory_and_disabled_sources_are_never_searched(tmp_path: Path) -> None:
+    (tmp_path / "mem").mkdir()
+    write_bundle(tmp_path / "mem", {"m.md": concept("topic")})
+    cat = make(
+        tmp_path,
+        {"k": {"c.md": concept("topic")}},
+        [
+            {"id": "k", "path": "k"},
+            {"id": "mem", "path": "mem", "role": "memory", "tier": "user"},
+            {"id": "off", "path": "mem", "enabled": False},
+        ],
+    )
+    for s in Strategy:
+        assert {p.source_id for p in Resolver(cat).search(Query("topic", strategy=s)).passages} == {
+            "k"
+        }
+
+
+def test_visibility_and_permitted_ids(two: Catalog) -> None:
+    r = Resolver(two, default_visibility=lambda scope, s: s.id == "alpha")
+    assert {p.source_id for p in r.search("order").passages} == {"alpha"}
+    assert {
+        p.source_id for p in r.search(Query("order", permitted_source_ids=["beta", "zzz"])).passages
+    } == {"beta"}
+    ctx = r.search(Query("order", visibility=lambda scope, s: False))
+    assert [d.code for d in ctx.diagnostics] == ["NoEnabledSources"]
+    assert "hidden by visibility" in ctx.diagnostics[0].message
+    assert len(ctx.passages) == 0
+
+
+def test_no_enabled_sources(tmp_path: Path) -> None:
+    cat = make(
+        tmp_path, {"a": {"c.md": concept("x")}}, [{"id": "a", "path": "a", "enabled": False}]
+    )
+    ctx = Resolver(cat).search("x")
+    assert [d.code for d in ctx.diagnostics] == ["NoEnabledSources"]
+    assert "no enabled knowledge source" in ctx.diagnostics[0].message
+
+
+def test_source_unavailable_others_still_searched(two: Catalog, tmp_path: Path) -> None:
+    shutil.rmtree(tmp_path / "b")
+    ctx = Resolver(two).search(Query("order", strategy="merged"))
+    assert {p.source_id for p in ctx.passages} == {"alpha"}
+    assert [(d.code, d.source_id) for d in ctx.diagnostics] == [("SourceUnavailable", "beta")]
+
+
+def test_no_matches_only_when_something_was_searched(two: Catalog, tmp_path: Path) -> None:
+    ctx = Resolver(two).search("zebra")
+    assert [d.code for d in ctx.diagnostics] == ["NoMatches"]
+    assert ctx.diagnostics[0].message == "No passages matched query 'zebra'."
+    shutil.rmtree(tmp_path / "a")
+    shutil.rmtree(tmp_path / "b")
+    assert [d.code for d in Resolver(two).search("zebra").diagnostics] == ["SourceUnavailable"] * 2
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"text": "  "},
+        {"text": "x", "fairness_quota": 0},
+        {"text": "x", "strategy": "best"},
+        {"text": "x", "permitted_source_ids": ["a"], "visibility": lambda s, c: True},
+        {"text": "x", "limit": -1},
+        {"text": "x", "rrf_k": 0},
+    ],
+)
+def test_query_validation(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        Query(**kwargs)
+
+
+def test_query_defaults_fall_back_to_resolver(two: Catalog) -> None:
+    r = Resolver(two, default_strategy="merged", default_fairness_quota=1)
+    ctx = r.search(Query("order"))
+    srcs = [p.source_id for p in ctx.passages]
+    assert all(a != b for a, b in zip(srcs, srcs[1:], strict=False)) or len(set(srcs)) == 1
+    assert ids(ctx) != ids(Resolver(two).search("order"))
+
+
+def test_stale_policies(tmp_path: Path) -> None:
+    cat = make(
+        tmp_path,
+        {
+            "a": {
+                "old.md": concept("topic", stale="2026-05-01"),
+                "soon.md": concept("topic", stale="2026-06-02"),
+                "never.md": concept("topic"),
+            }
+        },
+        [{"id": "a", "path": "a"}],
+    )
+    r = Resolver(cat, clock=lambda: NOW)
+    use = r.search(Query("topic"))
+    assert len(use.passages) == 3 and [p.is_stale for p in use.passages] == [False, True, False]
+    strict = r.search(Query("topic", stale_policy=StalePolicy.strict()))
+    assert ids(strict) == [("a", "never"), ("a", "soon")]
+    assert [(e.concept_id, e.reason) for e in strict.exclusions] == [("old", "stale")]
+    tol = r.search(Query("topic", stale_policy=StalePolicy.tolerate(31)))
+    assert len(tol.passages) == 3
+    assert len(r.search(Query("topic", stale_policy=StalePolicy.tolerate(30))).passages) == 2
+
+
+def test_passages_are_lazy(two: Catalog) -> None:
+    ctx = Resolver(two).search(Query("order", strategy="merged"))
+    n = len(ctx.passages)
+    assert n == 4 and ctx.passages._cache == {}
+    first = ctx.passages[:2]
+    assert len(ctx.passages._cache) == 2 and first[0] == ctx.passages[0]
+    assert ctx.passages[-1] == list(ctx.passages)[-1]
+    assert first[0].body.strip() in ("order", "", "order order")
+
+
+def test_limit_and_min_score_trim_with_exclusions(two: Catalog) -> None:
+    full = Resolver(two).search(Query("order", strategy="merged"))
+    lim = Resolver(two).search(Query("order", strategy="merged", limit=1))
+    assert ids(lim) == ids(full)[:1]
+    assert [(e.source_id, e.concept_id) for e in lim.exclusions] == ids(full)[1:]
+    assert {e.reason for e in lim.exclusions} == {"not-relevant"}
+
+
+def test_digest_is_deterministic(two: Catalog) -> None:
+    a = Resolver(two).search(Query("order", strategy="merged"))
+    b = Resolver(two).search(Query("order", strategy="merged"))
+    assert a.digest == b.digest and a.digest.startswith("sha256:")
+    assert a.digest != Resolver(two).search(Query("order")).digest
+
+
+def test_refresh_notices_changes(two: Catalog, tmp_path: Path) -> None:
+    r = Resolver(two, max_staleness=0)
+    assert ("beta", "new") not in ids(r.search("order"))
+    (tmp_path / "b" / "new.md").write_text(concept("order"))
+    assert ("beta", "new") in ids(r.search("order"))
+    slow = Resolver(two, max_staleness=3600)
+    before = ids(slow.search("order"))
+    (tmp_path / "b" / "new2.md").write_text(concept("order"))
+    assert ids(slow.search("order")) == before
+    slow.refresh()
+    assert ("beta", "new2") in ids(slow.search("order"))
+
+
+def test_example_catalog_resolves() -> None:
+    cat = Catalog.load(REPO / "examples" / "catalog.json")
+    for s in Strategy:
+        ctx = Resolver(cat).search(Query("policy refund", strategy=s, fairness_quota=2))
+        assert len(ctx.passages) > 3 and {p.source_id for p in ctx.passages} >= {"glossary"}
+
+
+# --- fairness (SPEC §5.7) against a literal Python reading ----------------------------
+
+
+def fairness_reference(sources: list[int], k: int) -> list[int]:
+    rest = list(range(len(sources)))
+    out: list[int] = []
+    run_src, run_len = None, 0
+    while rest:
+        pick = 0
+        if sources[rest[0]] == run_src and run_len >= k:
+            pick = next((j for j, i in enumerate(rest) if sources[i] != run_src), 0)
+        i = rest.pop(pick)
+        run_src, run_len = (run_src, run_len + 1) if sources[i] == run_src else (sources[i], 1)
+        out.append(i)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 4), max_size=60), st.integers(1, 5))
+def test_fairness_matches_reference(sources: list[int], k: int) -> None:
+    got = _native.fairness_order(np.array(sources, dtype=np.uint32), k).tolist()
+    assert got == fairness_reference(sources, k)
+    assert sorted(got) == list(range(len(sources)))  # no loss, no duplicate
+    seq = [sources[i] for i in got]
+    run = 1
+    for j in range(1, len(seq)):
+        run = run + 1 if seq[j] == seq[j - 1] else 1
+        if run > k:
+            # Only allowed when no other source has passages left.
+            assert set(seq[j:]) == {seq[j]}
+
+
+def test_fairness_quota_keeps_the_same_passages(two: Catalog) -> None:
+    plain = Resolver(two).search(Query("order", strategy="merged"))
+    fair = Resolver(two).search(Query("order", strategy="merged", fairness_quota=1))
+    assert sorted(ids(plain)) == sorted(ids(fair))
