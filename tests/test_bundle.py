@@ -237,3 +237,23 @@ def test_okf_version_absent_or_unreadable(make_bundle: MakeBundle) -> None:
     assert Bundle.load(broken).okf_version is None
     v01 = make_bundle({"index.md": "---\nokf_version: 0.1\n---\n# x\n"})
     assert Bundle.load(v01).okf_version == "0.1"
+
+
+def test_refresh_equals_a_fresh_load(make_bundle: MakeBundle) -> None:
+    root = make_bundle({"a.md": FM.format(t="a"), "d/b.md": FM.format(t="b"), "x.md": "---\n"})
+    b = Bundle.load(root)
+    assert b.refresh() is None
+    (root / "a.md").write_text(FM.format(t="a changed, longer"))
+    (root / "d" / "b.md").unlink()
+    (root / "n.md").write_text(FM.format(t="new"))
+    fresh = b.refresh()
+    assert fresh is not None
+    again = Bundle.load(root)
+    assert fresh.concept_ids == again.concept_ids == ("a", "n")
+    assert [fresh.concept(i) for i in fresh.concept_ids] == [
+        again.concept(i) for i in again.concept_ids
+    ]
+    assert fresh.diagnostics == again.diagnostics
+    assert fresh.search("changed") == again.search("changed")
+    assert b.concept_ids == ("a", "d/b")  # the old snapshot never changes
+    assert fresh.refresh() is None

@@ -3,8 +3,10 @@ native results equal the reference on them (the 61k-concept bundle on a sample).
 
 from __future__ import annotations
 
+import json
 import random
 from functools import cache
+from pathlib import Path
 
 import pytest
 import reference
@@ -120,3 +122,24 @@ def test_large_corpus_on_a_sample() -> None:
     check_sampled_scores(
         nb, ref_concepts, ["BGH Urteil", "Mietrecht Kündigung", "§ 823", "Revision ZPO", "ß"]
     )
+
+
+def test_catalog_over_all_corpora_resolves_under_every_strategy(tmp_path: Path) -> None:
+    from okfast import Catalog, Query, Resolver, Strategy
+
+    names = corpus_bundles()
+    sources = [
+        {"id": f"s{i:02d}", "path": f"./{name}", "priority": i % 4} for i, name in enumerate(names)
+    ]
+    cat = Catalog.parse(
+        json.dumps({"version": 1, "sources": sources}), base_dir=CORPORA, root=CORPORA
+    )
+    resolver = Resolver(cat, max_staleness=3600)
+    for strategy in Strategy:
+        ctx = resolver.search(Query("React state Rezept", strategy=strategy, fairness_quota=3))
+        assert len(ctx.passages) > 50
+        if strategy is not Strategy.GROUPED:  # the quota interleaves sources
+            assert len({p.source_id for p in ctx.passages[:40]}) >= 2
+        assert not [d for d in ctx.diagnostics if d.code == "SourceUnavailable"]
+        keys = ctx.passages.keys()
+        assert len(set(keys)) == len(keys)

@@ -41,6 +41,13 @@ class Bundle:
         """
         return cls(_native.Bundle.load(os.fspath(path)))
 
+    def refresh(self) -> Bundle | None:
+        """Look at the disk again: a new ``Bundle`` when files changed (only new
+        and changed files are read again), ``None`` when nothing did. This
+        snapshot never changes, so searches in flight are unaffected."""
+        fresh = self._native.refresh()
+        return None if fresh is None else Bundle(fresh)
+
     def __len__(self) -> int:
         return len(self._native)
 

@@ -42,15 +42,14 @@ class _Snapshot:
     bundle: Bundle
     stale_us: npt.NDArray[np.int64]
     ordinal: npt.NDArray[np.uint32]
-    fingerprint: int
     checked: float
 
 
 class _Bundles:
     """The resolver's bundle cache. A snapshot is re-checked against the disk
     when it is older than ``max_staleness`` seconds (0: before every search);
-    a change swaps in a freshly loaded snapshot, so a search in flight keeps
-    the one it started with."""
+    a change swaps in a refreshed snapshot (only changed files re-read), so a
+    search in flight keeps the one it started with."""
 
     def __init__(self, max_staleness: float) -> None:
         self.max_staleness = max_staleness
@@ -65,13 +64,16 @@ class _Bundles:
         now = time.monotonic()
         if snap is not None and not force and now - snap.checked < self.max_staleness:
             return snap
-        fp = _native.fingerprint(str(source.directory))
-        if snap is not None and snap.fingerprint == fp:
-            snap.checked = now
-            return snap
-        bundle = Bundle.load(source.directory)
+        if snap is None:
+            bundle = Bundle.load(source.directory)
+        else:
+            changed = snap.bundle.refresh()
+            if changed is None:
+                snap.checked = now
+                return snap
+            bundle = changed
         fresh = _Snapshot(
-            bundle, bundle._native.stale_after_us(), bundle._native.ordinal_ranks(), fp, now
+            bundle, bundle._native.stale_after_us(), bundle._native.ordinal_ranks(), now
         )
         with self._lock:
             self._snaps[key] = fresh

@@ -183,6 +183,14 @@ impl PyBundle {
         Ok(PyBundle { inner: Arc::new(b) })
     }
 
+    /// A new snapshot when the files changed on disk (only changed files are
+    /// read again), `None` when nothing did. This snapshot is left as it is.
+    fn refresh(&self, py: Python<'_>) -> PyResult<Option<PyBundle>> {
+        let b = Arc::clone(&self.inner);
+        let fresh = py.detach(move || b.refresh()).map_err(|e| to_py(py, e))?;
+        Ok(fresh.map(|b| PyBundle { inner: Arc::new(b) }))
+    }
+
     fn __len__(&self) -> usize {
         self.inner.len()
     }
@@ -435,14 +443,6 @@ fn fused_order<'py>(
     Ok(out.into_pyarray(py))
 }
 
-/// A signature of the files a load of `path` reads (paths, sizes,
-/// modification times); equal values mean nothing changed.
-#[pyfunction]
-fn fingerprint(py: Python<'_>, path: std::path::PathBuf) -> PyResult<u64> {
-    py.detach(|| okfast_core::bundle::fingerprint(&path))
-        .map_err(|e| to_py(py, e))
-}
-
 /// SPEC §5.7 alone: the fairness permutation of an already sorted list,
 /// given each passage's source.
 #[pyfunction]
@@ -504,7 +504,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_concept, m)?)?;
     m.add_function(wrap_pyfunction!(fused_order, m)?)?;
     m.add_function(wrap_pyfunction!(fairness_order, m)?)?;
-    m.add_function(wrap_pyfunction!(fingerprint, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -26,6 +26,33 @@ pub struct Bundle {
     /// cross-source tie-break of SPEC §5.4, which differs from id order.
     pub ordinal_rank: Vec<u32>,
     positions: HashMap<String, u32>,
+    /// What the last read saw, for [`Bundle::refresh`]: every concept file's
+    /// stamp and outcome, the walk's own diagnostics, the root index's stamp.
+    files: HashMap<String, FileState>,
+    walk_diagnostics: Vec<Diagnostic>,
+    index_stamp: Stamp,
+}
+
+/// A file's size and modification time (ns): the change signal of a refresh.
+type Stamp = Option<(u64, u128)>;
+
+fn stamp_of(meta: &fs::Metadata) -> (u64, u128) {
+    let t = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+    (meta.len(), t.map_or(0, |d| d.as_nanos()))
+}
+
+fn stamp(p: &Path) -> Stamp {
+    fs::symlink_metadata(p).ok().map(|m| stamp_of(&m))
+}
+
+struct FileState {
+    stamp: Stamp,
+    /// The concept's position in `concepts`, when it loaded.
+    position: Option<u32>,
+    diagnostics: Vec<Diagnostic>,
 }
 
 /// A concept file found by the walk.
@@ -145,35 +172,45 @@ fn list(
     }
 }
 
-fn read_found(f: &Found) -> Read {
+/// Read one found file: its outcome and the stamp it was read at.
+fn read_found(f: &Found) -> (Read, Stamp) {
     let skip = |code, msg: String| Read {
         concept: None,
         diagnostics: vec![Diagnostic::new(code, msg, f.path.clone())],
     };
     if let Some(why) = f.bad_id {
-        return skip(Code::InvalidConceptId, why.to_string());
+        return (skip(Code::InvalidConceptId, why.to_string()), stamp(&f.abs));
     }
     let mut file = match fs::File::open(&f.abs) {
         Ok(file) => file,
-        Err(e) => return skip(Code::UnreadableFile, format!("File could not be read: {e}")),
+        Err(e) => {
+            return (
+                skip(Code::UnreadableFile, format!("File could not be read: {e}")),
+                None,
+            )
+        }
     };
     let too_large = |n: u64| format!("File is {n} bytes, over the 16 MiB limit for a concept file");
-    if let Ok(meta) = file.metadata() {
-        if meta.len() > MAX_FILE_BYTES {
-            return skip(Code::FileTooLarge, too_large(meta.len()));
+    let at = file.metadata().ok().map(|m| stamp_of(&m));
+    if let Some((len, _)) = at {
+        if len > MAX_FILE_BYTES {
+            return (skip(Code::FileTooLarge, too_large(len)), at);
         }
     }
     let mut bytes = Vec::new();
     // Read one byte past the limit so a file that grew since `metadata` is
     // still caught without reading all of it.
     if let Err(e) = (&mut file).take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes) {
-        return skip(Code::UnreadableFile, format!("File could not be read: {e}"));
+        return (
+            skip(Code::UnreadableFile, format!("File could not be read: {e}")),
+            at,
+        );
     }
     if bytes.len() as u64 > MAX_FILE_BYTES {
         let n = file.metadata().map_or(bytes.len() as u64, |m| m.len());
-        return skip(Code::FileTooLarge, too_large(n));
+        return (skip(Code::FileTooLarge, too_large(n)), at);
     }
-    read_concept(&f.id, &f.path, &bytes)
+    (read_concept(&f.id, &f.path, &bytes), at)
 }
 
 fn okf_version(root: &Path) -> Option<String> {
@@ -192,90 +229,120 @@ fn okf_version(root: &Path) -> Option<String> {
         .map(str::to_string)
 }
 
-/// A signature of everything a load reads: each concept file's path, size
-/// and modification time, the walk's own diagnostics, and the root
-/// `index.md`. Equal fingerprints mean a reload would read the same files
-/// unchanged (size and modification time are the change signal, as for
-/// make and rsync). Only meaningful within one process.
-pub fn fingerprint(root: &Path) -> Result<u64, Error> {
-    use std::hash::{Hash, Hasher};
+/// Walk `root` (which must be a readable directory): the concept files in id
+/// order and the walk's own diagnostics.
+fn walk_sorted(root: &Path) -> Result<(Vec<Found>, Vec<Diagnostic>), Error> {
     let not_found = |reason: String| Error::BundleNotFound {
         path: root.display().to_string(),
         reason,
     };
+    let meta = fs::metadata(root).map_err(|e| not_found(e.to_string()))?;
+    if !meta.is_dir() {
+        return Err(not_found("not a directory".into()));
+    }
     let mut found = Vec::new();
     let mut diagnostics = Vec::new();
     walk(root, &mut found, &mut diagnostics).map_err(|e| not_found(e.to_string()))?;
-    let stamp = |p: &Path| {
-        fs::symlink_metadata(p).ok().map(|m| {
-            let t = m
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
-            (m.len(), t.map_or(0, |d| d.as_nanos()))
-        })
-    };
-    let mut rows: Vec<(String, Option<(u64, u128)>)> = found
-        .par_iter()
-        .map(|f| (f.path.clone(), stamp(&f.abs)))
-        .collect();
-    rows.sort_unstable();
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    rows.hash(&mut h);
-    let mut walk_diags: Vec<(&str, &str)> = diagnostics
+    found.sort_by(|a, b| id_cmp(&a.id, &b.id));
+    diagnostics.sort_by(|a, b| id_cmp(&a.path, &b.path).then_with(|| a.message.cmp(&b.message)));
+    Ok((found, diagnostics))
+}
+
+/// Build a snapshot from the files' outcomes (in `found`'s id order).
+fn assemble(
+    root: &Path,
+    found: Vec<Found>,
+    reads: Vec<(Read, Stamp)>,
+    walk_diagnostics: Vec<Diagnostic>,
+) -> Bundle {
+    let mut concepts = Vec::with_capacity(reads.len());
+    let mut diagnostics = walk_diagnostics.clone();
+    let mut files = HashMap::with_capacity(found.len());
+    for (f, (r, st)) in found.into_iter().zip(reads) {
+        let position = r.concept.is_some().then_some(concepts.len() as u32);
+        diagnostics.extend(r.diagnostics.iter().cloned());
+        concepts.extend(r.concept);
+        files.insert(
+            f.path,
+            FileState {
+                stamp: st,
+                position,
+                diagnostics: r.diagnostics,
+            },
+        );
+    }
+    // Stable: one file's own diagnostics keep their order.
+    diagnostics.sort_by(|a, b| id_cmp(&a.path, &b.path));
+    let index = Index::build(&concepts);
+    let positions = concepts
         .iter()
-        .map(|d| (d.code.as_str(), d.path.as_str()))
+        .enumerate()
+        .map(|(i, c)| (c.id.clone(), i as u32))
         .collect();
-    walk_diags.sort_unstable();
-    walk_diags.hash(&mut h);
-    stamp(&root.join("index.md")).hash(&mut h);
-    Ok(h.finish())
+    let mut by_ordinal: Vec<u32> = (0..concepts.len() as u32).collect();
+    by_ordinal.sort_unstable_by(|&a, &b| concepts[a as usize].id.cmp(&concepts[b as usize].id));
+    let mut ordinal_rank = vec![0u32; concepts.len()];
+    for (rank, &p) in by_ordinal.iter().enumerate() {
+        ordinal_rank[p as usize] = rank as u32;
+    }
+    Bundle {
+        root: root.to_path_buf(),
+        concepts,
+        diagnostics,
+        okf_version: okf_version(root),
+        index,
+        ordinal_rank,
+        positions,
+        files,
+        walk_diagnostics,
+        index_stamp: stamp(&root.join("index.md")),
+    }
 }
 
 impl Bundle {
     pub fn load(root: impl AsRef<Path>) -> Result<Bundle, Error> {
         let root = root.as_ref();
-        let not_found = |reason: String| Error::BundleNotFound {
-            path: root.display().to_string(),
-            reason,
+        let (found, walk_diagnostics) = walk_sorted(root)?;
+        let reads: Vec<(Read, Stamp)> = found.par_iter().map(read_found).collect();
+        Ok(assemble(root, found, reads, walk_diagnostics))
+    }
+
+    /// Look at the disk again. `Ok(None)` when nothing a load reads has
+    /// changed (the same files with the same sizes and modification times);
+    /// otherwise a new snapshot in which only new and changed files were read
+    /// again — unchanged concepts are carried over — and the index rebuilt.
+    /// `self` is untouched either way, so searches in flight keep it.
+    pub fn refresh(&self) -> Result<Option<Bundle>, Error> {
+        let (found, walk_diagnostics) = walk_sorted(&self.root)?;
+        let stamps: Vec<Stamp> = found.par_iter().map(|f| stamp(&f.abs)).collect();
+        let unchanged = |f: &Found, st: &Stamp| {
+            st.is_some() && self.files.get(&f.path).is_some_and(|old| old.stamp == *st)
         };
-        let meta = fs::metadata(root).map_err(|e| not_found(e.to_string()))?;
-        if !meta.is_dir() {
-            return Err(not_found("not a directory".into()));
+        let same = found.len() == self.files.len()
+            && found.iter().zip(&stamps).all(|(f, st)| unchanged(f, st))
+            && walk_diagnostics == self.walk_diagnostics
+            && stamp(&self.root.join("index.md")) == self.index_stamp;
+        if same {
+            return Ok(None);
         }
-        let mut found = Vec::new();
-        let mut diagnostics = Vec::new();
-        walk(root, &mut found, &mut diagnostics).map_err(|e| not_found(e.to_string()))?;
-        found.sort_by(|a, b| id_cmp(&a.id, &b.id));
-        let reads: Vec<Read> = found.par_iter().map(read_found).collect();
-        let mut concepts = Vec::with_capacity(reads.len());
-        for r in reads {
-            diagnostics.extend(r.diagnostics);
-            concepts.extend(r.concept);
-        }
-        // Stable: one file's own diagnostics keep their order.
-        diagnostics.sort_by(|a, b| id_cmp(&a.path, &b.path));
-        let index = Index::build(&concepts);
-        let positions = concepts
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (c.id.clone(), i as u32))
+        let reads: Vec<(Read, Stamp)> = found
+            .par_iter()
+            .zip(&stamps)
+            .map(|(f, st)| match self.files.get(&f.path) {
+                Some(old) if unchanged(f, st) => {
+                    let concept = old.position.map(|p| self.concepts[p as usize].clone());
+                    (
+                        Read {
+                            concept,
+                            diagnostics: old.diagnostics.clone(),
+                        },
+                        *st,
+                    )
+                }
+                _ => read_found(f),
+            })
             .collect();
-        let mut by_ordinal: Vec<u32> = (0..concepts.len() as u32).collect();
-        by_ordinal.sort_unstable_by(|&a, &b| concepts[a as usize].id.cmp(&concepts[b as usize].id));
-        let mut ordinal_rank = vec![0u32; concepts.len()];
-        for (rank, &p) in by_ordinal.iter().enumerate() {
-            ordinal_rank[p as usize] = rank as u32;
-        }
-        Ok(Bundle {
-            root: root.to_path_buf(),
-            concepts,
-            diagnostics,
-            okf_version: okf_version(root),
-            index,
-            ordinal_rank,
-            positions,
-        })
+        Ok(Some(assemble(&self.root, found, reads, walk_diagnostics)))
     }
 
     pub fn len(&self) -> usize {
@@ -311,7 +378,8 @@ mod tests {
             abs: d.join("x.md"),
             bad_id: None,
         };
-        let r = read_found(&f);
+        let (r, st) = read_found(&f);
+        assert_eq!(st, None);
         assert!(r.concept.is_none());
         assert_eq!(r.diagnostics[0].code, Code::UnreadableFile);
         assert!(r.diagnostics[0]
@@ -354,5 +422,45 @@ mod tests {
             warnings,
             ["MissingType", "MalformedStaleAfter", "SymlinkSkipped"]
         );
+    }
+}
+
+#[cfg(test)]
+mod refresh_tests {
+    use super::*;
+
+    #[test]
+    fn refresh_rereads_only_what_changed() {
+        let d = std::env::temp_dir().join(format!("okfast-refresh-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(d.join("sub")).unwrap();
+        fs::write(d.join("a.md"), "---\ntype: T\ntitle: alpha\n---\none").unwrap();
+        fs::write(d.join("sub/b.md"), "---\ntype: T\ntitle: beta\n---\ntwo").unwrap();
+        fs::write(d.join("bad.md"), "---\ntype: T\n").unwrap();
+        let b = Bundle::load(&d).unwrap();
+        assert!(b.refresh().unwrap().is_none());
+        // Change one file (a different size, so the stamp differs whatever the
+        // clock's granularity), add one, remove one.
+        fs::write(
+            d.join("a.md"),
+            "---\ntype: T\ntitle: alpha two\n---\none more",
+        )
+        .unwrap();
+        fs::write(d.join("c.md"), "---\ntype: T\ntitle: gamma\n---\nthree").unwrap();
+        fs::remove_file(d.join("sub/b.md")).unwrap();
+        let fresh = b.refresh().unwrap().expect("changed");
+        let again = Bundle::load(&d).unwrap();
+        let ids = |x: &Bundle| {
+            x.concepts
+                .iter()
+                .map(|c| (c.id.clone(), c.title.clone(), c.body.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&fresh), ids(&again));
+        assert_eq!(fresh.diagnostics, again.diagnostics);
+        assert_eq!(fresh.concepts[0].title.as_deref(), Some("alpha two"));
+        assert_eq!(b.concepts.len(), 2, "the old snapshot is untouched");
+        assert!(fresh.refresh().unwrap().is_none());
+        let _ = fs::remove_dir_all(&d);
     }
 }
