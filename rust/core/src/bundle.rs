@@ -29,6 +29,8 @@ pub struct Bundle {
     /// What the last read saw, for [`Bundle::refresh`]: every concept file's
     /// stamp and outcome, the walk's own diagnostics, the root index's stamp.
     files: HashMap<String, FileState>,
+    /// The same files' paths and stamps, in id order.
+    file_order: Vec<(String, Stamp)>,
     walk_diagnostics: Vec<Diagnostic>,
     index_stamp: Stamp,
 }
@@ -62,6 +64,8 @@ struct Found {
     abs: PathBuf,
     /// Why the id is unusable, when it is.
     bad_id: Option<&'static str>,
+    /// Size and modification time when the walk saw it.
+    stamp: Stamp,
 }
 
 const BAD_CHAR: &str =
@@ -96,16 +100,28 @@ fn walk(root: &Path, files: &mut Vec<Found>, diags: &mut Vec<Diagnostic>) -> std
     Ok(())
 }
 
-fn walk_dirs(mut stack: Vec<Pending>, files: &mut Vec<Found>, diags: &mut Vec<Diagnostic>) {
-    while let Some((dir, prefix, bad)) = stack.pop() {
-        match fs::read_dir(&dir) {
-            Ok(entries) => list(entries, &prefix, bad, &mut stack, files, diags),
-            Err(e) => diags.push(Diagnostic::new(
-                Code::UnreadableDirectory,
-                format!("Directory could not be listed: {e}"),
-                prefix.trim_end_matches('/'),
-            )),
-        }
+/// List the pending directories, their sub-directories in parallel (each
+/// directory's results stay together; the caller sorts everything by id).
+fn walk_dirs(stack: Vec<Pending>, files: &mut Vec<Found>, diags: &mut Vec<Diagnostic>) {
+    let parts: Vec<(Vec<Found>, Vec<Diagnostic>)> = stack
+        .into_par_iter()
+        .map(|(dir, prefix, bad)| {
+            let (mut f, mut d, mut sub) = (Vec::new(), Vec::new(), Vec::new());
+            match fs::read_dir(&dir) {
+                Ok(entries) => list(entries, &prefix, bad, &mut sub, &mut f, &mut d),
+                Err(e) => d.push(Diagnostic::new(
+                    Code::UnreadableDirectory,
+                    format!("Directory could not be listed: {e}"),
+                    prefix.trim_end_matches('/'),
+                )),
+            }
+            walk_dirs(sub, &mut f, &mut d);
+            (f, d)
+        })
+        .collect();
+    for (f, d) in parts {
+        files.extend(f);
+        diags.extend(d);
     }
 }
 
@@ -162,11 +178,15 @@ fn list(
                 continue;
             }
             let id = rel[..rel.len() - 3].to_string();
+            // `DirEntry::metadata` stats relative to the open directory, far
+            // cheaper than a stat of the full path.
+            let stamp = entry.metadata().ok().map(|m| stamp_of(&m));
             files.push(Found {
                 id,
                 path: rel,
                 abs: entry.path(),
                 bad_id: bad.or(name_bad),
+                stamp,
             });
         }
     }
@@ -179,7 +199,7 @@ fn read_found(f: &Found) -> (Read, Stamp) {
         diagnostics: vec![Diagnostic::new(code, msg, f.path.clone())],
     };
     if let Some(why) = f.bad_id {
-        return (skip(Code::InvalidConceptId, why.to_string()), stamp(&f.abs));
+        return (skip(Code::InvalidConceptId, why.to_string()), f.stamp);
     }
     let mut file = match fs::File::open(&f.abs) {
         Ok(file) => file,
@@ -191,7 +211,7 @@ fn read_found(f: &Found) -> (Read, Stamp) {
         }
     };
     let too_large = |n: u64| format!("File is {n} bytes, over the 16 MiB limit for a concept file");
-    let at = file.metadata().ok().map(|m| stamp_of(&m));
+    let at = f.stamp;
     if let Some((len, _)) = at {
         if len > MAX_FILE_BYTES {
             return (skip(Code::FileTooLarge, too_large(len)), at);
@@ -258,7 +278,9 @@ fn assemble(
     let mut concepts = Vec::with_capacity(reads.len());
     let mut diagnostics = walk_diagnostics.clone();
     let mut files = HashMap::with_capacity(found.len());
+    let mut file_order = Vec::with_capacity(found.len());
     for (f, (r, st)) in found.into_iter().zip(reads) {
+        file_order.push((f.path.clone(), st));
         let position = r.concept.is_some().then_some(concepts.len() as u32);
         diagnostics.extend(r.diagnostics.iter().cloned());
         concepts.extend(r.concept);
@@ -294,6 +316,7 @@ fn assemble(
         ordinal_rank,
         positions,
         files,
+        file_order,
         walk_diagnostics,
         index_stamp: stamp(&root.join("index.md")),
     }
@@ -314,12 +337,17 @@ impl Bundle {
     /// `self` is untouched either way, so searches in flight keep it.
     pub fn refresh(&self) -> Result<Option<Bundle>, Error> {
         let (found, walk_diagnostics) = walk_sorted(&self.root)?;
-        let stamps: Vec<Stamp> = found.par_iter().map(|f| stamp(&f.abs)).collect();
+        let stamps: Vec<Stamp> = found.iter().map(|f| f.stamp).collect();
         let unchanged = |f: &Found, st: &Stamp| {
             st.is_some() && self.files.get(&f.path).is_some_and(|old| old.stamp == *st)
         };
-        let same = found.len() == self.files.len()
-            && found.iter().zip(&stamps).all(|(f, st)| unchanged(f, st))
+        // Both lists are in id order: compare them in step, no lookups.
+        let same = found.len() == self.file_order.len()
+            && found
+                .iter()
+                .zip(&stamps)
+                .zip(&self.file_order)
+                .all(|((f, st), (path, old))| st.is_some() && st == old && f.path == *path)
             && walk_diagnostics == self.walk_diagnostics
             && stamp(&self.root.join("index.md")) == self.index_stamp;
         if same {
@@ -377,6 +405,7 @@ mod tests {
             path: "x.md".into(),
             abs: d.join("x.md"),
             bad_id: None,
+            stamp: None,
         };
         let (r, st) = read_found(&f);
         assert_eq!(st, None);

@@ -141,20 +141,19 @@ pub fn lines(text: &str) -> Vec<&str> {
 
 /// SPEC §1.2 id order: segment lists compared element by element in ordinal
 /// order, a prefix first. Works on ids and on relative paths alike.
+///
+/// Equivalent to comparing the UTF-8 bytes with `/` read as smaller than
+/// every other byte (byte order is code point order for UTF-8). One pass, no
+/// allocation.
 pub fn id_cmp(a: &str, b: &str) -> Ordering {
-    let mut sa = a.split('/');
-    let mut sb = b.split('/');
-    loop {
-        match (sa.next(), sb.next()) {
-            (None, None) => return Ordering::Equal,
-            (None, Some(_)) => return Ordering::Less,
-            (Some(_), None) => return Ordering::Greater,
-            (Some(x), Some(y)) => match x.cmp(y) {
-                Ordering::Equal => continue,
-                o => return o,
-            },
+    let key = |c: u8| if c == b'/' { 0 } else { u16::from(c) + 1 };
+    let (x, y) = (a.as_bytes(), b.as_bytes());
+    for (&p, &q) in x.iter().zip(y) {
+        if p != q {
+            return key(p).cmp(&key(q));
         }
     }
+    x.len().cmp(&y.len())
 }
 
 #[cfg(test)]
@@ -197,6 +196,20 @@ mod tests {
         assert_eq!(lines("a\n\n"), vec!["a", ""]);
         assert_eq!(lines("a\rb\r"), vec!["a\rb\r"]);
         assert_eq!(lines("\n"), vec![""]);
+    }
+
+    #[test]
+    fn id_order_is_segment_order() {
+        let ids = [
+            "a", "a/b", "a-b", "a.b", "ab", "a/b/c", "a b", "B", "b/a", "ação", "a/ç", "-x", "x",
+            "",
+        ];
+        for x in ids {
+            for y in ids {
+                let segs = x.split('/').cmp(y.split('/'));
+                assert_eq!(id_cmp(x, y), segs, "{x:?} vs {y:?}");
+            }
+        }
     }
 
     #[test]
