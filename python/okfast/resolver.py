@@ -29,6 +29,14 @@ from okfast.paths import directory_key
 from okfast.query import NEVER_US, Query, Strategy, Visibility, micros
 
 Clock = Callable[[], datetime]
+#: An ordering's result: per passage its source index, position, score and
+#: fused score (reciprocal rank only).
+Ordered = tuple[
+    npt.NDArray[np.uint32],
+    npt.NDArray[np.int32],
+    npt.NDArray[np.uint32],
+    "npt.NDArray[np.float64] | None",
+]
 
 
 def _system_clock() -> datetime:
@@ -201,14 +209,7 @@ class _Engine(ABC):
         return f
 
     @abstractmethod
-    def order(
-        self, q: Query, f: _Found, quota: int | None
-    ) -> tuple[
-        npt.NDArray[np.uint32],
-        npt.NDArray[np.int32],
-        npt.NDArray[np.uint32],
-        npt.NDArray[np.float64] | None,
-    ]:
+    def order(self, q: Query, f: _Found, quota: int | None) -> Ordered:
         """The strategy's order over all found passages: (src, pos, score, fused)."""
 
     # -- the whole run -------------------------------------------------------------
@@ -288,9 +289,7 @@ class GroupedResolver(_Engine):
     strategy = Strategy.GROUPED
     dedup = False
 
-    def order(
-        self, q: Query, f: _Found, quota: int | None
-    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int32], npt.NDArray[np.uint32], None]:
+    def order(self, q: Query, f: _Found, quota: int | None) -> Ordered:
         src, pos, score = _concat(f)
         return src, pos, score, None
 
@@ -298,14 +297,7 @@ class GroupedResolver(_Engine):
 class _FusedResolver(_Engine):
     """Shared by the fused strategies: one native sort with the strategy's key."""
 
-    def order(
-        self, q: Query, f: _Found, quota: int | None
-    ) -> tuple[
-        npt.NDArray[np.uint32],
-        npt.NDArray[np.int32],
-        npt.NDArray[np.uint32],
-        npt.NDArray[np.float64] | None,
-    ]:
+    def order(self, q: Query, f: _Found, quota: int | None) -> Ordered:
         src, pos, score = _concat(f)
         if len(pos) == 0:
             return src, pos, score, None

@@ -172,6 +172,20 @@ struct PyBundle {
     inner: Arc<okfast_core::Bundle>,
 }
 
+impl PyBundle {
+    fn concept_at(&self, py: Python<'_>, position: usize) -> PyResult<&Concept> {
+        self.inner.concepts.get(position).ok_or_else(|| {
+            to_py(
+                py,
+                Error::InvalidArgument(format!(
+                    "position {position} out of range 0..{}",
+                    self.inner.len()
+                )),
+            )
+        })
+    }
+}
+
 #[pymethods]
 impl PyBundle {
     /// Load and index the bundle at `path` (GIL released, parallel).
@@ -233,15 +247,7 @@ impl PyBundle {
 
     /// Every field of the concept at `position`, as a dict.
     fn concept<'py>(&self, py: Python<'py>, position: usize) -> PyResult<Bound<'py, PyDict>> {
-        let c = self.inner.concepts.get(position).ok_or_else(|| {
-            to_py(
-                py,
-                Error::InvalidArgument(format!(
-                    "position {position} out of range 0..{}",
-                    self.inner.len()
-                )),
-            )
-        })?;
+        let c = self.concept_at(py, position)?;
         concept_to_py(py, c)
     }
 
@@ -313,15 +319,7 @@ impl PyBundle {
     /// `(concept_id, title, excerpt, path, type, tags, description,
     /// trust_tier, status, stale_after_us, authority)`.
     fn passage_row(&self, py: Python<'_>, position: usize, text: String) -> PyResult<PassageRow> {
-        let c = self.inner.concepts.get(position).ok_or_else(|| {
-            to_py(
-                py,
-                Error::InvalidArgument(format!(
-                    "position {position} out of range 0..{}",
-                    self.inner.len()
-                )),
-            )
-        })?;
+        let c = self.concept_at(py, position)?;
         Ok((
             c.id.clone(),
             c.title.clone(),
@@ -339,29 +337,13 @@ impl PyBundle {
 
     /// The body of the concept at `position`.
     fn body(&self, py: Python<'_>, position: usize) -> PyResult<String> {
-        let c = self.inner.concepts.get(position).ok_or_else(|| {
-            to_py(
-                py,
-                Error::InvalidArgument(format!(
-                    "position {position} out of range 0..{}",
-                    self.inner.len()
-                )),
-            )
-        })?;
+        let c = self.concept_at(py, position)?;
         Ok(c.body.clone())
     }
 
     /// SPEC §3.5 excerpt of the concept at `position` for `text`.
     fn excerpt(&self, py: Python<'_>, position: usize, text: String) -> PyResult<String> {
-        let c = self.inner.concepts.get(position).ok_or_else(|| {
-            to_py(
-                py,
-                Error::InvalidArgument(format!(
-                    "position {position} out of range 0..{}",
-                    self.inner.len()
-                )),
-            )
-        })?;
+        let c = self.concept_at(py, position)?;
         Ok(score::excerpt(&c.body, &query_terms(&text)))
     }
 }
