@@ -14,6 +14,7 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::error::Error;
 use crate::index::Index;
 use crate::text::id_cmp;
+use crate::watch::{Drained, Watch};
 use crate::yaml;
 
 pub struct Bundle {
@@ -33,6 +34,8 @@ pub struct Bundle {
     file_order: Vec<(String, Stamp)>,
     walk_diagnostics: Vec<Diagnostic>,
     index_stamp: Stamp,
+    /// Change notification for the directories this snapshot read.
+    watch: Watch,
 }
 
 /// A file's size and modification time (ns): the change signal of a refresh.
@@ -92,21 +95,33 @@ type Pending = (PathBuf, String, Option<&'static str>);
 /// Walk the tree without following symbolic links. Order does not matter
 /// here: concepts and diagnostics are sorted by id afterwards. Only the root
 /// failing to list is an error; below it, failures are diagnostics.
-fn walk(root: &Path, files: &mut Vec<Found>, diags: &mut Vec<Diagnostic>) -> std::io::Result<()> {
+fn walk(
+    root: &Path,
+    watch: &Watch,
+    files: &mut Vec<Found>,
+    diags: &mut Vec<Diagnostic>,
+) -> std::io::Result<()> {
     let entries = fs::read_dir(root)?;
     let mut stack = Vec::new();
     list(entries, "", None, &mut stack, files, diags);
-    walk_dirs(stack, files, diags);
+    walk_dirs(stack, watch, files, diags);
     Ok(())
 }
 
 /// List the pending directories, their sub-directories in parallel (each
 /// directory's results stay together; the caller sorts everything by id).
-fn walk_dirs(stack: Vec<Pending>, files: &mut Vec<Found>, diags: &mut Vec<Diagnostic>) {
+fn walk_dirs(
+    stack: Vec<Pending>,
+    watch: &Watch,
+    files: &mut Vec<Found>,
+    diags: &mut Vec<Diagnostic>,
+) {
     let parts: Vec<(Vec<Found>, Vec<Diagnostic>)> = stack
         .into_par_iter()
         .map(|(dir, prefix, bad)| {
             let (mut f, mut d, mut sub) = (Vec::new(), Vec::new(), Vec::new());
+            // Watch first, then list: no change can fall between the two.
+            watch.add_dir(&dir);
             match fs::read_dir(&dir) {
                 Ok(entries) => list(entries, &prefix, bad, &mut sub, &mut f, &mut d),
                 Err(e) => d.push(Diagnostic::new(
@@ -115,7 +130,7 @@ fn walk_dirs(stack: Vec<Pending>, files: &mut Vec<Found>, diags: &mut Vec<Diagno
                     prefix.trim_end_matches('/'),
                 )),
             }
-            walk_dirs(sub, &mut f, &mut d);
+            walk_dirs(sub, watch, &mut f, &mut d);
             (f, d)
         })
         .collect();
@@ -251,7 +266,7 @@ fn okf_version(root: &Path) -> Option<String> {
 
 /// Walk `root` (which must be a readable directory): the concept files in id
 /// order and the walk's own diagnostics.
-fn walk_sorted(root: &Path) -> Result<(Vec<Found>, Vec<Diagnostic>), Error> {
+fn walk_sorted(root: &Path, watch: &Watch) -> Result<(Vec<Found>, Vec<Diagnostic>), Error> {
     let not_found = |reason: String| Error::BundleNotFound {
         path: root.display().to_string(),
         reason,
@@ -262,7 +277,7 @@ fn walk_sorted(root: &Path) -> Result<(Vec<Found>, Vec<Diagnostic>), Error> {
     }
     let mut found = Vec::new();
     let mut diagnostics = Vec::new();
-    walk(root, &mut found, &mut diagnostics).map_err(|e| not_found(e.to_string()))?;
+    walk(root, watch, &mut found, &mut diagnostics).map_err(|e| not_found(e.to_string()))?;
     found.sort_by(|a, b| id_cmp(&a.id, &b.id));
     diagnostics.sort_by(|a, b| id_cmp(&a.path, &b.path).then_with(|| a.message.cmp(&b.message)));
     Ok((found, diagnostics))
@@ -274,6 +289,7 @@ fn assemble(
     found: Vec<Found>,
     reads: Vec<(Read, Stamp)>,
     walk_diagnostics: Vec<Diagnostic>,
+    watch: Watch,
 ) -> Bundle {
     let mut concepts = Vec::with_capacity(reads.len());
     let mut diagnostics = walk_diagnostics.clone();
@@ -319,15 +335,17 @@ fn assemble(
         file_order,
         walk_diagnostics,
         index_stamp: stamp(&root.join("index.md")),
+        watch,
     }
 }
 
 impl Bundle {
     pub fn load(root: impl AsRef<Path>) -> Result<Bundle, Error> {
         let root = root.as_ref();
-        let (found, walk_diagnostics) = walk_sorted(root)?;
+        let watch = Watch::new(root);
+        let (found, walk_diagnostics) = walk_sorted(root, &watch)?;
         let reads: Vec<(Read, Stamp)> = found.par_iter().map(read_found).collect();
-        Ok(assemble(root, found, reads, walk_diagnostics))
+        Ok(assemble(root, found, reads, walk_diagnostics, watch))
     }
 
     /// Look at the disk again. `Ok(None)` when nothing a load reads has
@@ -335,8 +353,17 @@ impl Bundle {
     /// otherwise a new snapshot in which only new and changed files were read
     /// again — unchanged concepts are carried over — and the index rebuilt.
     /// `self` is untouched either way, so searches in flight keep it.
+    ///
+    /// Where the platform can watch directories (Linux inotify), an unchanged
+    /// bundle is recognised from an empty change queue without touching the
+    /// files; otherwise every file's size and modification time are compared.
     pub fn refresh(&self) -> Result<Option<Bundle>, Error> {
-        let (found, walk_diagnostics) = walk_sorted(&self.root)?;
+        let drained = self.watch.drain();
+        if drained == Drained::Quiet {
+            return Ok(None);
+        }
+        let watch = Watch::new(&self.root);
+        let (found, walk_diagnostics) = walk_sorted(&self.root, &watch)?;
         let stamps: Vec<Stamp> = found.iter().map(|f| f.stamp).collect();
         let unchanged = |f: &Found, st: &Stamp| {
             st.is_some() && self.files.get(&f.path).is_some_and(|old| old.stamp == *st)
@@ -349,7 +376,9 @@ impl Bundle {
                 .zip(&self.file_order)
                 .all(|((f, st), (path, old))| st.is_some() && st == old && f.path == *path)
             && walk_diagnostics == self.walk_diagnostics
-            && stamp(&self.root.join("index.md")) == self.index_stamp;
+            && stamp(&self.root.join("index.md")) == self.index_stamp
+            // Changed directories leave this snapshot's watches stale.
+            && drained != Drained::Directories;
         if same {
             return Ok(None);
         }
@@ -370,7 +399,13 @@ impl Bundle {
                 _ => read_found(f),
             })
             .collect();
-        Ok(Some(assemble(&self.root, found, reads, walk_diagnostics)))
+        Ok(Some(assemble(
+            &self.root,
+            found,
+            reads,
+            walk_diagnostics,
+            watch,
+        )))
     }
 
     pub fn len(&self) -> usize {
@@ -427,7 +462,7 @@ mod tests {
             (d.join("gone"), "gone/".to_string(), None),
         ];
         let (mut files, mut diags) = (Vec::new(), Vec::new());
-        walk_dirs(stack, &mut files, &mut diags);
+        walk_dirs(stack, &Watch::new(&d), &mut files, &mut diags);
         assert_eq!(files.len(), 1);
         assert_eq!(diags.len(), 1);
         assert_eq!(
@@ -490,6 +525,64 @@ mod refresh_tests {
         assert_eq!(fresh.concepts[0].title.as_deref(), Some("alpha two"));
         assert_eq!(b.concepts.len(), 2, "the old snapshot is untouched");
         assert!(fresh.refresh().unwrap().is_none());
+        let _ = fs::remove_dir_all(&d);
+    }
+}
+
+#[cfg(test)]
+mod watch_tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("okfast-watch-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(d.join("sub")).unwrap();
+        fs::write(d.join("sub/a.md"), "---\ntype: T\ntitle: alpha\n---\none").unwrap();
+        d
+    }
+
+    #[test]
+    fn same_size_rewrite_is_seen() {
+        let d = scratch("rewrite");
+        let b = Bundle::load(&d).unwrap();
+        assert!(b.refresh().unwrap().is_none());
+        // Same length, different content: only the watch or the mtime tells.
+        fs::write(d.join("sub/a.md"), "---\ntype: T\ntitle: ALPHA\n---\none").unwrap();
+        let fresh = b.refresh().unwrap().expect("changed");
+        assert_eq!(fresh.concepts[0].title.as_deref(), Some("ALPHA"));
+        assert!(fresh.refresh().unwrap().is_none());
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn files_in_a_new_directory_are_seen() {
+        let d = scratch("newdir");
+        let b = Bundle::load(&d).unwrap();
+        fs::create_dir(d.join("later")).unwrap();
+        // An empty new directory changes no concept, but the next snapshot
+        // must watch it.
+        let b2 = b
+            .refresh()
+            .unwrap()
+            .expect("a new directory needs a new snapshot");
+        assert_eq!(b2.len(), 1);
+        fs::write(d.join("later/n.md"), "---\ntype: T\n---\nnew").unwrap();
+        let b3 = b2
+            .refresh()
+            .unwrap()
+            .expect("the file in the new directory is seen");
+        assert_eq!(b3.len(), 2);
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn irrelevant_changes_keep_the_snapshot() {
+        let d = scratch("hidden");
+        let b = Bundle::load(&d).unwrap();
+        fs::write(d.join("sub/.hidden.md"), "x").unwrap();
+        fs::write(d.join("notes.txt"), "x").unwrap();
+        assert!(b.refresh().unwrap().is_none());
+        assert!(b.refresh().unwrap().is_none());
         let _ = fs::remove_dir_all(&d);
     }
 }

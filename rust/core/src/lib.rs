@@ -13,6 +13,7 @@ pub mod score;
 pub mod stale;
 pub mod text;
 pub mod trigram;
+pub mod watch;
 pub mod yaml;
 
 pub use bundle::Bundle;
