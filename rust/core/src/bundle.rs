@@ -36,7 +36,13 @@ pub struct Bundle {
     index_stamp: Stamp,
     /// Change notification for the directories this snapshot read.
     watch: Watch,
+    /// When the files were last compared one by one.
+    last_full_check: std::sync::Mutex<std::time::Instant>,
 }
+
+/// How long an empty change queue is trusted before the files are compared
+/// again anyway.
+const FULL_CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// A file's size and modification time (ns): the change signal of a refresh.
 type Stamp = Option<(u64, u128)>;
@@ -336,6 +342,7 @@ fn assemble(
         walk_diagnostics,
         index_stamp: stamp(&root.join("index.md")),
         watch,
+        last_full_check: std::sync::Mutex::new(std::time::Instant::now()),
     }
 }
 
@@ -356,10 +363,19 @@ impl Bundle {
     ///
     /// Where the platform can watch directories (Linux inotify), an unchanged
     /// bundle is recognised from an empty change queue without touching the
-    /// files; otherwise every file's size and modification time are compared.
+    /// files — for at most 30 s at a time, after which the files are compared
+    /// anyway (network file systems do not report remote changes). Otherwise
+    /// every file's size and modification time are compared.
     pub fn refresh(&self) -> Result<Option<Bundle>, Error> {
         let drained = self.watch.drain();
-        if drained == Drained::Quiet {
+        // Trust an empty queue, but compare the files themselves now and then:
+        // network file systems do not report remote changes to inotify.
+        let recent = self
+            .last_full_check
+            .lock()
+            .map(|t| t.elapsed() < FULL_CHECK_EVERY)
+            .unwrap_or(false);
+        if drained == Drained::Quiet && recent {
             return Ok(None);
         }
         let watch = Watch::new(&self.root);
@@ -380,6 +396,9 @@ impl Bundle {
             // Changed directories leave this snapshot's watches stale.
             && drained != Drained::Directories;
         if same {
+            if let Ok(mut t) = self.last_full_check.lock() {
+                *t = std::time::Instant::now();
+            }
             return Ok(None);
         }
         let reads: Vec<(Read, Stamp)> = found
