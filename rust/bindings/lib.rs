@@ -227,18 +227,7 @@ impl PyBundle {
     /// `(code, message, path, severity)` rows in SPEC order.
     #[getter]
     fn diagnostics(&self) -> Vec<DiagRow> {
-        self.inner
-            .diagnostics
-            .iter()
-            .map(|d| {
-                (
-                    d.code.as_str(),
-                    d.message.clone(),
-                    d.path.clone(),
-                    d.severity(),
-                )
-            })
-            .collect()
+        self.inner.diagnostics.iter().map(diag_row).collect()
     }
 
     fn position(&self, concept_id: &str) -> Option<u32> {
@@ -350,6 +339,15 @@ impl PyBundle {
 
 type DiagRow = (&'static str, String, String, &'static str);
 
+fn diag_row(d: &okfast_core::diagnostic::Diagnostic) -> DiagRow {
+    (
+        d.code.as_str(),
+        d.message.clone(),
+        d.path.clone(),
+        d.severity(),
+    )
+}
+
 fn strategy_of(py: Python<'_>, name: &str) -> PyResult<order::Strategy> {
     Ok(match name {
         "merged" => order::Strategy::Merged,
@@ -455,18 +453,7 @@ fn read_concept<'py>(
 ) -> PyResult<(Option<Bound<'py, PyDict>>, Vec<DiagRow>)> {
     let id = path.strip_suffix(".md").unwrap_or(path);
     let r = okfast_core::concept::read_concept(id, path, data);
-    let rows = r
-        .diagnostics
-        .iter()
-        .map(|d| {
-            (
-                d.code.as_str(),
-                d.message.clone(),
-                d.path.clone(),
-                d.severity(),
-            )
-        })
-        .collect();
+    let rows = r.diagnostics.iter().map(diag_row).collect();
     Ok((
         r.concept
             .as_ref()
