@@ -112,7 +112,7 @@ fn actor_to_py<'py>(py: Python<'py>, a: &Actor) -> PyResult<Bound<'py, PyDict>> 
 fn concept_to_py<'py>(py: Python<'py>, c: &Concept) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("concept_id", &c.id)?;
-    d.set_item("path", &c.path)?;
+    d.set_item("path", c.path())?;
     d.set_item("type", &c.kind)?;
     d.set_item("title", &c.title)?;
     d.set_item("description", &c.description)?;
@@ -280,7 +280,7 @@ impl PyBundle {
                         s,
                         c.title.clone(),
                         score::excerpt(&c.body, &terms),
-                        c.path.clone(),
+                        c.path(),
                     )
                 })
                 .collect()
@@ -313,7 +313,7 @@ impl PyBundle {
             c.id.clone(),
             c.title.clone(),
             score::excerpt(&c.body, &query_terms(&text)),
-            c.path.clone(),
+            c.path(),
             c.kind.clone(),
             c.tags.clone(),
             c.description.clone(),

@@ -2,7 +2,6 @@
 //! parallel, keep concepts in id order with their diagnostics, and build the
 //! per-field index once. A `Bundle` is an immutable snapshot.
 
-use std::collections::HashMap;
 use std::fs;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -26,12 +25,10 @@ pub struct Bundle {
     /// Rank of each concept's id in ordinal (code point) order — the
     /// cross-source tie-break of SPEC §5.4, which differs from id order.
     pub ordinal_rank: Vec<u32>,
-    positions: HashMap<String, u32>,
-    /// What the last read saw, for [`Bundle::refresh`]: every concept file's
-    /// stamp and outcome, the walk's own diagnostics, the root index's stamp.
-    files: HashMap<String, FileState>,
-    /// The same files' paths and stamps, in id order.
-    file_order: Vec<(String, Stamp)>,
+    /// What the last read saw, for [`Bundle::refresh`]: every concept file
+    /// (in id order) with its stamp and outcome; also the walk's own
+    /// diagnostics and the root index's stamp.
+    files: Vec<FileState>,
     walk_diagnostics: Vec<Diagnostic>,
     index_stamp: Stamp,
     /// Change notification for the directories this snapshot read.
@@ -60,6 +57,7 @@ fn stamp(p: &Path) -> Stamp {
 }
 
 struct FileState {
+    id: String,
     stamp: Stamp,
     /// The concept's position in `concepts`, when it loaded.
     position: Option<u32>,
@@ -299,30 +297,21 @@ fn assemble(
 ) -> Bundle {
     let mut concepts = Vec::with_capacity(reads.len());
     let mut diagnostics = walk_diagnostics.clone();
-    let mut files = HashMap::with_capacity(found.len());
-    let mut file_order = Vec::with_capacity(found.len());
+    let mut files = Vec::with_capacity(found.len());
     for (f, (r, st)) in found.into_iter().zip(reads) {
-        file_order.push((f.path.clone(), st));
         let position = r.concept.is_some().then_some(concepts.len() as u32);
         diagnostics.extend(r.diagnostics.iter().cloned());
         concepts.extend(r.concept);
-        files.insert(
-            f.path,
-            FileState {
-                stamp: st,
-                position,
-                diagnostics: r.diagnostics,
-            },
-        );
+        files.push(FileState {
+            id: f.id,
+            stamp: st,
+            position,
+            diagnostics: r.diagnostics,
+        });
     }
     // Stable: one file's own diagnostics keep their order.
     diagnostics.sort_by(|a, b| id_cmp(&a.path, &b.path));
     let index = Index::build(&concepts);
-    let positions = concepts
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.id.clone(), i as u32))
-        .collect();
     let mut by_ordinal: Vec<u32> = (0..concepts.len() as u32).collect();
     by_ordinal.sort_unstable_by(|&a, &b| concepts[a as usize].id.cmp(&concepts[b as usize].id));
     let mut ordinal_rank = vec![0u32; concepts.len()];
@@ -336,9 +325,7 @@ fn assemble(
         okf_version: okf_version(root),
         index,
         ordinal_rank,
-        positions,
         files,
-        file_order,
         walk_diagnostics,
         index_stamp: stamp(&root.join("index.md")),
         watch,
@@ -381,16 +368,13 @@ impl Bundle {
         let watch = Watch::new(&self.root);
         let (found, walk_diagnostics) = walk_sorted(&self.root, &watch)?;
         let stamps: Vec<Stamp> = found.iter().map(|f| f.stamp).collect();
-        let unchanged = |f: &Found, st: &Stamp| {
-            st.is_some() && self.files.get(&f.path).is_some_and(|old| old.stamp == *st)
-        };
         // Both lists are in id order: compare them in step, no lookups.
-        let same = found.len() == self.file_order.len()
+        let same = found.len() == self.files.len()
             && found
                 .iter()
                 .zip(&stamps)
-                .zip(&self.file_order)
-                .all(|((f, st), (path, old))| st.is_some() && st == old && f.path == *path)
+                .zip(&self.files)
+                .all(|((f, st), old)| st.is_some() && *st == old.stamp && f.id == old.id)
             && walk_diagnostics == self.walk_diagnostics
             && stamp(&self.root.join("index.md")) == self.index_stamp
             // Changed directories leave this snapshot's watches stale.
@@ -404,8 +388,8 @@ impl Bundle {
         let reads: Vec<(Read, Stamp)> = found
             .par_iter()
             .zip(&stamps)
-            .map(|(f, st)| match self.files.get(&f.path) {
-                Some(old) if unchanged(f, st) => {
+            .map(|(f, st)| match self.file(&f.id) {
+                Some(old) if st.is_some() && old.stamp == *st => {
                     let concept = old.position.map(|p| self.concepts[p as usize].clone());
                     (
                         Read {
@@ -435,8 +419,20 @@ impl Bundle {
         self.concepts.is_empty()
     }
 
+    /// The position of a concept id: a binary search, since concepts are
+    /// kept in id order (no second copy of every id in a map).
     pub fn position(&self, id: &str) -> Option<u32> {
-        self.positions.get(id).copied()
+        self.concepts
+            .binary_search_by(|c| id_cmp(&c.id, id))
+            .ok()
+            .map(|p| p as u32)
+    }
+
+    fn file(&self, id: &str) -> Option<&FileState> {
+        self.files
+            .binary_search_by(|x| id_cmp(&x.id, id))
+            .ok()
+            .map(|i| &self.files[i])
     }
 }
 

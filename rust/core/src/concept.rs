@@ -52,9 +52,9 @@ pub struct Actor {
 
 #[derive(Debug, Clone)]
 pub struct Concept {
+    /// The id; the file's relative path is always the id plus `.md`
+    /// ([`Concept::path`]), so it is not stored twice.
     pub id: String,
-    /// Relative path, `/`-separated, `.md` kept.
-    pub path: String,
     pub kind: Option<String>,
     pub title: Option<String>,
     pub description: Option<String>,
@@ -78,6 +78,11 @@ pub struct Concept {
 }
 
 impl Concept {
+    /// Relative path, `/`-separated, `.md` kept.
+    pub fn path(&self) -> String {
+        format!("{}.md", self.id)
+    }
+
     /// Every frontmatter key as written, in file order (SPEC §1.4).
     pub fn frontmatter(&self) -> Vec<(String, Value)> {
         if self.frontmatter_src.is_empty() {
@@ -252,7 +257,6 @@ pub fn read_concept(id: &str, path: &str, bytes: &[u8]) -> Read {
     };
     let concept = Concept {
         id: id.to_string(),
-        path: path.to_string(),
         kind,
         title: display(get(fm, "title")),
         description: display(get(fm, "description")),
