@@ -3,12 +3,14 @@
 from okfast._native import __version__
 from okfast.bundle import Bundle
 from okfast.catalog import Catalog, CatalogDiagnostic, CatalogError, ReloadResult, Source
+from okfast.context import Assembly, AssemblyBlock, ContextAssembler
 from okfast.errors import (
     BundleNotFoundError,
     ConceptNotFoundError,
     InvalidArgumentError,
     OkfastError,
 )
+from okfast.memory import FileMemoryStore, MemoryEntry, Tier, capture
 from okfast.memory.scope import Scope
 from okfast.model import (
     Actor,
@@ -31,6 +33,8 @@ from okfast.resolver import (
 
 __all__ = [
     "Actor",
+    "Assembly",
+    "AssemblyBlock",
     "Bundle",
     "BundleNotFoundError",
     "Catalog",
@@ -39,12 +43,15 @@ __all__ = [
     "Concept",
     "ConceptNotFoundError",
     "Context",
+    "ContextAssembler",
     "Diagnostic",
     "DiagnosticCode",
     "Exclusion",
+    "FileMemoryStore",
     "GroupedResolver",
     "Hit",
     "InvalidArgumentError",
+    "MemoryEntry",
     "MergedResolver",
     "OkfastError",
     "Passage",
@@ -58,5 +65,7 @@ __all__ = [
     "Source",
     "StalePolicy",
     "Strategy",
+    "Tier",
     "__version__",
+    "capture",
 ]

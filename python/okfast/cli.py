@@ -1,4 +1,4 @@
-"""The ``okfast`` command line: ``search``, ``resolve`` and ``validate``.
+"""The ``okfast`` command line: ``search``, ``resolve``, ``validate`` and ``memory``.
 
 Exit codes: 0 success; 1 ``validate`` found an error (or a missing type);
 2 bad usage, an unreadable bundle root or a bad catalog.
@@ -15,6 +15,7 @@ from typing import Any
 from okfast.bundle import Bundle
 from okfast.catalog import Catalog, CatalogError
 from okfast.errors import OkfastError
+from okfast.memory import cli as memory_cli
 from okfast.model import Diagnostic
 from okfast.query import Query, StalePolicy, Strategy
 from okfast.resolver import Resolver
@@ -94,13 +95,20 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _cmd_resolve(args: argparse.Namespace) -> int:
+def _load_catalog(path: str) -> Catalog | None:
+    """The catalog, or ``None`` after listing every problem on stderr."""
     try:
-        catalog = Catalog.load(args.catalog)
+        return Catalog.load(path)
     except CatalogError as e:
-        print(f"okfast: bad catalog {args.catalog}:", file=sys.stderr)
+        print(f"okfast: bad catalog {path}:", file=sys.stderr)
         for problem in e.diagnostics:
             print(f"  {problem}", file=sys.stderr)
+        return None
+
+
+def _cmd_resolve(args: argparse.Namespace) -> int:
+    catalog = _load_catalog(args.catalog)
+    if catalog is None:
         return 2
     query = Query(
         args.query,
@@ -209,6 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("path", help="bundle directory")
     v.add_argument("--json", action="store_true", help="machine-readable output")
     v.set_defaults(run=_cmd_validate)
+
+    memory_cli.register(sub, _load_catalog, _print_json)
     return p
 
 

@@ -179,3 +179,56 @@ class Passage:
     def body(self) -> str:
         """The concept's body, read from the loaded snapshot when asked for."""
         return self._body() if self._body is not None else ""
+
+
+#: ``_native.Bundle.passage_row``: (concept_id, title, excerpt, path, type, tags,
+#: description, trust_tier, status, stale_after_us, authority).
+PassageRow = tuple[
+    str,
+    "str | None",
+    str,
+    str,
+    "str | None",
+    list[str],
+    "str | None",
+    str,
+    str,
+    "int | None",
+    "str | None",
+]
+
+
+def passage_from_row(
+    row: PassageRow,
+    *,
+    source_id: str,
+    score: int,
+    priority: int,
+    default_authority: str | None,
+    is_stale: bool,
+    body: Callable[[], str],
+    fused_score: float | None = None,
+    prefix: str = "",
+) -> Passage:
+    """A :class:`Passage` from a native row; ``prefix`` goes before the concept
+    id and path (memory passages are named by their scope directory)."""
+    (cid, title, excerpt, path, kind, tags, desc, tier, status, stale_us, authority) = row
+    return Passage(
+        source_id=source_id,
+        concept_id=prefix + cid,
+        score=score,
+        priority=priority,
+        title=title,
+        excerpt=excerpt,
+        path=prefix + path,
+        type=kind,
+        tags=tuple(tags),
+        description=desc,
+        trust_tier=tier,
+        status=status,
+        stale_after=instant_from_micros(stale_us),
+        is_stale=is_stale,
+        authority=authority or default_authority or "reference",
+        fused_score=fused_score,
+        _body=body,
+    )

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from okfast.model import Diagnostic, Exclusion, Passage, instant_from_micros
+from okfast.model import Diagnostic, Exclusion, Passage, passage_from_row
 
 if TYPE_CHECKING:
     from okfast.bundle import Bundle
@@ -93,27 +93,17 @@ class PassageList(Sequence[Passage]):
         entry = self._searched[int(self._src[k])]
         native = entry.bundle._native
         pos = int(self._pos[k])
-        (cid, title, excerpt, path, kind, tags, desc, tier, status, stale_us, authority) = (
-            native.passage_row(pos, self._text)
-        )
-        passage = Passage(
+        row = native.passage_row(pos, self._text)
+        stale_us = row[9]
+        passage = passage_from_row(
+            row,
             source_id=entry.source.id,
-            concept_id=cid,
             score=int(self._score[k]),
             priority=entry.source.priority,
-            title=title,
-            excerpt=excerpt,
-            path=path,
-            type=kind,
-            tags=tuple(tags),
-            description=desc,
-            trust_tier=tier,
-            status=status,
-            stale_after=instant_from_micros(stale_us),
+            default_authority=entry.source.authority,
             is_stale=stale_us is not None and self._now_us >= stale_us,
-            authority=authority or entry.source.authority or "reference",
+            body=lambda: native.body(pos),
             fused_score=None if self._fused is None else float(self._fused[k]),
-            _body=lambda: native.body(pos),
         )
         self._cache[k] = passage
         return passage

@@ -1,0 +1,197 @@
+"""``okfast memory list|read|write|delete``: an operator's shell access to the
+memory store, e.g. to answer a data-subject access (``list --bodies --json``)
+or erasure (``delete --cascade``) request.
+
+Exit codes: 0 done; 1 the store reported an error (a write or delete that did
+not happen, a tier that could not be read); 2 bad usage or a bad catalog.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from okfast.catalog import Catalog
+from okfast.memory.capture import capture
+from okfast.memory.entry import MemoryEntry
+from okfast.memory.scope import Scope, Tier
+from okfast.memory.store import FileMemoryStore
+
+LoadCatalog = Callable[[str], "Catalog | None"]
+PrintJson = Callable[[object], None]
+
+
+def _open(args: argparse.Namespace, load: LoadCatalog) -> tuple[FileMemoryStore, Scope] | None:
+    catalog = load(args.catalog)
+    if catalog is None:
+        return None
+    try:
+        scope = Scope(args.tenant, args.user, args.session)
+    except ValueError as e:
+        print(f"okfast: {e}", file=sys.stderr)
+        return None
+    store = FileMemoryStore.from_catalog(catalog)
+    if not store.roots:
+        print(f"okfast: {args.catalog} has no enabled memory sources", file=sys.stderr)
+        return None
+    return store, scope
+
+
+def _diag(d: Any) -> dict[str, Any]:
+    return {
+        "code": d.code,
+        "severity": d.severity,
+        "source_id": d.source_id,
+        "path": d.path,
+        "message": d.message,
+    }
+
+
+def _report(diags: Any) -> int:
+    for d in diags:
+        print(f"{d.severity:<7} {d.code:<18} {d.source_id}: {d.message}", file=sys.stderr)
+    return 1 if any(d.severity == "error" for d in diags) else 0
+
+
+def _list(args: argparse.Namespace, store: FileMemoryStore, scope: Scope, out: PrintJson) -> int:
+    listing = store.enumerate(scope, bodies=args.bodies)
+    if args.json:
+        rows = [
+            {"tier": c.tier.value, "concept_id": c.concept_id, "title": c.title}
+            | ({"body": c.body} if args.bodies else {})
+            for c in listing
+        ]
+        out(
+            {
+                "scope": str(scope),
+                "concepts": rows,
+                "diagnostics": [_diag(d) for d in listing.diagnostics],
+            }
+        )
+    else:
+        for c in listing:
+            print(f"{c.tier.value:<8} {c.concept_id}  {c.title or ''}".rstrip())
+            if args.bodies:
+                print("\n".join("    " + line for line in (c.body or "").split("\n")))
+        if not listing:
+            print(f"No memory for scope {scope}.")
+    return _report(listing.diagnostics)
+
+
+def _read(args: argparse.Namespace, store: FileMemoryStore, scope: Scope, out: PrintJson) -> int:
+    result = store.read(scope, args.query, limit=args.limit)
+    if args.json:
+        rows = [
+            {
+                "source_id": p.source_id,
+                "concept_id": p.concept_id,
+                "score": p.score,
+                "title": p.title,
+                "excerpt": p.excerpt,
+            }
+            for p in result.passages
+        ]
+        out(
+            {
+                "scope": str(scope),
+                "query": args.query,
+                "passages": rows,
+                "diagnostics": [_diag(d) for d in result.diagnostics],
+            }
+        )
+    else:
+        for p in result.passages:
+            print(f"{p.score:>4}  {p.source_id}:{p.concept_id}  {p.title or ''}".rstrip())
+            if p.excerpt:
+                print(f"      {p.excerpt}")
+        if not result.passages:
+            print(f"No memory of scope {scope} matched {args.query!r}.")
+    return _report(result.diagnostics)
+
+
+def _write(args: argparse.Namespace, store: FileMemoryStore, scope: Scope, out: PrintJson) -> int:
+    if args.user_text is not None or args.agent_text is not None:
+        r = capture(store, scope, args.user_text or "", args.agent_text or "", tier=args.tier)
+    else:
+        if not (args.name and args.title and args.description and args.section is not None):
+            print(
+                "okfast: write needs --user-text/--agent-text, or --name, --title, "
+                "--description and --section",
+                file=sys.stderr,
+            )
+            return 2
+        section = sys.stdin.read() if args.section == "-" else args.section
+        fm = {"type": args.type, "title": args.title, "description": args.description}
+        r = store.write(scope, MemoryEntry(args.name, fm, section), args.tier)
+    if args.json:
+        out({"written": r.written, "error": r.error, "concept_id": r.concept_id})
+    elif r.written:
+        print(f"written: {args.tier}:{r.concept_id}")
+    else:
+        print(f"okfast: not written: {r.error}", file=sys.stderr)
+    return 0 if r.written else 1
+
+
+def _delete(args: argparse.Namespace, store: FileMemoryStore, scope: Scope, out: PrintJson) -> int:
+    r = store.delete_scope(scope, args.tier, cascade=args.cascade)
+    if args.json:
+        out(
+            {
+                "scope": str(scope),
+                "tiers_deleted": [t.value for t in r.tiers_deleted],
+                "error": r.error,
+            }
+        )
+    else:
+        done = ", ".join(t.value for t in r.tiers_deleted) or "nothing (no memory found)"
+        print(f"deleted for scope {scope}: {done}")
+        if r.error:
+            print(f"okfast: {r.error}", file=sys.stderr)
+    return 1 if r.error else 0
+
+
+def register(sub: Any, load: LoadCatalog, out: PrintJson) -> None:
+    """Add ``memory`` and its four commands to the top-level parser."""
+    m = sub.add_parser("memory", help="list, read, write or delete one scope's memory")
+    msub = m.add_subparsers(dest="memory_command", required=True)
+    commands = {
+        "list": (_list, "list the scope's memory concepts (--bodies: export them)"),
+        "read": (_read, "search the scope's memory (session → user → tenant)"),
+        "write": (_write, "append an exchange or a section to the scope's memory"),
+        "delete": (_delete, "delete the memory the scope owns (--cascade: and below it)"),
+    }
+    for name, (fn, help_text) in commands.items():
+        c = msub.add_parser(name, help=help_text)
+        c.add_argument("--catalog", required=True, help="catalog.json with role: memory sources")
+        c.add_argument("--tenant", default=None)
+        c.add_argument("--user", default=None)
+        c.add_argument("--session", default=None)
+        c.add_argument("--json", action="store_true", help="machine-readable output")
+        if name == "list":
+            c.add_argument("--bodies", action="store_true", help="include each concept's body")
+        elif name == "read":
+            c.add_argument("query", help="query text")
+            c.add_argument("--limit", type=int, default=None, help="passages per tier")
+        elif name == "write":
+            c.add_argument("--tier", choices=[t.value for t in Tier], default="user")
+            c.add_argument("--user-text", default=None, help="capture: what the user said")
+            c.add_argument("--agent-text", default=None, help="capture: what the agent said")
+            c.add_argument("--name", default=None, help="concept name (a safe segment)")
+            c.add_argument("--type", default="Note", help="frontmatter type of a new concept")
+            c.add_argument("--title", default=None)
+            c.add_argument("--description", default=None)
+            c.add_argument("--section", default=None, help="markdown to append; - reads stdin")
+        else:
+            c.add_argument("--tier", choices=[t.value for t in Tier], default=None)
+            c.add_argument("--cascade", action="store_true", help="also the scopes below")
+
+        def run(args: argparse.Namespace, fn: Any = fn) -> int:
+            opened = _open(args, load)
+            if opened is None:
+                return 2
+            code: int = fn(args, *opened, out)
+            return code
+
+        c.set_defaults(run=run)

@@ -1,0 +1,247 @@
+"""The file-system steps of the memory store, none of which follows a symbolic link.
+
+Every path below a tier root is walked one directory at a time with
+``openat(O_DIRECTORY | O_NOFOLLOW)``, so a symbolic link planted anywhere
+between the root and the target — or as the root itself — is refused rather
+than followed, and nothing is created through it. Writes are
+temporary file + ``fsync`` + ``rename`` + directory ``fsync``; deletions rename
+the directory aside first, so a reader sees the whole scope or nothing.
+
+Locks are ``flock`` on a ``.lock`` file in the scope directory plus an
+in-process lock per directory: they hold across threads and processes **on a
+local file system** (``flock`` is not reliable over NFS or SMB; the store is
+for local disks). The store needs POSIX ``dir_fd`` support; elsewhere
+:data:`SUPPORTED` is false and every operation reports that instead of acting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+import threading
+import weakref
+from collections.abc import Iterator, Sequence
+from typing import Final
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None  # type: ignore[assignment]
+
+SUPPORTED: Final = (
+    fcntl is not None
+    and hasattr(os, "O_NOFOLLOW")
+    and hasattr(os, "O_DIRECTORY")
+    and os.open in os.supports_dir_fd
+    and os.mkdir in os.supports_dir_fd
+    and os.rename in os.supports_dir_fd
+)
+
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+_DIR_FLAGS |= getattr(os, "O_CLOEXEC", 0)
+_FILE_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+LOCK_NAME = ".lock"
+TMP_MARK = ".tmp-"
+DELETED_PREFIX = ".deleted-"
+
+
+class UnsafePath(Exception):
+    """A symbolic link or a non-directory where the store needs a directory."""
+
+
+class Moved(Exception):
+    """The locked directory was renamed away (deleted) while we waited for it."""
+
+
+def _refuse(parent: int, name: str, shown: str) -> UnsafePath:
+    try:
+        st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except OSError:
+        return UnsafePath(f"{shown} cannot be opened as a directory")
+    if stat.S_ISLNK(st.st_mode):
+        return UnsafePath(f"{shown} is a symbolic link; memory never follows links")
+    return UnsafePath(f"{shown} is not a directory")
+
+
+def open_root(root: str) -> int | None:
+    """The tier root as a directory fd; ``None`` when missing; a link is refused."""
+    try:
+        return os.open(root, _DIR_FLAGS)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            kind = "a symbolic link" if os.path.islink(root) else "not a directory"
+            raise UnsafePath(f"tier root {root} is {kind}") from e
+        raise
+
+
+def open_chain(root_fd: int, parts: Sequence[str], *, create: bool) -> int | None:
+    """Walk ``parts`` below ``root_fd`` without following links; the last
+    directory's fd, or ``None`` when one is missing and ``create`` is false.
+    Created directories are private (0700) and made durable in their parent."""
+    fd = os.dup(root_fd)
+    try:
+        for i, name in enumerate(parts):
+            shown = "/".join(parts[: i + 1])
+            try:
+                nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    return None
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, 0o700, dir_fd=fd)
+                    os.fsync(fd)
+                try:
+                    nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                except OSError as e:
+                    raise _refuse(fd, name, shown) from e
+            except OSError as e:
+                if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                    raise _refuse(fd, name, shown) from e
+                raise
+            os.close(fd)
+            fd = nxt
+        out, fd = fd, -1
+        return out
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def same_directory(a: int, b: int) -> bool:
+    sa, sb = os.fstat(a), os.fstat(b)
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+class _Locks:
+    """One ``threading.Lock`` per directory identity, dropped when unused."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: weakref.WeakValueDictionary[tuple[int, int], threading.Lock] = (
+            weakref.WeakValueDictionary()
+        )
+
+    def get(self, key: tuple[int, int]) -> threading.Lock:
+        with self._guard:
+            lock = self._locks.get(key)
+            if lock is None:
+                lock = threading.Lock()
+                self._locks[key] = lock
+            return lock
+
+
+_LOCKS = _Locks()
+
+
+@contextlib.contextmanager
+def locked(dir_fd: int) -> Iterator[None]:
+    """Exclusive lock of one scope directory: in-process, then ``flock``."""
+    st = os.fstat(dir_fd)
+    tlock = _LOCKS.get((st.st_dev, st.st_ino))
+    with tlock:
+        fd = os.open(
+            LOCK_NAME,
+            os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o600,
+            dir_fd=dir_fd,
+        )
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the flock
+
+
+def read_file(dir_fd: int, name: str) -> bytes | None:
+    """A regular file's bytes, ``None`` when absent; a link is refused."""
+    try:
+        fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.EMLINK):
+            raise UnsafePath(f"{name} is a symbolic link; memory never follows links") from e
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafePath(f"{name} is not a regular file")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def replace_file(dir_fd: int, name: str, data: bytes) -> None:
+    """Atomically and durably make ``name`` hold ``data``: a temporary file in the
+    same directory, written and fsynced, renamed over ``name``, directory fsynced."""
+    tmp = f".{name}{TMP_MARK}{os.getpid()}-{secrets.token_hex(6)}"
+    fd = os.open(
+        tmp,
+        os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+        0o600,
+        dir_fd=dir_fd,
+    )
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
+    os.fsync(dir_fd)
+
+
+def sweep(dir_fd: int) -> None:
+    """Remove what a killed writer or deleter left behind: temporary files and
+    directories renamed aside. Call with the directory's lock held."""
+    with os.scandir(dir_fd) as it:
+        names = [e.name for e in it if e.name.startswith(".")]
+    for n in names:
+        if TMP_MARK in n:
+            with contextlib.suppress(OSError):
+                os.unlink(n, dir_fd=dir_fd)
+        elif n.startswith(DELETED_PREFIX):
+            with contextlib.suppress(OSError):
+                remove_tree(dir_fd, n)
+
+
+def remove_tree(parent_fd: int, name: str) -> None:
+    """Remove a directory tree by fds; links inside are unlinked, never followed."""
+    fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    try:
+        with os.scandir(fd) as it:
+            entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+        for n, is_dir in entries:
+            if is_dir:
+                remove_tree(fd, n)
+            else:
+                os.unlink(n, dir_fd=fd)
+    finally:
+        os.close(fd)
+    os.rmdir(name, dir_fd=parent_fd)
+
+
+def delete_aside(parent_fd: int, name: str) -> bool:
+    """Rename ``name`` aside (atomic: readers see it whole or not at all), make
+    the rename durable, then remove it. ``False`` when there was nothing."""
+    aside = f"{DELETED_PREFIX}{secrets.token_hex(8)}"
+    try:
+        os.rename(name, aside, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
+    except FileNotFoundError:
+        return False
+    os.fsync(parent_fd)
+    remove_tree(parent_fd, aside)
+    return True

@@ -1,0 +1,419 @@
+"""``FileMemoryStore``: scoped memory as OKF concepts on a local disk (SPEC §6.3).
+
+Every operation returns data and never raises for a data condition: a bad
+name, an unconfigured tier, a symbolic link, a file that does not parse or an
+I/O error is an ``error`` / a diagnostic in the result.
+
+Who may do what (see :mod:`okfast.memory.scope` for ownership):
+
+- ``read`` and ``enumerate`` cover the tiers that apply to the scope, in the
+  order session → user → tenant: a scope sees its own memory and its
+  ancestors' (a session sees its user's and tenant's), never a sibling's.
+- ``write`` appends to any tier that applies to the scope (a session may
+  capture into its user's memory — the default of ``capture``).
+- ``delete_scope`` removes only what the scope owns: the tier directories of
+  its own level (all three ``_local`` ones for the local scope). It never
+  removes an ancestor's shared memory — deleting user ``A/alice`` leaves
+  tenant ``A``'s memory alone — and removes descendants (a user's sessions, a
+  tenant's users) only with ``cascade=True``, which is what a data-subject
+  erasure request wants.
+
+The store is for local file systems: see :mod:`okfast.memory.files`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, overload
+
+from okfast import _native
+from okfast.bundle import Bundle
+from okfast.memory import files
+from okfast.memory.entry import (
+    MAX_FILE_BYTES,
+    EntryError,
+    MemoryEntry,
+    appended,
+    check_name,
+    check_section,
+    new_file,
+    parse_problem,
+    render_frontmatter,
+)
+from okfast.memory.scope import (
+    READ_ORDER,
+    Scope,
+    Tier,
+    applies,
+    below_path,
+    memory_path,
+    own_tier,
+)
+from okfast.model import Diagnostic, DiagnosticCode, Passage, passage_from_row
+
+if TYPE_CHECKING:
+    from okfast.catalog import Catalog
+
+_CACHE_SIZE = 32  # bundle snapshots kept warm; each holds one inotify instance
+_MOVED_RETRIES = 8
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryReadResult:
+    passages: tuple[Passage, ...]
+    diagnostics: tuple[Diagnostic, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryWriteResult:
+    written: bool
+    error: str | None = None
+    #: ``memory_path/name`` of the concept appended to (also set on failure
+    #: when the target was known).
+    concept_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryDeleteResult:
+    tiers_deleted: tuple[Tier, ...]
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryConcept:
+    tier: Tier
+    concept_id: str
+    title: str | None
+    #: The concept's body, only when enumerated with ``bodies=True``.
+    body: str | None = None
+
+
+class MemoryListing(Sequence[MemoryConcept]):
+    """What ``enumerate`` returns: a sequence of :class:`MemoryConcept` (tier
+    read order, then id order) with the problems met in ``diagnostics``."""
+
+    def __init__(self, concepts: Sequence[MemoryConcept], diagnostics: Sequence[Diagnostic]):
+        self.concepts = tuple(concepts)
+        self.diagnostics = tuple(diagnostics)
+
+    def __len__(self) -> int:
+        return len(self.concepts)
+
+    @overload
+    def __getitem__(self, i: int) -> MemoryConcept: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[MemoryConcept, ...]: ...
+    def __getitem__(self, i: int | slice) -> MemoryConcept | tuple[MemoryConcept, ...]:
+        return self.concepts[i]
+
+    def __iter__(self) -> Iterator[MemoryConcept]:
+        return iter(self.concepts)
+
+    def __repr__(self) -> str:
+        return f"MemoryListing({list(self.concepts)!r}, diagnostics={list(self.diagnostics)!r})"
+
+
+def _unavailable(tier: Tier, message: str) -> Diagnostic:
+    return Diagnostic(
+        code=DiagnosticCode.SOURCE_UNAVAILABLE.value,
+        message=message,
+        source_id=f"memory:{tier.value}",
+        severity="error",
+    )
+
+
+class FileMemoryStore:
+    """Memory tiers rooted at directories: ``{Tier.USER: "/srv/mem/user", …}``.
+    A tier without a root is not configured; writing to it is an error."""
+
+    def __init__(self, roots: Mapping[Tier | str, str | os.PathLike[str]]) -> None:
+        self._roots: dict[Tier, str] = {}
+        for tier, root in roots.items():
+            self._roots[Tier(tier)] = os.path.abspath(os.fspath(root))
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[str, tuple[tuple[int, int], Bundle]] = OrderedDict()
+
+    @classmethod
+    def from_catalog(cls, catalog: Catalog) -> FileMemoryStore:
+        """The enabled ``role: memory`` sources of a catalog, one per tier."""
+        return cls(
+            {
+                Tier(s.tier): s.directory
+                for s in catalog.sources
+                if s.role == "memory" and s.enabled and s.tier and s.directory is not None
+            }
+        )
+
+    @property
+    def roots(self) -> dict[Tier, Path]:
+        return {t: Path(r) for t, r in self._roots.items()}
+
+    def __repr__(self) -> str:
+        return f"FileMemoryStore({ {t.value: r for t, r in self._roots.items()}!r})"
+
+    # -- reading ---------------------------------------------------------------
+
+    def _tiers(self, scope: Scope) -> list[Tier]:
+        return [t for t in READ_ORDER if t in self._roots and applies(t, scope)]
+
+    def _snapshot(self, tier: Tier, scope: Scope) -> tuple[Bundle | None, Diagnostic | None]:
+        """The scope's directory of one tier as a loaded bundle (``None`` when it
+        does not exist), checked link-free from the tier root down."""
+        rel = memory_path(tier, scope)
+        if not files.SUPPORTED:
+            return None, _unavailable(tier, "memory needs a POSIX file system API")
+        try:
+            root_fd = files.open_root(self._roots[tier])
+            if root_fd is None:
+                return None, _unavailable(tier, f"memory tier root {self._roots[tier]} is missing")
+            try:
+                fd = files.open_chain(root_fd, rel.split("/"), create=False)
+            finally:
+                os.close(root_fd)
+            if fd is None:
+                return None, None
+            try:
+                st = os.fstat(fd)
+            finally:
+                os.close(fd)
+            key = (st.st_dev, st.st_ino)
+            path = os.path.join(self._roots[tier], *rel.split("/"))
+            with self._lock:
+                cached = self._cache.get(path)
+            if cached is not None and cached[0] == key:
+                bundle = cached[1].refresh() or cached[1]
+            else:
+                bundle = Bundle.load(path)
+            with self._lock:
+                self._cache[path] = (key, bundle)
+                self._cache.move_to_end(path)
+                while len(self._cache) > _CACHE_SIZE:
+                    self._cache.popitem(last=False)
+            return bundle, None
+        except files.UnsafePath as e:
+            return None, _unavailable(tier, f"{rel}: {e}")
+        except FileNotFoundError:
+            return None, None  # deleted while we looked: empty, as if never there
+        except OSError as e:
+            return None, _unavailable(tier, f"{rel}: {e.strerror or e}")
+
+    def _bundles(
+        self, scope: Scope, diags: list[Diagnostic]
+    ) -> Iterator[tuple[Tier, Bundle, str, str]]:
+        """``(tier, bundle, source_id, concept id prefix)`` of each applicable tier
+        whose directory exists, in read order; problems go to ``diags``."""
+        for tier in self._tiers(scope):
+            bundle, problem = self._snapshot(tier, scope)
+            if problem is not None:
+                diags.append(problem)
+            if bundle is None:
+                continue
+            sid = f"memory:{tier.value}"
+            diags.extend(
+                Diagnostic(d.code, d.message, d.path, sid, d.severity) for d in bundle.diagnostics
+            )
+            yield tier, bundle, sid, memory_path(tier, scope) + "/"
+
+    def read(self, scope: Scope, text: str, *, limit: int | None = None) -> MemoryReadResult:
+        """Memory passages for ``text``: for each applicable tier in read order,
+        the scope's directory searched as a bundle with the knowledge scorer.
+        ``source_id`` is ``memory:<tier>``; ``concept_id`` is
+        ``memory_path + "/" + id``; ``limit`` caps the passages of each tier."""
+        passages: list[Passage] = []
+        diags: list[Diagnostic] = []
+        for _tier, bundle, sid, prefix in self._bundles(scope, diags):
+            pos, score = bundle.search_arrays(text, limit=limit)
+            native = bundle._native
+            for p, sc in zip(pos.tolist(), score.tolist(), strict=True):
+                passages.append(
+                    passage_from_row(
+                        native.passage_row(p, text),
+                        source_id=sid,
+                        score=sc,
+                        priority=0,
+                        default_authority=None,
+                        is_stale=False,
+                        body=_body_reader(native, p),
+                        prefix=prefix,
+                    )
+                )
+        return MemoryReadResult(tuple(passages), tuple(diags))
+
+    def enumerate(self, scope: Scope, *, bodies: bool = False) -> MemoryListing:
+        """The scope's memory concepts (applicable tiers, read order, id order);
+        ``bodies=True`` includes each body (an export for an access request)."""
+        out: list[MemoryConcept] = []
+        diags: list[Diagnostic] = []
+        for tier, bundle, _sid, prefix in self._bundles(scope, diags):
+            native = bundle._native
+            for pos, cid in enumerate(bundle.concept_ids):
+                title = native.passage_row(pos, "")[1]
+                body = native.body(pos) if bodies else None
+                out.append(MemoryConcept(tier, prefix + cid, title, body))
+        return MemoryListing(out, diags)
+
+    # -- writing ---------------------------------------------------------------
+
+    def _check_tier(self, scope: Scope, tier: Tier | str) -> Tier:
+        try:
+            t = Tier(tier)
+        except ValueError:
+            raise EntryError(f"unknown memory tier {tier!r}") from None
+        if t not in self._roots:
+            raise EntryError(f"memory tier {t.value!r} is not configured")
+        if not applies(t, scope):
+            raise EntryError(f"memory tier {t.value!r} does not apply to scope {scope}")
+        if not files.SUPPORTED:
+            raise EntryError("memory needs a POSIX file system API (dir_fd, O_NOFOLLOW, flock)")
+        parts = memory_path(t, scope).split("/")
+        if any(len(p.encode()) > 255 for p in parts):
+            raise EntryError("a scope id is too long for a directory name (max 238 bytes)")
+        return t
+
+    def write(self, scope: Scope, entry: MemoryEntry, tier: Tier | str) -> MemoryWriteResult:
+        """Append ``entry.section`` to ``memory_path/entry.name`` (created with
+        ``entry.frontmatter`` when new) as one atomic, durable step under the
+        scope directory's lock. An existing file that does not parse is left
+        byte for byte as it is."""
+        cid = None
+        try:
+            t = self._check_tier(scope, tier)
+            name = check_name(entry.name)
+            cid = memory_path(t, scope) + "/" + name
+            section = check_section(entry.section)
+            render_frontmatter(entry.frontmatter)  # producer check before any I/O
+            self._append(t, scope, entry, name, section)
+        except EntryError as e:
+            return MemoryWriteResult(False, str(e), cid)
+        except files.UnsafePath as e:
+            return MemoryWriteResult(False, f"refused: {e}", cid)
+        except OSError as e:
+            return MemoryWriteResult(False, f"I/O error: {e}", cid)
+        return MemoryWriteResult(True, None, cid)
+
+    def _append(self, t: Tier, scope: Scope, entry: MemoryEntry, name: str, section: str) -> None:
+        parts = memory_path(t, scope).split("/")
+        fname = name + ".md"
+        root_fd = files.open_root(self._roots[t])
+        if root_fd is None:
+            raise EntryError(f"memory tier root {self._roots[t]} is missing")
+        try:
+            for _ in range(_MOVED_RETRIES):
+                fd = files.open_chain(root_fd, parts, create=True)
+                assert fd is not None
+                try:
+                    with files.locked(fd):
+                        # A delete may have renamed the directory away while we
+                        # waited for its lock: write into the live one instead.
+                        now_fd = files.open_chain(root_fd, parts, create=False)
+                        if now_fd is None:
+                            continue
+                        try:
+                            if not files.same_directory(fd, now_fd):
+                                continue
+                        finally:
+                            os.close(now_fd)
+                        files.sweep(fd)
+                        old = files.read_file(fd, fname)
+                        if old is None:
+                            data = new_file(entry, section)
+                        else:
+                            problem = parse_problem(name, old)
+                            if problem is not None:
+                                raise EntryError(
+                                    f"existing {fname} does not parse, left unchanged: {problem}"
+                                )
+                            data = appended(old, section)
+                        if len(data) > MAX_FILE_BYTES:
+                            raise EntryError(
+                                f"{fname} would exceed 16 MiB, which readers skip; "
+                                "write to a new name"
+                            )
+                        files.replace_file(fd, fname, data)
+                        return
+                finally:
+                    os.close(fd)
+            raise EntryError("the scope directory kept being deleted during the write")
+        finally:
+            os.close(root_fd)
+
+    # -- deleting --------------------------------------------------------------
+
+    def delete_scope(
+        self, scope: Scope, tier: Tier | str | None = None, *, cascade: bool = False
+    ) -> MemoryDeleteResult:
+        """Remove the scope's own memory: the given tier, or every configured
+        tier the scope owns. Each directory is renamed aside (atomically) and then
+        removed, never following links. ``cascade=True`` also removes the
+        memory of scopes below it (a user's sessions; a tenant's users and
+        sessions). ``tiers_deleted`` lists the tiers where something existed."""
+        if not files.SUPPORTED:
+            return MemoryDeleteResult((), "memory needs a POSIX file system API")
+        own = own_tier(scope)
+        if tier is None:
+            wanted = [t for t in READ_ORDER if t in self._roots and (own is None or t is own)]
+        else:
+            try:
+                t = Tier(tier)
+            except ValueError:
+                return MemoryDeleteResult((), f"unknown memory tier {tier!r}")
+            if t not in self._roots:
+                return MemoryDeleteResult((), f"memory tier {t.value!r} is not configured")
+            if own is not None and t is not own:
+                return MemoryDeleteResult(
+                    (), f"scope {scope} owns {own.value} memory, not {t.value} memory"
+                )
+            wanted = [t]
+        targets: list[tuple[Tier, list[str]]] = [
+            (t, memory_path(t, scope).split("/")) for t in wanted
+        ]
+        if cascade and own is not None:
+            # Below a tenant or a user: the same prefix in the lower tiers.
+            for lower in READ_ORDER:
+                if lower in self._roots and READ_ORDER.index(lower) < READ_ORDER.index(own):
+                    targets.append((lower, below_path(lower, scope).split("/")))
+        deleted: list[Tier] = []
+        errors: list[str] = []
+        for t, parts in targets:
+            try:
+                if self._delete(t, parts) and t not in deleted:
+                    deleted.append(t)
+            except files.UnsafePath as e:
+                errors.append(f"{t.value}: refused: {e}")
+            except OSError as e:
+                errors.append(f"{t.value}: I/O error: {e}")
+        with self._lock:
+            self._cache.clear()
+        deleted.sort(key=READ_ORDER.index)
+        return MemoryDeleteResult(tuple(deleted), "; ".join(errors) or None)
+
+    def _delete(self, t: Tier, parts: list[str]) -> bool:
+        root_fd = files.open_root(self._roots[t])
+        if root_fd is None:
+            return False
+        try:
+            parent = files.open_chain(root_fd, parts[:-1], create=False)
+            if parent is None:
+                return False
+            try:
+                target = files.open_chain(parent, parts[-1:], create=False)
+                if target is None:
+                    return False
+                try:
+                    with files.locked(target):
+                        return files.delete_aside(parent, parts[-1])
+                finally:
+                    os.close(target)
+            finally:
+                os.close(parent)
+        finally:
+            os.close(root_fd)
+
+
+def _body_reader(native: _native.Bundle, pos: int) -> Callable[[], str]:
+    return lambda: native.body(pos)

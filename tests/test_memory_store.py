@@ -1,0 +1,404 @@
+"""``FileMemoryStore`` (SPEC §6.3): isolation, refusal of links and bad names,
+malformed files left alone, deletion, and the knowledge scorer on memory."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+import okfast
+import pytest
+from okfast.memory import (
+    FileMemoryStore,
+    MemoryEntry,
+    Scope,
+    Tier,
+    capture,
+    memory_path,
+)
+
+NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
+DAY = "2026-11-30"
+
+SCOPES = {
+    "local": Scope.local(),
+    "A": Scope("A"),
+    "B": Scope("B"),
+    "A/alice": Scope("A", "alice"),
+    "A/bob": Scope("A", "bob"),
+    "B/alice": Scope("B", "alice"),
+    "A/alice/s1": Scope("A", "alice", "s1"),
+    "A/alice/s2": Scope("A", "alice", "s2"),
+}
+
+
+def make_store(base: Path) -> FileMemoryStore:
+    roots = {}
+    for t in Tier:
+        (base / t.value).mkdir(parents=True, exist_ok=True)
+        roots[t] = base / t.value
+    return FileMemoryStore(roots)
+
+
+def entry(word: str, name: str = "note") -> MemoryEntry:
+    return MemoryEntry(
+        name=name,
+        frontmatter={"type": "Note", "title": f"Note {word}", "description": "A test note."},
+        section=f"The marker {word} is here.\n",
+    )
+
+
+def _level(tier: Tier, s: Scope) -> tuple[str | None, ...]:
+    """The ids a tier's directory is keyed by, written out independently of memory_path."""
+    return {
+        Tier.TENANT: (s.tenant,),
+        Tier.USER: (s.tenant, s.user),
+        Tier.SESSION: (s.tenant, s.user, s.session),
+    }[tier]
+
+
+def _has_tier_id(tier: Tier, s: Scope) -> bool:
+    return s.is_local or _level(tier, s)[-1] is not None
+
+
+def expected_visible(writer: Scope, tier: Tier, reader: Scope) -> bool:
+    """A reader sees a write when the tier applies to it and both scopes key that
+    tier's directory by the same ids: its own memory and its ancestors'."""
+    return _has_tier_id(tier, reader) and _level(tier, writer) == _level(tier, reader)
+
+
+WRITES = [(wname, tier) for wname, w in SCOPES.items() for tier in Tier if _has_tier_id(tier, w)]
+
+
+@pytest.mark.parametrize(("wname", "tier"), WRITES, ids=[f"{w}-{t.value}" for w, t in WRITES])
+def test_isolation_matrix(tmp_path: Path, wname: str, tier: Tier) -> None:
+    store = make_store(tmp_path)
+    writer = SCOPES[wname]
+    word = f"zq{wname.replace('/', 'x')}{tier.value}"
+    assert store.write(writer, entry(word), tier).written
+    for rname, reader in SCOPES.items():
+        seen = store.read(reader, word)
+        listed = [c.concept_id for c in store.enumerate(reader)]
+        want = expected_visible(writer, tier, reader)
+        assert (len(seen.passages) == 1) is want, (wname, tier, rname)
+        assert (memory_path(tier, writer) + "/note" in listed) is want, (wname, tier, rname)
+        assert not seen.diagnostics
+    # The directory written belongs to the writer cut down to the tier's level
+    # (tenant memory written from A/alice is tenant A's). It survives every
+    # other scope's deletion, descendants' and ancestors' included ...
+    owner = Scope(*_level(tier, writer))
+    for other in SCOPES.values():
+        if other != owner:
+            assert store.delete_scope(other).error is None
+    assert len(store.read(writer, word).passages) == 1
+    # ... and goes with its owner's.
+    assert tier in store.delete_scope(owner).tiers_deleted
+    assert store.read(writer, word).passages == ()
+
+
+def test_isolation_facts_spelled_out(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    s1, s2 = SCOPES["A/alice/s1"], SCOPES["A/alice/s2"]
+    assert store.write(s1, entry("sessionword"), Tier.SESSION).written
+    assert store.write(s1, entry("userword"), Tier.USER).written
+    assert store.write(SCOPES["A"], entry("tenantword"), Tier.TENANT).written
+    assert store.read(s2, "sessionword").passages == ()
+    assert len(store.read(s2, "userword").passages) == 1  # the user's memory spans sessions
+    assert store.read(SCOPES["A/bob"], "userword").passages == ()
+    assert store.read(SCOPES["B/alice"], "userword").passages == ()
+    assert len(store.read(SCOPES["A/bob"], "tenantword").passages) == 1
+    assert store.read(SCOPES["B"], "tenantword").passages == ()
+    assert store.read(SCOPES["local"], "tenantword").passages == ()
+
+
+def test_read_order_is_session_user_tenant(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    s = Scope("A", "alice", "s1")
+    for tier in (Tier.TENANT, Tier.USER, Tier.SESSION):
+        assert store.write(s, entry("shared"), tier).written
+    got = store.read(s, "shared").passages
+    assert [p.source_id for p in got] == ["memory:session", "memory:user", "memory:tenant"]
+    assert [p.concept_id for p in got] == [memory_path(t, s) + "/note" for t in Tier]
+
+
+def test_case_distinct_users_are_separate(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    assert store.write(Scope("A", "Alice"), entry("capital"), Tier.USER).written
+    assert store.read(Scope("A", "alice"), "capital").passages == ()
+    assert len(store.read(Scope("A", "Alice"), "capital").passages) == 1
+
+
+def _tree(base: Path) -> list[str]:
+    return sorted(str(p.relative_to(base)) for p in base.rglob("*"))
+
+
+@pytest.mark.parametrize(
+    "name", ["..", "a/b", "a\\b", "", "_x/..", "\x00", ".hidden", "index", "log", "n" * 253]
+)
+def test_bad_entry_names_touch_nothing(tmp_path: Path, name: str) -> None:
+    store = make_store(tmp_path)
+    before = _tree(tmp_path)
+    r = store.write(Scope("A", "alice"), entry("w", name=name), Tier.USER)
+    assert not r.written and r.error
+    assert _tree(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    "frontmatter",
+    [
+        {"title": "t", "description": "d"},
+        {"type": " ", "title": "t", "description": "d"},
+        {"type": "T", "title": 3, "description": "d"},
+        {"type": "T", "title": "t", "description": "d", "bad key": "x"},
+        {"type": "T", "title": "t", "description": "d", "when": datetime(2020, 1, 1)},
+        {"type": "T", "title": "t", "description": "d", "f": 1.5},
+    ],
+)
+def test_producer_validation_before_any_byte(
+    tmp_path: Path, frontmatter: dict[str, object]
+) -> None:
+    store = make_store(tmp_path)
+    before = _tree(tmp_path)
+    r = store.write(Scope("A", "u"), MemoryEntry("n", frontmatter, "text\n"), Tier.USER)
+    assert not r.written and r.error
+    assert _tree(tmp_path) == before
+
+
+def test_frontmatter_with_hostile_text_reads_back_exactly(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    title = 'a: b # c\n---\n"quoted" \\ \u2028 \x7f end'
+    fm = {"type": "T", "title": title, "description": "d", "tags": ["x", 'y"z'], "n": {"k": 1}}
+    assert store.write(Scope("A", "u"), MemoryEntry("n", fm, "body\n"), Tier.USER).written
+    directory = Path(store.roots[Tier.USER]) / memory_path(Tier.USER, Scope("A", "u"))
+    c = okfast.Bundle.load(directory).concept("n")
+    assert c.title == title and c.tags == ("x", 'y"z') and c.frontmatter["n"] == {"k": "1"}
+
+
+def test_unconfigured_or_inapplicable_tier_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "u").mkdir()
+    store = FileMemoryStore({Tier.USER: tmp_path / "u"})
+    r = store.write(Scope("A", "u"), entry("x"), Tier.SESSION)
+    assert not r.written and "not configured" in (r.error or "")
+    r = store.write(Scope("A"), entry("x"), Tier.USER)
+    assert not r.written and "does not apply" in (r.error or "")
+    r = store.write(Scope("A", "u"), entry("x"), "galaxy")
+    assert not r.written and "unknown memory tier" in (r.error or "")
+    assert _tree(tmp_path) == ["u"]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"---\ntype: T\ntitle: \xff\xfe broken utf-8\n---\nbody\n",
+        b"---\ntype: T\ntitle: never closed\nbody\n",
+        b"---\ntitle: [unterminated\n---\n",
+    ],
+    ids=["invalid-utf8", "unterminated", "bad-yaml"],
+)
+def test_malformed_existing_file_is_never_overwritten(tmp_path: Path, content: bytes) -> None:
+    store = make_store(tmp_path)
+    scope = Scope("A", "alice")
+    directory = tmp_path / "user" / memory_path(Tier.USER, scope)
+    directory.mkdir(parents=True)
+    day = directory / f"{DAY}.md"
+    day.write_bytes(content)
+    r = capture(store, scope, "hello", "hi", now=NOW)
+    assert not r.written and "does not parse" in (r.error or "")
+    assert day.read_bytes() == content
+    assert sorted(p.name for p in directory.iterdir()) == [".lock", f"{DAY}.md"]
+
+
+def test_an_append_that_would_make_the_file_unreadable_is_refused(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    big = MemoryEntry("big", entry("x").frontmatter, "y" * (16 * 1024 * 1024) + "\n")
+    r = store.write(Scope("A", "u"), big, Tier.USER)
+    assert not r.written and "16 MiB" in (r.error or "")
+
+
+# -- symbolic links ---------------------------------------------------------------
+
+
+def _plant(tmp_path: Path, where: str) -> tuple[FileMemoryStore, Scope, Path]:
+    """A link inside the user tier pointing at an outside directory holding a
+    concept that would match; ``where`` says how deep."""
+    store = make_store(tmp_path / "mem")
+    scope = Scope("A", "alice")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("---\ntype: T\ntitle: secret\n---\nsecret marker\n")
+    parts = memory_path(Tier.USER, scope).split("/")
+    root = tmp_path / "mem" / "user"
+    depth = {"tier-dir": 1, "tenant-dir": 2, "scope-dir": 3}[where]
+    parent = root.joinpath(*parts[: depth - 1])
+    parent.mkdir(parents=True, exist_ok=True)
+    parent.joinpath(parts[depth - 1]).symlink_to(outside, target_is_directory=True)
+    return store, scope, outside
+
+
+@pytest.mark.parametrize("where", ["tier-dir", "tenant-dir", "scope-dir"])
+def test_planted_symlink_is_refused_everywhere(tmp_path: Path, where: str) -> None:
+    store, scope, outside = _plant(tmp_path, where)
+    before = _tree(outside)
+    read = store.read(scope, "secret")
+    assert read.passages == ()
+    assert [d.code for d in read.diagnostics] == ["SourceUnavailable"]
+    assert "symbolic link" in read.diagnostics[0].message
+    assert read.diagnostics[0].source_id == "memory:user"
+    listing = store.enumerate(scope)
+    assert list(listing) == [] and [d.code for d in listing.diagnostics] == ["SourceUnavailable"]
+    w = capture(store, scope, "u", "a", now=NOW)
+    assert not w.written and "symbolic link" in (w.error or "")
+    d = store.delete_scope(scope)
+    assert d.tiers_deleted == () and "symbolic link" in (d.error or "")
+    assert _tree(outside) == before  # nothing written, nothing deleted out there
+
+
+def test_tier_root_that_is_a_link_is_refused(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real, target_is_directory=True)
+    store = FileMemoryStore({Tier.USER: tmp_path / "link"})
+    w = store.write(Scope("A", "u"), entry("x"), Tier.USER)
+    assert not w.written and "symbolic link" in (w.error or "")
+    assert [d.code for d in store.read(Scope("A", "u"), "x").diagnostics] == ["SourceUnavailable"]
+    assert list(real.iterdir()) == []
+
+
+def test_day_file_that_is_a_link_is_refused(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "mem")
+    scope = Scope("A", "alice")
+    directory = tmp_path / "mem" / "user" / memory_path(Tier.USER, scope)
+    directory.mkdir(parents=True)
+    target = tmp_path / "target.md"
+    target.write_text("---\ntype: T\ntitle: x\n---\nlinked marker\n")
+    (directory / f"{DAY}.md").symlink_to(target)
+    w = capture(store, scope, "u", "a", now=NOW)
+    assert not w.written and "symbolic link" in (w.error or "")
+    assert target.read_text().endswith("linked marker\n")
+    read = store.read(scope, "linked")
+    assert read.passages == () and [d.code for d in read.diagnostics] == ["SymlinkSkipped"]
+
+
+# -- deletion -------------------------------------------------------------------
+
+
+def test_delete_scope_removes_only_what_the_scope_owns(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    a, alice, s1 = Scope("A"), Scope("A", "alice"), Scope("A", "alice", "s1")
+    assert store.write(a, entry("tenantmark"), Tier.TENANT).written
+    assert store.write(alice, entry("usermark"), Tier.USER).written
+    assert store.write(s1, entry("sessionmark"), Tier.SESSION).written
+    r = store.delete_scope(alice)
+    assert r.tiers_deleted == (Tier.USER,) and r.error is None
+    assert store.read(s1, "tenantmark").passages and store.read(s1, "sessionmark").passages
+    assert store.read(alice, "usermark").passages == ()
+    # An ancestor's tier is not the scope's to delete.
+    r = store.delete_scope(alice, Tier.TENANT)
+    assert r.tiers_deleted == () and "owns user memory" in (r.error or "")
+    # Erasure of the user with cascade takes the sessions too, not the tenant's memory.
+    assert store.write(alice, entry("usermark"), Tier.USER).written
+    r = store.delete_scope(alice, cascade=True)
+    assert r.tiers_deleted == (Tier.SESSION, Tier.USER)
+    assert store.read(s1, "sessionmark").passages == () and store.read(s1, "tenantmark").passages
+    # Nothing is left behind, hidden or not.
+    user_dir = tmp_path / "user" / memory_path(Tier.USER, alice)
+    assert not user_dir.exists()
+    assert [p.name for p in user_dir.parent.iterdir()] == []
+
+
+def test_tenant_cascade_removes_every_user_and_session(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    for s in (Scope("A", "alice", "s1"), Scope("A", "bob", "s9")):
+        assert store.write(s, entry("m"), Tier.SESSION).written
+        assert store.write(s, entry("m"), Tier.USER).written
+    assert store.write(Scope("B", "carol", "s1"), entry("m"), Tier.SESSION).written
+    r = store.delete_scope(Scope("A"), cascade=True)
+    assert r.tiers_deleted == (Tier.SESSION, Tier.USER)
+    assert store.enumerate(Scope("A", "alice", "s1")).concepts == ()
+    assert len(store.enumerate(Scope("B", "carol", "s1"))) == 1
+
+
+def test_delete_of_nothing_reports_nothing(tmp_path: Path) -> None:
+    r = make_store(tmp_path).delete_scope(Scope("A", "ghost"))
+    assert r.tiers_deleted == () and r.error is None
+
+
+def test_a_read_after_a_delete_by_another_store_sees_nothing(tmp_path: Path) -> None:
+    reader, deleter = make_store(tmp_path), make_store(tmp_path)
+    scope = Scope("A", "alice")
+    assert capture(reader, scope, "remember the zebra", "ok", now=NOW).written
+    assert len(reader.read(scope, "zebra").passages) == 1  # now cached and watched
+    assert deleter.delete_scope(scope).tiers_deleted == (Tier.USER,)
+    assert reader.read(scope, "zebra").passages == ()
+    assert capture(deleter, scope, "a giraffe", "ok", now=NOW).written
+    assert [p.excerpt for p in reader.read(scope, "giraffe").passages] == ["> a giraffe"]
+    assert reader.read(scope, "zebra").passages == ()
+
+
+# -- reading --------------------------------------------------------------------
+
+
+def test_read_scores_equal_bundle_search(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    scope = Scope("A", "alice")
+    texts = ["refund policy for bread", "the oven runbook", "refund refund sourdough"]
+    for day, t in enumerate(texts, start=1):
+        now = NOW.replace(day=day)
+        assert capture(store, scope, t, "noted: " + t, now=now).written
+    directory = tmp_path / "user" / memory_path(Tier.USER, scope)
+    prefix = memory_path(Tier.USER, scope) + "/"
+    for q in ["refund", "oven bread", "Refund Sourdough", "nothing-matches"]:
+        got = [(p.concept_id, p.score, p.excerpt) for p in store.read(scope, q).passages]
+        want = [
+            (prefix + h.concept_id, h.score, h.excerpt)
+            for h in okfast.Bundle.load(directory).search(q)
+        ]
+        assert got == want and (q == "nothing-matches") is (got == [])
+
+
+def test_missing_directories_read_as_empty(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    r = store.read(Scope("A", "alice", "s1"), "anything")
+    assert r.passages == () and r.diagnostics == ()
+
+
+def test_from_catalog_uses_enabled_memory_sources(tmp_path: Path) -> None:
+    for d in ("kb", "mu", "mt"):
+        (tmp_path / d).mkdir()
+    (tmp_path / "catalog.json").write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "sources": [
+                    {"id": "kb", "path": "kb"},
+                    {"id": "mu", "path": "mu", "role": "memory", "tier": "user"},
+                    {
+                        "id": "mt",
+                        "path": "mt",
+                        "role": "memory",
+                        "tier": "tenant",
+                        "enabled": False,
+                    },
+                ],
+            }
+        )
+    )
+    store = FileMemoryStore.from_catalog(okfast.Catalog.load(tmp_path / "catalog.json"))
+    assert store.roots == {Tier.USER: (tmp_path / "mu").resolve()} or store.roots == {
+        Tier.USER: tmp_path / "mu"
+    }
+
+
+def test_memory_files_are_private(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    scope = Scope("A", "alice")
+    assert capture(store, scope, "x", "y", now=NOW).written
+    d = tmp_path / "user" / memory_path(Tier.USER, scope)
+    assert (d / f"{DAY}.md").stat().st_mode & 0o777 == 0o600
+    assert d.stat().st_mode & 0o077 == 0
+    assert os.listdir(d) == [".lock", f"{DAY}.md"] or sorted(os.listdir(d)) == [
+        ".lock",
+        f"{DAY}.md",
+    ]
