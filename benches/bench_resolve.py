@@ -138,3 +138,66 @@ def test_freshness_check(benchmark: Any) -> None:
     bundle = okfast.Bundle.load(corpus.ensure_corpus(100_000, SEED))
     _tag(benchmark, "freshness-100000", "okfast", "check an unchanged 100k source")
     assert benchmark.pedantic(bundle.refresh, rounds=10, warmup_rounds=1) is None
+
+
+@pytest.fixture(scope="module")
+def one_source() -> Any:
+    okfast = pytest.importorskip("okfast")
+    root = corpus.ensure_corpus(SIZE, SEED)
+    doc = {"version": 1, "sources": [{"id": "src", "path": f"./{root.name}"}]}
+    p = corpus.CORPUS_DIR / f"catalog-1x{SIZE}.json"
+    p.write_text(json.dumps(doc))
+    r = okfast.Resolver(okfast.Catalog.load(p), max_staleness=3600)
+    r.search("warm")
+    return r
+
+
+@pytest.mark.parametrize("explain", [False, True], ids=["plain", "explain"])
+def test_resolve_read_all(
+    benchmark: Any, one_source: Any, three_term_queries: list[str], explain: bool
+) -> None:
+    """Issue 5: resolve on one 10k source and read every passage, with and
+    without ``explain`` (target: explain ≤ 3× plain)."""
+    from okfast import Query
+
+    _tag(
+        benchmark,
+        f"explain-1x{SIZE}",
+        "okfast explain" if explain else "okfast",
+        "merged, every passage read" + (", explain=True" if explain else ""),
+    )
+    _rounds(
+        benchmark,
+        lambda q: len(
+            list(one_source.search(Query(q, strategy="merged", explain=explain)).passages)
+        ),
+        three_term_queries,
+        max(10, query_rounds() // 5),
+    )
+
+
+def test_governance_share(benchmark: Any, resolver: Any, three_term_queries: list[str]) -> None:
+    """Issue 5: the governance step alone (no concept declares anything), on the
+    ordered arrays of the ``resolve-10x10000`` resolution — compare with that
+    group's full-list median (target: ≤ 10% of it)."""
+    from okfast import Query, governance
+    from okfast.resolver import MergedResolver
+
+    _tag(benchmark, f"resolve-{N_SOURCES}x{SIZE}", "governance step", "govern() on the same arrays")
+    engine = MergedResolver(resolver)
+    it = iter(range(10**9))
+
+    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        q = Query(three_term_queries[next(it) % len(three_term_queries)], strategy="merged")
+        found = engine.search(q, engine.deduplicate(engine.select(q, [], []), [], []), 0)
+        src, pos, _score, _fused = engine.order(q, found, 2)
+        return (found.searched, src, pos), {}
+
+    benchmark.pedantic(
+        lambda s, src, pos: governance.govern(
+            s, src, pos, include_historical=False, min_authority=None
+        ),
+        setup=setup,
+        rounds=query_rounds(),
+        warmup_rounds=0,
+    )

@@ -6,8 +6,12 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from okfast.catalog import Catalog
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -43,3 +47,17 @@ def make_bundle(tmp_path: Path) -> MakeBundle:
         return write_bundle(tmp_path / f"b{next(counter)}", files)
 
     return make
+
+
+def make_catalog(
+    tmp: Path, bundles: dict[str, dict[str, str]], sources: list[dict[str, object]]
+) -> Catalog:
+    """Write ``{bundle dir: {file: text}}`` and a catalog of ``sources`` under ``tmp``."""
+    import json
+
+    from okfast.catalog import Catalog
+
+    for name, files in bundles.items():
+        write_bundle(tmp / name, dict(files))
+    (tmp / "catalog.json").write_text(json.dumps({"version": 1, "sources": sources}))
+    return Catalog.load(tmp / "catalog.json")

@@ -1030,6 +1030,10 @@ class RefConcept:
     trust_tier: str
     body: str
     frontmatter: dict[str, Any] = field(default_factory=dict)
+    authority: str | None = None
+    supersedes: list[str] = field(default_factory=list)
+    superseded_by: list[str] = field(default_factory=list)
+    conflicts_with: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -1122,13 +1126,7 @@ def read_concept(rel_path: str, data: bytes) -> tuple[RefConcept | None, list[Re
 
     # tags: a sequence → display text of its string items; a single scalar →
     # a one-element list; else [].
-    raw_tags = fm.get("tags")
-    if isinstance(raw_tags, list):
-        tags = [t for t in raw_tags if isinstance(t, str)]
-    elif isinstance(raw_tags, str):
-        tags = [raw_tags]
-    else:
-        tags = []
+    tags = _text_list(fm.get("tags"))
 
     # status: draft/stable/deprecated exactly; absent → stable (known);
     # other (string, list, mapping) → stable, status_known False.
@@ -1199,8 +1197,22 @@ def read_concept(rel_path: str, data: bytes) -> tuple[RefConcept | None, list[Re
         trust_tier=trust_tier,
         body=body,
         frontmatter=fm,
+        authority=fm.get("authority") if isinstance(fm.get("authority"), str) else None,
+        supersedes=_text_list(fm.get("supersedes")),
+        superseded_by=_text_list(fm.get("superseded_by")),
+        conflicts_with=_text_list(fm.get("conflicts_with")),
     )
     return concept, diags
+
+
+def _text_list(v: Any) -> list[str]:
+    """SPEC 1.4 tags rule: a sequence → its scalar items' text (absent items
+    skipped); one scalar → a one-element list; anything else → []."""
+    if isinstance(v, list):
+        return [t for t in v if isinstance(t, str)]
+    if isinstance(v, str):
+        return [v]
+    return []
 
 
 def _has_invalid_id_char(concept_id: str) -> bool:

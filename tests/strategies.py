@@ -113,6 +113,20 @@ def frontmatter_lines(draw: st.DrawFn) -> list[str]:
         else:
             lines += [f"verified: [{{by: {who}, at: x}}, {{by: tool:z}}]"]
     if draw(st.booleans()):
+        lines.append(
+            f"authority: {draw(st.sampled_from(['canonical', 'observed', 'bogus', '[x]', '']))}"
+        )
+    for key in ("supersedes", "superseded_by", "conflicts_with"):
+        if draw(st.integers(0, 3)) == 0:
+            ids = draw(st.lists(st.sampled_from(["a", "b", "a/b", "x y", "~"]), max_size=3))
+            form = draw(st.sampled_from(["flow", "block", "scalar"]))
+            if form == "flow" or not ids:
+                lines.append(f"{key}: [{', '.join(ids)}]")
+            elif form == "block":
+                lines += [f"{key}:"] + [f"  - {i}" for i in ids]
+            else:
+                lines.append(f"{key}: {ids[0]}")
+    if draw(st.booleans()):
         lines.append("generated: { by: tool:gen, at: 2026-06-30T14:00:00Z }")
     if draw(st.booleans()):
         lines.append("timestamp: 2025-03-01T10:00:00Z")

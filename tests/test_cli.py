@@ -114,3 +114,59 @@ def test_resolve_usage_errors() -> None:
         with pytest.raises(SystemExit) as e:
             main(["resolve", "--catalog", cat, "x", *extra])
         assert e.value.code == 2
+
+
+def _governed_catalog(tmp_path: Path) -> str:
+    from conftest import write_bundle
+
+    write_bundle(
+        tmp_path / "kb",
+        {
+            "new.md": "---\ntype: T\ntitle: Refund policy\nsupersedes: [old, gone]\n---\nrefund\n",
+            "old.md": "---\ntype: T\ntitle: Old refund policy\n---\nrefund\n",
+            "odd.md": "---\ntype: T\ntitle: Refund odd\nauthority: gossip\n---\nrefund\n",
+        },
+    )
+    (tmp_path / "c.json").write_text('{"version": 1, "sources": [{"id": "kb", "path": "kb"}]}')
+    return str(tmp_path / "c.json")
+
+
+def test_resolve_explain_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    catalog = _governed_catalog(tmp_path)
+    assert (
+        main(["resolve", "--catalog", catalog, "refund policy", "--explain", "--pin-exact-title"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].split()[1] == "kb:new" and "pinned; #1 by grouped" in lines[2]
+    excluded = lines.index("Excluded:")
+    assert lines[excluded + 1].split() == ["kb:old", "superseded", "superseded", "by", "new"]
+    assert "Warnings:" in lines and "Errors:" in lines
+    assert any("UnknownAuthority" in line for line in lines)
+    assert any("BrokenSupersession" in line for line in lines)
+    assert lines[-1].startswith("Digest: sha256:")
+
+
+def test_resolve_explain_json_carries_the_same(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import okfast
+
+    catalog = _governed_catalog(tmp_path)
+    assert main(["resolve", "--catalog", catalog, "refund", "--explain", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    ctx = okfast.Resolver(okfast.Catalog.load(catalog)).search(okfast.Query("refund", explain=True))
+    assert doc["digest"] == ctx.digest
+    assert [(e["concept_id"], e["reason"]) for e in doc["exclusions"]] == [("old", "superseded")]
+    assert [w["code"] for w in doc["warnings"]] == ["UnknownAuthority"]
+    first = doc["passages"][0]["explanation"]
+    assert first["matches"][0]["term"] == "refund" and first["rank"] == 1
+    assert sum(m["weight"] for m in first["matches"]) == doc["passages"][0]["score"]
+
+
+def test_validate_reports_governance(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _governed_catalog(tmp_path)
+    assert main(["validate", str(tmp_path / "kb")]) == 1  # BrokenSupersession is an error
+    out = capsys.readouterr().out
+    assert "BrokenSupersession" in out and "'gone'" in out and "UnknownAuthority" in out

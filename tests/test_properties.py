@@ -44,6 +44,10 @@ def ref_fields(c: reference.RefConcept) -> dict[str, Any]:
         "generated": c.generated,
         "verified": c.verified,
         "trust_tier": c.trust_tier,
+        "authority": c.authority,
+        "supersedes": c.supersedes,
+        "superseded_by": c.superseded_by,
+        "conflicts_with": c.conflicts_with,
         "body": c.body,
         "frontmatter": c.frontmatter,
     }

@@ -12,11 +12,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from okfast import governance
 from okfast.bundle import Bundle
-from okfast.catalog import Catalog, CatalogError
+from okfast.catalog import AUTHORITIES, Catalog, CatalogError
 from okfast.errors import OkfastError
 from okfast.memory import cli as memory_cli
-from okfast.model import Diagnostic
+from okfast.model import Diagnostic, Explanation, Passage
 from okfast.query import Query, StalePolicy, Strategy
 from okfast.resolver import Resolver
 
@@ -75,7 +76,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     bundle = Bundle.load(args.path)
-    diags = bundle.diagnostics
+    diags = bundle.diagnostics + tuple(governance.validate(bundle))
     failed = any(_fails_validation(d) for d in diags)
     if args.json:
         _print_json(
@@ -116,6 +117,11 @@ def _cmd_resolve(args: argparse.Namespace) -> int:
         fairness_quota=args.fairness_quota,
         stale_policy=args.stale,
         limit=args.limit,
+        min_score=args.min_score,
+        min_authority=args.min_authority,
+        include_historical=args.include_historical,
+        pin_exact_title=args.pin_exact_title,
+        explain=args.explain,
     )
     ctx = Resolver(catalog).search(query)
     if args.json:
@@ -133,11 +139,18 @@ def _cmd_resolve(args: argparse.Namespace) -> int:
                         "excerpt": p.excerpt,
                         "path": p.path,
                         "is_stale": p.is_stale,
+                        "authority": p.authority,
                     }
+                    | ({"explanation": _explanation_json(p)} if args.explain else {})
                     for p in ctx.passages
                 ],
                 "diagnostics": [
                     {**_diag_json(d), "source_id": d.source_id} for d in ctx.diagnostics
+                ],
+                "warnings": [
+                    {**_diag_json(d), "source_id": d.source_id}
+                    for d in ctx.diagnostics
+                    if d.severity == "warning"
                 ],
                 "exclusions": [
                     {
@@ -157,12 +170,51 @@ def _cmd_resolve(args: argparse.Namespace) -> int:
         print(f"{p.score:>4}  {p.source_id}:{p.concept_id}{title}")
         if p.excerpt:
             print(f"      {p.excerpt}")
-    if ctx.diagnostics:
-        print("Diagnostics:")
-        for d in ctx.diagnostics:
-            where = ":".join(x for x in (d.source_id, d.path) if x)
-            print(f"  {d.severity:<7} {d.code:<20} {where} {d.message}".rstrip())
+        if p.explanation is not None:
+            print(f"      {_explanation_text(p.explanation)}")
+    errors = [d for d in ctx.diagnostics if d.severity == "error"]
+    warnings = [d for d in ctx.diagnostics if d.severity != "error"]
+    if args.explain:
+        print("Excluded:" if ctx.exclusions else "Excluded: none")
+        for e in ctx.exclusions:
+            print(f"  {e.source_id}:{e.concept_id or '*'}  {e.reason}  {e.detail}".rstrip())
+        _print_diags("Warnings:", warnings)
+        _print_diags("Errors:", errors)
+        print(f"Digest: {ctx.digest}")
+    elif ctx.diagnostics:
+        _print_diags("Diagnostics:", list(ctx.diagnostics))
     return 0
+
+
+def _print_diags(heading: str, diags: list[Diagnostic]) -> None:
+    if diags:
+        print(heading)
+    for d in diags:
+        where = ":".join(x for x in (d.source_id, d.path) if x)
+        print(f"  {d.severity:<7} {d.code:<20} {where} {d.message}".rstrip())
+
+
+def _explanation_json(p: Passage) -> dict[str, Any] | None:
+    x = p.explanation
+    if x is None:
+        return None
+    return {
+        "strategy": x.strategy,
+        "sort_key": [[name, value] for name, value in x.sort_key],
+        "matches": [
+            {"term": m.term, "fields": list(m.fields), "weight": m.weight} for m in x.matches
+        ],
+        "pinned": x.pinned,
+        "rank": x.rank,
+        "fairness_quota": x.fairness_quota,
+    }
+
+
+def _explanation_text(x: Explanation) -> str:
+    terms = ", ".join(f"{m.term}→{'+'.join(m.fields) or '-'} ({m.weight})" for m in x.matches)
+    key = ", ".join(f"{name}={value}" for name, value in x.sort_key)
+    pin = "pinned; " if x.pinned else ""
+    return f"[{pin}#{x.rank} by {x.strategy}: {key}; terms: {terms}]"
 
 
 def _stale(text: str) -> StalePolicy:
@@ -210,6 +262,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--stale", type=_stale, default=StalePolicy.use(), metavar="use|strict|tolerate:DAYS"
     )
     r.add_argument("--limit", type=_non_negative, default=None, help="keep the first N passages")
+    r.add_argument("--min-score", type=_non_negative, default=None, help="drop lower scores")
+    r.add_argument("--min-authority", choices=AUTHORITIES, default=None)
+    r.add_argument("--include-historical", action="store_true", help="keep superseded concepts")
+    r.add_argument(
+        "--pin-exact-title", action="store_true", help="a concept titled exactly QUERY goes first"
+    )
+    r.add_argument(
+        "--explain",
+        action="store_true",
+        help="why each passage is where it is; what was excluded and why; the digest",
+    )
     r.add_argument("--json", action="store_true", help="machine-readable output")
     r.set_defaults(run=_cmd_resolve)
 

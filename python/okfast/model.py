@@ -88,6 +88,12 @@ class Concept:
     generated: Actor | None
     verified: tuple[Actor, ...]
     trust_tier: str
+    #: ``authority`` as written (SPEC §7); the resolver applies the source's
+    #: default and ranks unknown values last.
+    authority: str | None
+    supersedes: tuple[str, ...]
+    superseded_by: tuple[str, ...]
+    conflicts_with: tuple[str, ...]
     body: str
     frontmatter: dict[str, Any] = field(compare=True)
     extra: dict[str, Any] = field(compare=True)
@@ -114,6 +120,10 @@ class Concept:
             generated=None if gen is None else Actor(gen["by"], gen["at"]),
             verified=tuple(Actor(v["by"], v["at"]) for v in d["verified"]),
             trust_tier=d["trust_tier"],
+            authority=d["authority"],
+            supersedes=tuple(d["supersedes"]),
+            superseded_by=tuple(d["superseded_by"]),
+            conflicts_with=tuple(d["conflicts_with"]),
             body=d["body"],
             frontmatter=fm,
             extra={k: v for k, v in fm.items() if k not in INTERPRETED_KEYS},
@@ -138,6 +148,12 @@ class DiagnosticCode(str, enum.Enum):
     SOURCE_UNAVAILABLE = "SourceUnavailable"
     DUPLICATE_DIRECTORY = "DuplicateDirectory"
     NO_MATCHES = "NoMatches"
+    # Governance (SPEC §7).
+    UNKNOWN_AUTHORITY = "UnknownAuthority"
+    BROKEN_SUPERSESSION = "BrokenSupersession"
+    BROKEN_CONFLICT = "BrokenConflict"
+    CONFLICT_DECLARED = "ConflictDeclared"
+    CONFLICT_AMBIGUOUS = "ConflictAmbiguous"
 
     def __str__(self) -> str:
         return self.value
@@ -151,6 +167,34 @@ class Exclusion:
     concept_id: str
     reason: str
     detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TermMatch:
+    """One query term of an explanation: the fields it matched and what it added
+    to the score (title 3, tags_desc 2, body 1; SPEC §3.3)."""
+
+    term: str
+    fields: tuple[str, ...]
+    weight: int
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """Why a passage is where it is (``Query(explain=True)``, SPEC §5.8).
+
+    ``sort_key`` lists the strategy's sort fields with this passage's values,
+    in the order they are compared (before the fairness reorder, which may
+    move a passage later to let other sources through, and before pinning,
+    which moves ``pinned`` passages to the front). ``rank`` is the 1-based
+    place in ``context.passages``."""
+
+    strategy: str
+    sort_key: tuple[tuple[str, Any], ...]
+    matches: tuple[TermMatch, ...]
+    pinned: bool
+    rank: int
+    fairness_quota: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +217,8 @@ class Passage:
     is_stale: bool
     authority: str
     fused_score: float | None = None
+    #: Set when the query asked for ``explain=True``.
+    explanation: Explanation | None = None
     _body: Callable[[], str] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -209,6 +255,7 @@ def passage_from_row(
     body: Callable[[], str],
     fused_score: float | None = None,
     prefix: str = "",
+    explanation: Explanation | None = None,
 ) -> Passage:
     """A :class:`Passage` from a native row; ``prefix`` goes before the concept
     id and path (memory passages are named by their scope directory)."""
@@ -230,5 +277,6 @@ def passage_from_row(
         is_stale=is_stale,
         authority=authority or default_authority or "reference",
         fused_score=fused_score,
+        explanation=explanation,
         _body=body,
     )

@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from okfast.model import Diagnostic, Exclusion, Passage, passage_from_row
+from okfast.model import (
+    Diagnostic,
+    Exclusion,
+    Explanation,
+    Passage,
+    TermMatch,
+    passage_from_row,
+)
 
 if TYPE_CHECKING:
     from okfast.bundle import Bundle
@@ -33,6 +40,19 @@ class Searched:
     bundle: Bundle
 
 
+@dataclass(frozen=True)
+class ExplainInfo:
+    """What ``explain=True`` needs beyond the passages: the strategy, the
+    quota, and which passages were pinned (in final order)."""
+
+    strategy: str
+    fairness_quota: int | None
+    pinned: npt.NDArray[np.bool_] | None
+
+
+_WEIGHTS = (("title", 3), ("tags_desc", 2), ("body", 1))
+
+
 class PassageList(Sequence[Passage]):
     """The ordered passages of a context, materialised on access."""
 
@@ -45,7 +65,9 @@ class PassageList(Sequence[Passage]):
         score: npt.NDArray[np.uint32],
         fused: npt.NDArray[np.float64] | None,
         now_us: int,
+        explain: ExplainInfo | None = None,
     ) -> None:
+        self._explain = explain
         self._text = text
         self._searched = searched
         self._src = src
@@ -104,9 +126,51 @@ class PassageList(Sequence[Passage]):
             is_stale=stale_us is not None and self._now_us >= stale_us,
             body=lambda: native.body(pos),
             fused_score=None if self._fused is None else float(self._fused[k]),
+            explanation=None if self._explain is None else self._explanation(k, entry, pos),
         )
         self._cache[k] = passage
         return passage
+
+    def _explanation(self, k: int, entry: Searched, pos: int) -> Explanation:
+        info = self._explain
+        assert info is not None
+        matches = []
+        for term, *hits in entry.bundle._native.explain(pos, self._text):
+            fields = tuple(name for (name, _w), hit in zip(_WEIGHTS, hits, strict=True) if hit)
+            weight = sum(w for (_name, w), hit in zip(_WEIGHTS, hits, strict=True) if hit)
+            matches.append(TermMatch(term, fields, weight))
+        score = int(self._score[k])
+        sid, cid = entry.source.id, entry.bundle.concept_ids[pos]
+        prio = entry.source.priority
+        keys: dict[str, tuple[tuple[str, Any], ...]] = {
+            "grouped": (("source", sid), ("score", score), ("concept_id", cid)),
+            "merged": (
+                ("score", score),
+                ("priority", prio),
+                ("source_id", sid),
+                ("concept_id", cid),
+            ),
+            "priority_weighted": (
+                ("priority", prio),
+                ("score", score),
+                ("source_id", sid),
+                ("concept_id", cid),
+            ),
+            "reciprocal_rank": (
+                ("fused_score", None if self._fused is None else float(self._fused[k])),
+                ("priority", prio),
+                ("source_id", sid),
+                ("concept_id", cid),
+            ),
+        }
+        return Explanation(
+            strategy=info.strategy,
+            sort_key=keys[info.strategy],
+            matches=tuple(matches),
+            pinned=bool(info.pinned[k]) if info.pinned is not None else False,
+            rank=k + 1,
+            fairness_quota=info.fairness_quota,
+        )
 
 
 def canonical_json(obj: Any) -> bytes:
@@ -128,9 +192,19 @@ class Context:
     def digest(self) -> str:
         """``sha256:`` + hex SHA-256 of the canonical JSON of SPEC §5.9:
         independent of ``explain``, time and the catalog generation."""
-        doc = {
-            "passages": [[s, c, sc, c + ".md"] for s, c, sc in self.passages.keys()],
-            "diagnostics": [[d.code, d.source_id, d.message] for d in self.diagnostics],
-            "exclusions": [[e.source_id, e.concept_id, e.reason] for e in self.exclusions],
-        }
-        return "sha256:" + hashlib.sha256(canonical_json(doc)).hexdigest()
+        return digest_of(
+            [[s, c, sc, c + ".md"] for s, c, sc in self.passages.keys()],
+            [[d.code, d.source_id, d.message] for d in self.diagnostics],
+            [[e.source_id, e.concept_id, e.reason] for e in self.exclusions],
+        )
+
+
+def digest_of(
+    passages: list[list[Any]], diagnostics: list[list[Any]], exclusions: list[list[Any]]
+) -> str:
+    """SPEC §5.9 over rows already in order: ``[source_id, concept_id, score,
+    path]``, ``[code, source_id, message]``, ``[source_id, concept_id, reason]``.
+    ``tests/digest_vectors.json`` holds inputs and outputs another
+    implementation can check itself against."""
+    doc = {"passages": passages, "diagnostics": diagnostics, "exclusions": exclusions}
+    return "sha256:" + hashlib.sha256(canonical_json(doc)).hexdigest()

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
+from okfast.catalog import AUTHORITIES
 from okfast.memory.scope import Scope
 
 if TYPE_CHECKING:
@@ -131,5 +132,11 @@ class Query:
             raise ValueError("set permitted_source_ids or visibility, not both")
         if self.limit is not None and self.limit < 0:
             raise ValueError(f"limit must be >= 0, got {self.limit}")
+        if self.min_authority is not None and self.min_authority not in AUTHORITIES:
+            raise ValueError(
+                f"min_authority must be one of {', '.join(AUTHORITIES)}, got {self.min_authority!r}"
+            )
+        if self.min_score is not None and (isinstance(self.min_score, bool) or self.min_score < 0):
+            raise ValueError(f"min_score must be >= 0, got {self.min_score!r}")
         if self.rrf_k <= 0:
             raise ValueError(f"rrf_k must be > 0, got {self.rrf_k}")

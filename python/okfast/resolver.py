@@ -19,12 +19,12 @@ from datetime import datetime, timezone
 import numpy as np
 import numpy.typing as npt
 
-from okfast import _native
+from okfast import _native, governance
 from okfast.bundle import Bundle
 from okfast.catalog import Catalog, Source
 from okfast.errors import OkfastError
 from okfast.model import Diagnostic, DiagnosticCode, Exclusion
-from okfast.passages import Context, PassageList, Searched
+from okfast.passages import Context, ExplainInfo, PassageList, Searched
 from okfast.paths import directory_key
 from okfast.query import NEVER_US, Query, Strategy, Visibility, micros
 
@@ -118,7 +118,7 @@ class _Engine(ABC):
 
     # -- the steps every strategy takes -------------------------------------------
 
-    def select(self, q: Query, diags: list[Diagnostic]) -> list[Source]:
+    def select(self, q: Query, diags: list[Diagnostic], excl: list[Exclusion]) -> list[Source]:
         """SPEC §5.3: enabled knowledge sources by priority desc then id, then visibility."""
         cat = self.r.catalog
         enabled = [s for s in cat.sources if s.enabled and s.role == "knowledge"]
@@ -129,6 +129,14 @@ class _Engine(ABC):
         else:
             vis: Visibility | None = q.visibility or self.r.default_visibility
             chosen = [s for s in enabled if vis(q.scope, s)] if vis is not None else enabled
+        if len(chosen) < len(enabled):
+            shown = {s.id for s in chosen}
+            why = "not permitted" if q.permitted_source_ids is not None else "hidden by visibility"
+            excl.extend(
+                Exclusion(s.id, "", "not-visible", f"source {why} for this query")
+                for s in enabled
+                if s.id not in shown
+            )
         if not chosen:
             why = (
                 "all enabled knowledge sources are hidden by visibility"
@@ -144,7 +152,9 @@ class _Engine(ABC):
             )
         return chosen
 
-    def deduplicate(self, sources: list[Source], diags: list[Diagnostic]) -> list[Source]:
+    def deduplicate(
+        self, sources: list[Source], diags: list[Diagnostic], excl: list[Exclusion]
+    ) -> list[Source]:
         """SPEC §5.5: one search per resolved directory; the first in selection order survives."""
         if not self.dedup:
             return sources
@@ -157,6 +167,7 @@ class _Engine(ABC):
                 seen[key] = s
                 out.append(s)
                 continue
+            excl.append(Exclusion(s.id, "", "duplicate-directory", f"searched as '{first.id}'"))
             diags.append(
                 Diagnostic(
                     DiagnosticCode.DUPLICATE_DIRECTORY.value,
@@ -175,6 +186,7 @@ class _Engine(ABC):
                     raise FileNotFoundError(f"{s.directory} is not a directory")
                 snap = self.r._bundles.get(s)
             except (OSError, OkfastError) as e:
+                f.exclusions.append(Exclusion(s.id, "", "source-unavailable", str(e)))
                 f.diagnostics.append(
                     Diagnostic(
                         DiagnosticCode.SOURCE_UNAVAILABLE.value,
@@ -218,12 +230,29 @@ class _Engine(ABC):
         now_us = micros(self.r.clock())
         diags: list[Diagnostic] = []
         excl: list[Exclusion] = []
-        sources = self.deduplicate(self.select(q, diags), diags)
+        sources = self.deduplicate(self.select(q, diags, excl), diags, excl)
         found = self.search(q, sources, now_us)
         diags.extend(found.diagnostics)
         excl.extend(found.exclusions)
         quota = q.fairness_quota or self.r.default_fairness_quota
         src, pos, score, fused = self.order(q, found, quota)
+        g = governance.govern(
+            found.searched,
+            src,
+            pos,
+            include_historical=q.include_historical,
+            min_authority=q.min_authority,
+        )
+        diags.extend(g.diagnostics)
+        excl.extend(g.exclusions)
+        if not bool(g.keep.all()):
+            src, pos, score = src[g.keep], pos[g.keep], score[g.keep]
+            fused = None if fused is None else fused[g.keep]
+        pinned = None
+        if q.pin_exact_title and len(pos):
+            perm, pinned = governance.pin_order(found.searched, src, pos, q.text)
+            src, pos, score = src[perm], pos[perm], score[perm]
+            fused = None if fused is None else fused[perm]
         if q.min_score is not None:
             keep = score >= q.min_score
             excl.extend(
@@ -237,6 +266,7 @@ class _Engine(ABC):
             )
             src, pos, score = src[keep], pos[keep], score[keep]
             fused = None if fused is None else fused[keep]
+            pinned = None if pinned is None else pinned[keep]
         if q.limit is not None and len(pos) > q.limit:
             excl.extend(
                 _excluded(
@@ -245,6 +275,7 @@ class _Engine(ABC):
             )
             src, pos, score = src[: q.limit], pos[: q.limit], score[: q.limit]
             fused = None if fused is None else fused[: q.limit]
+            pinned = None if pinned is None else pinned[: q.limit]
         if len(pos) == 0 and found.any_searched:
             diags.append(
                 Diagnostic(
@@ -253,7 +284,12 @@ class _Engine(ABC):
                     severity="warning",
                 )
             )
-        passages = PassageList(q.text, found.searched, src, pos, score, fused, now_us)
+        explain = None
+        if q.explain:
+            fused_quota = quota if self.strategy is not Strategy.GROUPED else None
+            explain = ExplainInfo(self.strategy.value, fused_quota, pinned)
+        passages = PassageList(q.text, found.searched, src, pos, score, fused, now_us, explain)
+        excl.sort(key=lambda e: (e.source_id, governance.id_key(e.concept_id), e.reason, e.detail))
         return Context(q, self.r.catalog.generation, passages, tuple(diags), tuple(excl))
 
 

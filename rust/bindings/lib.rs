@@ -134,6 +134,11 @@ fn concept_to_py<'py>(py: Python<'py>, c: &Concept) -> PyResult<Bound<'py, PyDic
     }
     d.set_item("verified", verified)?;
     d.set_item("trust_tier", c.trust_tier.as_str())?;
+    d.set_item("authority", &c.authority)?;
+    let g = c.governance.as_deref().cloned().unwrap_or_default();
+    d.set_item("supersedes", g.supersedes)?;
+    d.set_item("superseded_by", g.superseded_by)?;
+    d.set_item("conflicts_with", g.conflicts_with)?;
     d.set_item("body", &c.body)?;
     d.set_item("frontmatter", map_to_py(py, &c.frontmatter())?)?;
     Ok(d)
@@ -151,6 +156,7 @@ fn check_limit(py: Python<'_>, limit: Option<i64>) -> PyResult<Option<usize>> {
 }
 
 type Arrays<'py> = (Bound<'py, PyArray1<i32>>, Bound<'py, PyArray1<u32>>);
+type GovernanceRow = (u32, Vec<String>, Vec<String>, Vec<String>);
 type HitRow = (String, u32, Option<String>, String, String);
 type PassageRow = (
     String,
@@ -304,6 +310,36 @@ impl PyBundle {
         v.into_pyarray(py)
     }
 
+    /// Each concept's authority rank (SPEC §7): 0 `canonical` … 5
+    /// `historical`, 6 an unknown value, 7 none declared.
+    fn authority_ranks<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u8>> {
+        let v: Vec<u8> = self
+            .inner
+            .concepts
+            .iter()
+            .map(Concept::authority_rank)
+            .collect();
+        v.into_pyarray(py)
+    }
+
+    /// SPEC §5.8 pinning of each position: the trimmed title folds to
+    /// `fold(title_key)`, or the id's last segment equals `id_key`.
+    fn pinned<'py>(
+        &self,
+        py: Python<'py>,
+        positions: PyReadonlyArray1<'py, i32>,
+        title_key: &str,
+        id_key: &str,
+    ) -> PyResult<Bound<'py, PyArray1<bool>>> {
+        let folded = okfast_core::text::fold(title_key);
+        let mut out = Vec::with_capacity(positions.len());
+        for &p in positions.as_slice()? {
+            let c = self.concept_at(py, usize::try_from(p).unwrap_or(usize::MAX))?;
+            out.push(score::is_pinned(c, &folded, id_key));
+        }
+        Ok(out.into_pyarray(py))
+    }
+
     /// The display fields of the concept at `position` for a passage:
     /// `(concept_id, title, excerpt, path, type, tags, description,
     /// trust_tier, status, stale_after_us, authority)`.
@@ -328,6 +364,41 @@ impl PyBundle {
     fn body(&self, py: Python<'_>, position: usize) -> PyResult<String> {
         let c = self.concept_at(py, position)?;
         Ok(c.body.clone())
+    }
+
+    /// Concepts that declare supersession or conflicts (SPEC §7), in position
+    /// order: `(position, supersedes, superseded_by, conflicts_with)`.
+    fn governance(&self) -> Vec<GovernanceRow> {
+        self.inner
+            .concepts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                c.governance.as_deref().map(|g| {
+                    (
+                        i as u32,
+                        g.supersedes.clone(),
+                        g.superseded_by.clone(),
+                        g.conflicts_with.clone(),
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// Which fields each term of `text` matches in the concept at `position`:
+    /// `[(term, title, tags_desc, body)]` in query order (SPEC §3.3).
+    fn explain(
+        &self,
+        py: Python<'_>,
+        position: usize,
+        text: String,
+    ) -> PyResult<Vec<(String, bool, bool, bool)>> {
+        let c = self.concept_at(py, position)?;
+        Ok(score::explain(c, &text)
+            .into_iter()
+            .map(|(t, [a, b, c])| (t, a, b, c))
+            .collect())
     }
 
     /// SPEC §3.5 excerpt of the concept at `position` for `text`.

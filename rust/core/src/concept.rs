@@ -69,6 +69,9 @@ pub struct Concept {
     pub trust_tier: TrustTier,
     /// `authority` as written (SPEC §7), validated by the resolver.
     pub authority: Option<String>,
+    /// `supersedes`, `superseded_by`, `conflicts_with` (SPEC §7); `None` for
+    /// the many concepts that declare none, so they cost one pointer.
+    pub governance: Option<Box<Governance>>,
     pub body: String,
     /// The frontmatter's YAML lines joined with `\n`. The parsed tree is
     /// rebuilt on demand by [`Concept::frontmatter`]: it is needed only when a
@@ -77,7 +80,42 @@ pub struct Concept {
     pub frontmatter_src: Box<str>,
 }
 
+/// What a concept declares about others in its bundle (SPEC §7). Each list
+/// is read like `tags`: a sequence's scalar items, or one scalar.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Governance {
+    pub supersedes: Vec<String>,
+    pub superseded_by: Vec<String>,
+    pub conflicts_with: Vec<String>,
+}
+
+/// SPEC §7 authority levels, highest first; a concept's rank is its index.
+pub const AUTHORITIES: [&str; 6] = [
+    "canonical",
+    "approved",
+    "reference",
+    "observed",
+    "inferred",
+    "historical",
+];
+/// Rank of a value that is not one of [`AUTHORITIES`] (ranked last).
+pub const AUTHORITY_UNKNOWN: u8 = 6;
+/// Rank of a concept that declares no authority (the source's default applies).
+pub const AUTHORITY_ABSENT: u8 = 7;
+
 impl Concept {
+    /// The authority's rank: its index in [`AUTHORITIES`],
+    /// [`AUTHORITY_UNKNOWN`] or [`AUTHORITY_ABSENT`].
+    pub fn authority_rank(&self) -> u8 {
+        match &self.authority {
+            None => AUTHORITY_ABSENT,
+            Some(a) => AUTHORITIES
+                .iter()
+                .position(|x| x == a)
+                .map_or(AUTHORITY_UNKNOWN, |i| i as u8),
+        }
+    }
+
     /// Relative path, `/`-separated, `.md` kept.
     pub fn path(&self) -> String {
         format!("{}.md", self.id)
@@ -99,6 +137,19 @@ impl Concept {
 pub struct Read {
     pub concept: Option<Concept>,
     pub diagnostics: Vec<Diagnostic>,
+}
+
+/// SPEC §1.4 `tags`: a sequence → the display text of its scalar items
+/// (absent items skipped); a single scalar → a one-element list; else empty.
+fn text_list(v: Option<&Value>) -> Vec<String> {
+    match v {
+        Some(Value::Seq(items)) => items
+            .iter()
+            .filter_map(|v| v.display().map(str::to_string))
+            .collect(),
+        Some(Value::Str(s)) => vec![s.clone()],
+        _ => Vec::new(),
+    }
 }
 
 fn display(v: Option<&Value>) -> Option<String> {
@@ -189,14 +240,13 @@ pub fn read_concept(id: &str, path: &str, bytes: &[u8]) -> Read {
     } else {
         kind
     };
-    let tags = match get(fm, "tags") {
-        Some(Value::Seq(items)) => items
-            .iter()
-            .filter_map(|v| v.display().map(str::to_string))
-            .collect(),
-        Some(Value::Str(s)) => vec![s.clone()],
-        _ => Vec::new(),
+    let tags = text_list(get(fm, "tags"));
+    let governance = Governance {
+        supersedes: text_list(get(fm, "supersedes")),
+        superseded_by: text_list(get(fm, "superseded_by")),
+        conflicts_with: text_list(get(fm, "conflicts_with")),
     };
+    let governance = (governance != Governance::default()).then(|| Box::new(governance));
     let (status, status_known) = match get(fm, "status") {
         None | Some(Value::Null) => (Status::Stable, true),
         Some(Value::Str(s)) if s == "draft" => (Status::Draft, true),
@@ -269,6 +319,7 @@ pub fn read_concept(id: &str, path: &str, bytes: &[u8]) -> Read {
         verified,
         trust_tier,
         authority: display(get(fm, "authority")),
+        governance,
         body,
         frontmatter_src: src,
     };

@@ -198,6 +198,35 @@ impl Sliced {
     }
 }
 
+/// Which fields each query term matched (SPEC §3.3), for `explain`: per term
+/// in query order (duplicates kept), `[title, tags_desc, body]`.
+pub fn explain(c: &crate::concept::Concept, text: &str) -> Vec<(String, [bool; 3])> {
+    let title = fold(c.title.as_deref().unwrap_or(""));
+    let mut tags_desc = fold(&c.tags.join(" "));
+    tags_desc.push(' ');
+    tags_desc.push_str(&fold(c.description.as_deref().unwrap_or("")));
+    let body = fold(&c.body);
+    split_ws(text)
+        .map(|t| {
+            let term = fold(t);
+            let f = memmem::Finder::new(term.as_bytes());
+            let hit = |h: &str| f.find(h.as_bytes()).is_some();
+            (t.to_string(), [hit(&title), hit(&tags_desc), hit(&body)])
+        })
+        .collect()
+}
+
+/// SPEC §5.8 `pin_exact_title` for one concept: its trimmed title folds to
+/// `title_key` (already folded and white-space-collapsed by the caller), or
+/// the last segment of its id equals `id_key` exactly.
+pub fn is_pinned(c: &crate::concept::Concept, title_key: &str, id_key: &str) -> bool {
+    let last = c.id.rsplit('/').next().unwrap_or(&c.id);
+    last == id_key
+        || c.title
+            .as_deref()
+            .is_some_and(|t| fold(trim(t)) == title_key)
+}
+
 /// SPEC §3.5: the first trimmed, non-empty body line that contains any term.
 pub fn excerpt(body: &str, terms: &[(String, u32)]) -> String {
     let finders: Vec<memmem::Finder> = terms
@@ -217,4 +246,58 @@ pub fn excerpt(body: &str, terms: &[(String, u32)]) -> String {
         }
     }
     String::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::concept::{read_concept, AUTHORITY_ABSENT, AUTHORITY_UNKNOWN};
+
+    fn concept(id: &str, src: &str) -> crate::concept::Concept {
+        read_concept(id, &format!("{id}.md"), src.as_bytes())
+            .concept
+            .unwrap()
+    }
+
+    #[test]
+    fn explain_names_the_fields_of_each_term() {
+        let c = concept(
+            "a",
+            "---\ntitle: Straße plan\ntags: [ops]\ndescription: Night shift\n---\nThe PLAN body\n",
+        );
+        let got = explain(&c, "plan STRASSE ops  shift zzz plan");
+        let fields: Vec<(&str, [bool; 3])> = got.iter().map(|(t, f)| (t.as_str(), *f)).collect();
+        assert_eq!(
+            fields,
+            vec![
+                ("plan", [true, false, true]),
+                ("STRASSE", [false, false, false]), // ß folds to itself, never to SS
+                ("ops", [false, true, false]),
+                ("shift", [false, true, false]),
+                ("zzz", [false, false, false]),
+                ("plan", [true, false, true]),
+            ]
+        );
+    }
+
+    #[test]
+    fn pinned_by_trimmed_folded_title_or_last_id_segment() {
+        let c = concept(
+            "docs/revenue-policy",
+            "---\ntitle: '  Revenue  Policy '\n---\n",
+        );
+        assert!(is_pinned(&c, &fold("REVENUE  POLICY"), "x"));
+        assert!(!is_pinned(&c, &fold("revenue policy"), "x"));
+        assert!(is_pinned(&c, "", "revenue-policy"));
+        assert!(!is_pinned(&c, "", "docs/revenue-policy"));
+    }
+
+    #[test]
+    fn authority_ranks() {
+        let rank = |fm: &str| concept("a", &format!("---\n{fm}\n---\n")).authority_rank();
+        assert_eq!(rank("authority: canonical"), 0);
+        assert_eq!(rank("authority: historical"), 5);
+        assert_eq!(rank("authority: Canonical"), AUTHORITY_UNKNOWN);
+        assert_eq!(rank("title: x"), AUTHORITY_ABSENT);
+    }
 }

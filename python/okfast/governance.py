@@ -1,0 +1,356 @@
+"""Governance (SPEC §5.8, §7): authority, supersession, conflicts, exact-title pins.
+
+What a bundle declares is read once per snapshot (:func:`declarations`); what
+a resolution keeps is decided over arrays (:func:`govern`, :func:`pin_order`),
+so a query whose sources declare nothing pays a few numpy operations.
+
+Decisions beyond the SPEC, in one place:
+
+- Supersession is declared, never inferred: ``supersedes: [old, …]`` on the
+  new concept or ``superseded_by: new`` on the old one, both naming concepts of
+  the same bundle. A name that is missing (or the concept itself) is
+  ``BrokenSupersession`` (an error) and supersedes nothing: a concept whose
+  declared replacement does not exist is kept.
+- ``conflicts_with`` names concepts of the same bundle; declared on either
+  side, a pair is one pair. A missing name is ``BrokenConflict`` (a warning).
+- Steps after ordering, in this order: superseded concepts are removed
+  (unless ``include_historical``), then those below ``min_authority``
+  (``outranked``), then the losers of declared conflicts among what is left
+  (pairs in id order; a loser drops out of its later pairs); then pinning,
+  ``min_score`` and ``limit`` (the resolver).
+- A concept's authority is its frontmatter's, else its source's catalog
+  ``authority``, else ``reference``; an unknown value ranks below
+  ``historical`` and is reported once per passage as ``UnknownAuthority``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from okfast.catalog import AUTHORITIES
+from okfast.model import Diagnostic, DiagnosticCode, Exclusion
+
+if TYPE_CHECKING:
+    from okfast.bundle import Bundle
+    from okfast.passages import Searched
+
+UNKNOWN = len(AUTHORITIES)  # rank of a value that is not an authority
+ABSENT = UNKNOWN + 1  # rank written natively for "not declared"
+_RANK = {a: i for i, a in enumerate(AUTHORITIES)}
+# SPEC white space (not Python's str.split set).
+_WS = re.compile("[\t-\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+")
+
+
+def authority_rank(name: str | None) -> int:
+    return _RANK.get(name, UNKNOWN) if name is not None else _RANK["reference"]
+
+
+def authority_name(rank: int) -> str:
+    return AUTHORITIES[rank] if rank < UNKNOWN else "unknown"
+
+
+@dataclass(frozen=True)
+class Declarations:
+    """What one bundle snapshot declares, by position."""
+
+    #: superseded position → the ids that replace it, in id order
+    superseded: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    #: position → the positions it is in a declared conflict with (both ways)
+    conflicts: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    #: (position, field, missing id) of every reference that names nothing
+    broken: tuple[tuple[int, str, str], ...] = ()
+    #: each concept's authority rank as declared (``ABSENT`` when not)
+    auth: npt.NDArray[np.uint8] = field(default_factory=lambda: np.zeros(0, np.uint8))
+    #: whether any concept declares an authority that is not one
+    any_unknown: bool = False
+
+    @property
+    def empty(self) -> bool:
+        return not (self.superseded or self.conflicts or self.broken)
+
+
+def declarations(bundle: Bundle) -> Declarations:
+    """The bundle's supersession and conflict graph (computed once per snapshot)."""
+    cached = bundle.__dict__.get("_declarations")
+    if isinstance(cached, Declarations):
+        return cached
+    native = bundle._native
+    ids = bundle.concept_ids
+    sup: dict[int, set[str]] = {}
+    con: dict[int, set[int]] = {}
+    broken: list[tuple[int, str, str]] = []
+
+    def find(pos: int, key: str, name: str) -> int | None:
+        t = native.position(name)
+        if t is None or t == pos:
+            broken.append((pos, key, name))
+            return None
+        return t
+
+    for pos, supersedes, superseded_by, conflicts_with in native.governance():
+        for name in supersedes:
+            t = find(pos, "supersedes", name)
+            if t is not None:
+                sup.setdefault(t, set()).add(ids[pos])
+        for name in superseded_by:
+            if find(pos, "superseded_by", name) is not None:
+                sup.setdefault(pos, set()).add(name)
+        for name in conflicts_with:
+            t = find(pos, "conflicts_with", name)
+            if t is not None:
+                con.setdefault(pos, set()).add(t)
+                con.setdefault(t, set()).add(pos)
+    auth = native.authority_ranks()
+    d = Declarations(
+        {p: tuple(sorted(v, key=id_key)) for p, v in sup.items()},
+        {p: tuple(sorted(v)) for p, v in con.items()},
+        tuple(broken),
+        auth,
+        bool((auth == UNKNOWN).any()),
+    )
+    bundle.__dict__["_declarations"] = d
+    return d
+
+
+def id_key(concept_id: str) -> list[str]:
+    """SPEC §1.2 id order: segment lists compared element-wise, prefix first."""
+    return concept_id.split("/")
+
+
+def broken_diagnostic(
+    source_id: str | None, ids: Sequence[str], b: tuple[int, str, str]
+) -> Diagnostic:
+    pos, key, name = b
+    what = "itself" if name == ids[pos] else f"'{name}', which is not in the bundle"
+    if key == "conflicts_with":
+        return Diagnostic(
+            DiagnosticCode.BROKEN_CONFLICT.value,
+            f"Concept '{ids[pos]}' declares conflicts_with {what}.",
+            ids[pos] + ".md",
+            source_id,
+            "warning",
+        )
+    return Diagnostic(
+        DiagnosticCode.BROKEN_SUPERSESSION.value,
+        f"Concept '{ids[pos]}' declares {key} {what}; it supersedes nothing.",
+        ids[pos] + ".md",
+        source_id,
+        "error",
+    )
+
+
+@dataclass
+class Governed:
+    """What :func:`govern` decided: a keep mask over the ordered passages."""
+
+    keep: npt.NDArray[np.bool_]
+    exclusions: list[Exclusion]
+    diagnostics: list[Diagnostic]
+
+
+def ranks(
+    searched: Sequence[Searched],
+    decls: Sequence[Declarations],
+    src: npt.NDArray[np.uint32],
+    pos: npt.NDArray[np.int32],
+) -> npt.NDArray[np.uint8]:
+    """Each passage's authority rank, with its source's default applied."""
+    out = np.empty(len(pos), np.uint8)
+    for k, (entry, d) in enumerate(zip(searched, decls, strict=True)):
+        m = src == k
+        if not m.any():
+            continue
+        r = d.auth[pos[m]]
+        r[r == ABSENT] = authority_rank(entry.source.authority)
+        out[m] = r
+    return out
+
+
+def govern(
+    searched: Sequence[Searched],
+    src: npt.NDArray[np.uint32],
+    pos: npt.NDArray[np.int32],
+    *,
+    include_historical: bool,
+    min_authority: str | None,
+) -> Governed:
+    """Supersession, ``min_authority`` and conflicts over ordered passages."""
+    n = len(pos)
+    g = Governed(np.ones(n, np.bool_), [], [])
+    decls = [declarations(e.bundle) for e in searched]
+    if min_authority is None and all(d.empty and not d.any_unknown for d in decls):
+        return g  # nothing declared anywhere: the common case costs this much
+    rank = ranks(searched, decls, src, pos)
+    any_unknown = any(d.any_unknown for d in decls)
+    unknown = np.flatnonzero(rank == UNKNOWN) if any_unknown else np.zeros(0, np.intp)
+    for i in unknown.tolist():
+        entry = searched[int(src[i])]
+        cid = entry.bundle.concept_ids[int(pos[i])]
+        raw = entry.bundle._native.passage_row(int(pos[i]), "")[10]
+        g.diagnostics.append(
+            Diagnostic(
+                DiagnosticCode.UNKNOWN_AUTHORITY.value,
+                f"Concept '{cid}' has authority '{raw}', which is not one of "
+                f"{', '.join(AUTHORITIES)}; it ranks last.",
+                cid + ".md",
+                entry.source.id,
+                "warning",
+            )
+        )
+    for k, (entry, d) in enumerate(zip(searched, decls, strict=True)):
+        if d.empty:
+            continue
+        ids = entry.bundle.concept_ids
+        idx = np.flatnonzero(src == k)
+        here = set(pos[idx].tolist())
+        for b in d.broken:
+            if b[0] in here:
+                g.diagnostics.append(broken_diagnostic(entry.source.id, ids, b))
+        if not include_historical and d.superseded:
+            for i in idx.tolist():
+                by = d.superseded.get(int(pos[i]))
+                if by is not None:
+                    g.keep[i] = False
+                    g.exclusions.append(
+                        Exclusion(
+                            entry.source.id,
+                            ids[int(pos[i])],
+                            "superseded",
+                            "superseded by " + ", ".join(by),
+                        )
+                    )
+    if min_authority is not None:
+        floor = _RANK[min_authority]
+        for i in np.flatnonzero(g.keep & (rank > floor)).tolist():
+            entry = searched[int(src[i])]
+            g.keep[i] = False
+            g.exclusions.append(
+                Exclusion(
+                    entry.source.id,
+                    entry.bundle.concept_ids[int(pos[i])],
+                    "outranked",
+                    f"authority {authority_name(int(rank[i]))} is below min_authority {min_authority}",
+                )
+            )
+    for k, (entry, d) in enumerate(zip(searched, decls, strict=True)):
+        if d.conflicts:
+            _conflicts(g, entry, d, np.flatnonzero((src == k) & g.keep), pos, rank)
+    return g
+
+
+def _conflicts(
+    g: Governed,
+    entry: Searched,
+    d: Declarations,
+    idx: npt.NDArray[np.intp],
+    pos: npt.NDArray[np.int32],
+    rank: npt.NDArray[np.uint8],
+) -> None:
+    at = {int(pos[i]): int(i) for i in idx.tolist()}  # kept position → passage index
+    ids = entry.bundle.concept_ids
+    sid = entry.source.id
+    for p in sorted(at):
+        for t in d.conflicts.get(p, ()):
+            if t <= p or t not in at or not g.keep[at[p]] or not g.keep[at[t]]:
+                continue
+            rp, rt = int(rank[at[p]]), int(rank[at[t]])
+            a, b = ids[p], ids[t]
+            if rp == rt:
+                g.diagnostics.append(
+                    Diagnostic(
+                        DiagnosticCode.CONFLICT_AMBIGUOUS.value,
+                        f"Concepts '{a}' and '{b}' declare a conflict and have the same "
+                        f"authority ({authority_name(rp)}); both are kept.",
+                        None,
+                        sid,
+                        "warning",
+                    )
+                )
+                continue
+            (win, wr), (lose, lr, li) = (
+                ((a, rp), (b, rt, at[t])) if rp < rt else ((b, rt), (a, rp, at[p]))
+            )
+            g.keep[li] = False
+            g.exclusions.append(
+                Exclusion(
+                    sid,
+                    lose,
+                    "conflict",
+                    f"conflicts with {win} (authority {authority_name(wr)} outranks {authority_name(lr)})",
+                )
+            )
+            g.diagnostics.append(
+                Diagnostic(
+                    DiagnosticCode.CONFLICT_DECLARED.value,
+                    f"Concepts '{a}' and '{b}' conflict; kept '{win}' "
+                    f"({authority_name(wr)}) over '{lose}' ({authority_name(lr)}).",
+                    None,
+                    sid,
+                    "warning",
+                )
+            )
+
+
+def pin_keys(text: str) -> tuple[str, str]:
+    """``(title_key, id_key)`` of SPEC §5.8 pinning: the query with white-space
+    runs collapsed to one space (folded natively), and lower-cased with runs
+    replaced by ``-``."""
+    words = [w for w in _WS.split(text) if w]
+    return " ".join(words), "-".join(words).lower()
+
+
+def pin_order(
+    searched: Sequence[Searched], src: npt.NDArray[np.uint32], pos: npt.NDArray[np.int32], text: str
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.bool_]]:
+    """A stable permutation putting pinned passages first, and the pinned mask
+    (in the new order). The identity when nothing is pinned."""
+    title_key, id_key = pin_keys(text)
+    pinned = np.zeros(len(pos), np.bool_)
+    for k, entry in enumerate(searched):
+        m = np.flatnonzero(src == k)
+        if len(m):
+            pinned[m] = entry.bundle._native.pinned(pos[m], title_key, id_key)
+    perm = np.concatenate([np.flatnonzero(pinned), np.flatnonzero(~pinned)])
+    return perm, pinned[perm]
+
+
+def validate(bundle: Bundle, source_authority: str | None = None) -> list[Diagnostic]:
+    """Bundle-wide governance problems for ``okfast validate``: broken
+    references, unknown authorities and conflicts no authority can settle."""
+    ids = bundle.concept_ids
+    d = declarations(bundle)
+    out = [broken_diagnostic(None, ids, b) for b in d.broken]
+    auth = d.auth.astype(np.int64)
+    auth[auth == ABSENT] = authority_rank(source_authority)
+    for p in np.flatnonzero(auth == UNKNOWN).tolist():
+        raw = bundle._native.passage_row(p, "")[10]
+        out.append(
+            Diagnostic(
+                DiagnosticCode.UNKNOWN_AUTHORITY.value,
+                f"Concept '{ids[p]}' has authority '{raw}', which is not one of "
+                f"{', '.join(AUTHORITIES)}; it ranks last.",
+                ids[p] + ".md",
+                None,
+                "warning",
+            )
+        )
+    for p, partners in sorted(d.conflicts.items()):
+        for t in partners:
+            if t > p and auth[p] == auth[t]:
+                out.append(
+                    Diagnostic(
+                        DiagnosticCode.CONFLICT_AMBIGUOUS.value,
+                        f"Concepts '{ids[p]}' and '{ids[t]}' declare a conflict and have the "
+                        f"same authority ({authority_name(int(auth[p]))}); a resolution keeps both.",
+                        ids[p] + ".md",
+                        None,
+                        "warning",
+                    )
+                )
+    return out
