@@ -523,3 +523,40 @@ def test_identical_inputs_give_identical_output(tmp_path: Path) -> None:
     assert first.blocks[-1].truncated  # the case is not trivial
     assert run(tmp_path / "two") == first
     assert run(tmp_path / "one") == first
+
+
+def test_with_the_real_store_and_a_catalog(tmp_path: Path) -> None:
+    """End to end: a catalog with a knowledge source and a user memory tier;
+    one scope's captured memory reaches its assembly and never another's."""
+    from datetime import datetime, timezone
+
+    from okfast.memory import FileMemoryStore, Tier, capture, memory_path
+
+    write_bundle(
+        tmp_path / "kb", {"refunds.md": "---\ntype: T\ntitle: Refunds\n---\nrefund in 30 days\n"}
+    )
+    (tmp_path / "mem").mkdir()
+    (tmp_path / "catalog.json").write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "sources": [
+                    {"id": "kb", "path": "kb"},
+                    {"id": "mem", "path": "mem", "role": "memory", "tier": "user"},
+                ],
+            }
+        )
+    )
+    catalog = Catalog.load(tmp_path / "catalog.json")
+    store = FileMemoryStore.from_catalog(catalog)
+    alice, bob = Scope("acme", "alice"), Scope("acme", "bob")
+    now = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
+    assert capture(store, alice, "my refund was late", "sorry", now=now).written
+    assembler = ContextAssembler(Resolver(catalog), store, token_budget=400)
+    a = assembler.assemble(alice, "refund")
+    assert [b.surface for b in a.blocks] == ["knowledge", "memory"]
+    mem_id = memory_path(Tier.USER, alice) + "/2026-11-30"
+    assert a.blocks[1].text.startswith(f'<okf-context id="memory:memory:user:{mem_id}">\n')
+    assert "> my refund was late" in a.text and a.tokens <= 400 and a.diagnostics == ()
+    b = assembler.assemble(bob, "refund")
+    assert [x.surface for x in b.blocks] == ["knowledge"] and "late" not in b.text
