@@ -3,6 +3,7 @@
 Groups (one pytest-benchmark table each, per corpus size n):
 
 - ``load-{n}``        okfast / reference: walk + read + parse + index from files;
+                      okfast-warm: reopen of an unchanged bundle via its cache;
                       tantivy / bm25s: index build from in-memory documents.
 - ``query-top10-{n}`` one query → top 10 (okfast ``search_arrays(limit=10)``,
                       okfast-hits ``search(limit=10)``, tantivy, bm25s, reference).
@@ -35,11 +36,11 @@ def _tag(benchmark: Any, group: str, peer: str, size: int, **extra: Any) -> None
 # --- load / build ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("peer", ["okfast", "reference", "tantivy", "bm25s"])
+@pytest.mark.parametrize("peer", ["okfast", "okfast-warm", "reference", "tantivy", "bm25s"])
 def test_load(benchmark, peer, size, corpus_root, documents, peer_cache):
     make_peer(peer)  # skip early if the library is missing
     if peer in peers.FILE_PEERS:
-        what = "load+index from files"
+        what = "reopen from the cache" if peer == "okfast-warm" else "load+index from files"
 
         def target() -> Any:
             p = make_peer(peer)

@@ -46,7 +46,8 @@ class OkfastPeer:
         self.bundle: Any = None
 
     def load(self, root: Path) -> None:
-        self.bundle = self._okfast.Bundle.load(str(root))
+        # A cold load from the files: the persistent cache is the other peer.
+        self.bundle = self._okfast.Bundle.load(str(root), cache=False)
 
     def search(self, query: str, k: int | None = 10) -> Any:
         return self.bundle.search_arrays(query, limit=k)
@@ -62,6 +63,22 @@ class OkfastPeer:
         pos, scores = self.search(query, k)
         ids = self.bundle.concept_ids
         return [(ids[int(p)], int(s)) for p, s in zip(pos, scores, strict=True)]
+
+
+class OkfastWarmPeer(OkfastPeer):
+    """okfast reopening an unchanged bundle through its persistent cache
+    (``benches/.corpus/okfast-cache``; the first load, untimed, writes it)."""
+
+    name = "okfast-warm"
+    primed: set[Path] = set()
+
+    def load(self, root: Path) -> None:
+        cache = Path(__file__).resolve().parent / ".corpus" / "okfast-cache"
+        if root not in self.primed:
+            self._okfast.Bundle.load(str(root), cache_dir=cache)
+            self.primed.add(root)
+        self.bundle = self._okfast.Bundle.load(str(root), cache_dir=cache)
+        assert self.bundle.cache_status == "hit", self.bundle.cache_status
 
 
 class ReferencePeer:
@@ -183,7 +200,7 @@ class Bm25sPeer:
         return [int(p) for p in docs]
 
 
-FILE_PEERS = {"okfast": OkfastPeer, "reference": ReferencePeer}
+FILE_PEERS = {"okfast": OkfastPeer, "okfast-warm": OkfastWarmPeer, "reference": ReferencePeer}
 MEMORY_PEERS = {"tantivy": TantivyPeer, "bm25s": Bm25sPeer}
 
 

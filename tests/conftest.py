@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,6 +15,10 @@ if TYPE_CHECKING:
     from okfast.catalog import Catalog
 
 TESTS = Path(__file__).resolve().parent
+
+# Bundles load through the persistent cache by default: keep the suite's cache
+# files out of the user's cache directory.
+os.environ.setdefault("OKFAST_CACHE_DIR", tempfile.mkdtemp(prefix="okfast-test-cache-"))
 REPO = TESTS.parent
 sys.path.insert(0, str(TESTS))  # so tests can `import reference`
 

@@ -6,6 +6,7 @@ from okfast.catalog import Catalog, CatalogDiagnostic, CatalogError, ReloadResul
 from okfast.context import Assembly, AssemblyBlock, ContextAssembler
 from okfast.errors import (
     BundleNotFoundError,
+    CacheWarning,
     ConceptNotFoundError,
     InvalidArgumentError,
     OkfastError,
@@ -37,6 +38,7 @@ __all__ = [
     "AssemblyBlock",
     "Bundle",
     "BundleNotFoundError",
+    "CacheWarning",
     "Catalog",
     "CatalogDiagnostic",
     "CatalogError",

@@ -8,6 +8,7 @@ on disk, load it again.
 from __future__ import annotations
 
 import os
+import warnings
 from functools import cached_property
 from pathlib import Path
 
@@ -15,7 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from okfast import _native
-from okfast.errors import ConceptNotFoundError
+from okfast.cache import cache_file, default_cache_dir
+from okfast.errors import CacheWarning, ConceptNotFoundError
 from okfast.model import Concept, Diagnostic, Hit
 
 
@@ -30,16 +32,50 @@ class Bundle:
 
     def __init__(self, native: _native.Bundle) -> None:
         self._native = native
+        #: What the load did with the persistent cache: ``off``, ``hit`` (no file
+        #: read), ``partial`` (changed files read), ``miss`` (first load) or
+        #: ``rebuilt`` (the cache file was rejected; see :attr:`cache_detail`).
+        self.cache_status = "off"
+        self.cache_detail = ""
+        self.cache_file: Path | None = None
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Bundle:
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache: bool = True,
+    ) -> Bundle:
         """Load the bundle at ``path``.
+
+        With ``cache`` (the default) the parsed files are kept in a cache file
+        under ``cache_dir`` (default: :func:`okfast.cache.default_cache_dir`),
+        so reopening reads only the files that changed; results are identical
+        either way. An unusable cache file is rebuilt with a
+        :class:`okfast.CacheWarning`.
 
         Raises :class:`okfast.BundleNotFoundError` (a ``FileNotFoundError``) only
         when ``path`` is not a readable directory; problems in files are reported
         in :attr:`diagnostics` and the rest of the bundle loads.
         """
-        return cls(_native.Bundle.load(os.fspath(path)))
+        root = os.path.abspath(os.fspath(path))
+        where = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        if not cache or where is None:
+            return cls(_native.Bundle.load(root))
+        file, why = cache_file(root, where)
+        if file is None:
+            b = cls(_native.Bundle.load(root))
+            b.cache_detail = why
+            return b
+        native, status, detail, _reread = _native.Bundle.load_cached(root, str(file))
+        b = cls(native)
+        b.cache_status, b.cache_detail, b.cache_file = status, detail, file
+        if status == "rebuilt":
+            warnings.warn(
+                f"okfast: cache file {file} {detail}; it was rebuilt", CacheWarning, stacklevel=2
+            )
+        return b
 
     def refresh(self) -> Bundle | None:
         """Look at the disk again: a new ``Bundle`` when files changed (only new

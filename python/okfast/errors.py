@@ -16,3 +16,11 @@ class ConceptNotFoundError(OkfastError, KeyError):
 
 
 __all__ = ["BundleNotFoundError", "ConceptNotFoundError", "InvalidArgumentError", "OkfastError"]
+
+
+class CacheWarning(UserWarning):
+    """A bundle's cache file could not be used (corrupt, truncated, from another
+    okfast version) and was rebuilt; results are unaffected."""
+
+
+__all__ += ["CacheWarning"]

@@ -203,6 +203,25 @@ impl PyBundle {
         Ok(PyBundle { inner: Arc::new(b) })
     }
 
+    /// [`load`] through a cache file (`okfast_core::Bundle::load_cached`):
+    /// `(bundle, status, detail, reread)`.
+    #[staticmethod]
+    fn load_cached(
+        py: Python<'_>,
+        path: std::path::PathBuf,
+        cache_file: std::path::PathBuf,
+    ) -> PyResult<(PyBundle, &'static str, String, usize)> {
+        let (b, r) = py
+            .detach(|| okfast_core::Bundle::load_cached(&path, &cache_file))
+            .map_err(|e| to_py(py, e))?;
+        Ok((
+            PyBundle { inner: Arc::new(b) },
+            r.status,
+            r.detail,
+            r.reread,
+        ))
+    }
+
     /// A new snapshot when the files changed on disk (only changed files are
     /// read again), `None` when nothing did. This snapshot is left as it is.
     fn refresh(&self, py: Python<'_>) -> PyResult<Option<PyBundle>> {

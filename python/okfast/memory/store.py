@@ -188,7 +188,8 @@ class FileMemoryStore:
             if cached is not None and cached[0] == key:
                 bundle = cached[1].refresh() or cached[1]
             else:
-                bundle = Bundle.load(path)
+                # Never cached: a cache file would outlive delete_scope (erasure).
+                bundle = Bundle.load(path, cache=False)
             with self._lock:
                 self._cache[path] = (key, bundle)
                 self._cache.move_to_end(path)

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
+use crate::cache;
 use crate::concept::{read_concept, split_frontmatter, Concept, Read, MAX_FILE_BYTES};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::error::Error;
@@ -333,7 +334,124 @@ fn assemble(
     }
 }
 
+/// What a load did with its cache file ([`Bundle::load_cached`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheReport {
+    /// `hit` (every file from the cache), `partial` (some files read again),
+    /// `miss` (no cache file yet), `rebuilt` (the file was rejected).
+    pub status: &'static str,
+    /// Why it was rejected, or why writing the new one failed.
+    pub detail: String,
+    /// Files read from disk rather than taken from the cache.
+    pub reread: usize,
+}
+
+/// A cached file is trusted only if it was last modified this long before the
+/// cache was written: a change within the same coarse timestamp tick could
+/// otherwise keep its size and modification time (the "racy" case).
+const RACY_NS: u128 = 2_000_000_000;
+
+fn now_ns() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
 impl Bundle {
+    /// [`Bundle::load`] through a cache file: files whose size and
+    /// modification time match the cache (and are not racy) are taken from
+    /// it, the rest are read; the cache is rewritten (atomically, by rename)
+    /// unless every file came from it. A cache file that cannot be used is
+    /// rebuilt, never partly trusted. The results are exactly those of
+    /// [`Bundle::load`].
+    pub fn load_cached(
+        root: impl AsRef<Path>,
+        cache_file: &Path,
+    ) -> Result<(Bundle, CacheReport), Error> {
+        let root = root.as_ref();
+        let started = now_ns();
+        let watch = Watch::new(root);
+        let (found, walk_diagnostics) = walk_sorted(root, &watch)?;
+        let root_key = root.to_string_lossy();
+        let mut report = CacheReport {
+            status: "hit",
+            detail: String::new(),
+            reread: 0,
+        };
+        let decoded = match fs::read(cache_file) {
+            Ok(bytes) => cache::decode(&bytes, &root_key).map_err(|r| r.to_string()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                report.status = "miss";
+                Err(String::new())
+            }
+            Err(e) => Err(format!("could not be read ({e})")),
+        };
+        let (trusted_before, entries) = match decoded {
+            Ok(d) => (d.written_ns.saturating_sub(RACY_NS), d.entries),
+            Err(why) => {
+                if report.status == "hit" {
+                    report.status = "rebuilt";
+                    report.detail = why;
+                }
+                (0, Vec::new())
+            }
+        };
+        let cached_count = entries.len();
+        // Both lists are in id order: match them in one pass.
+        let mut prior: Vec<Option<Read>> = Vec::with_capacity(found.len());
+        let mut cached = entries.into_iter().peekable();
+        let mut used = 0usize;
+        for f in &found {
+            while cached
+                .peek()
+                .is_some_and(|c| id_cmp(&c.id, &f.id) == std::cmp::Ordering::Less)
+            {
+                cached.next();
+            }
+            let hit = cached.next_if(|c| {
+                c.id == f.id && f.stamp == Some(c.stamp) && c.stamp.1 < trusted_before
+            });
+            used += hit.is_some() as usize;
+            prior.push(hit.map(|c| c.read));
+        }
+        let reads: Vec<(Read, Stamp)> = found
+            .par_iter()
+            .zip(prior.into_par_iter())
+            .map(|(f, p)| match p {
+                Some(read) => (read, f.stamp),
+                None => read_found(f),
+            })
+            .collect();
+        report.reread = found.len() - used;
+        if report.status == "hit" && (report.reread > 0 || used != cached_count) {
+            report.status = "partial";
+        }
+        let bundle = assemble(root, found, reads, walk_diagnostics, watch);
+        if report.status != "hit" {
+            if let Err(e) = bundle.write_cache(cache_file, &root_key, started) {
+                report.detail = format!("{} (not written: {e})", report.detail)
+                    .trim_start()
+                    .to_string();
+            }
+        }
+        Ok((bundle, report))
+    }
+
+    fn write_cache(&self, path: &Path, root: &str, written_ns: u128) -> std::io::Result<()> {
+        let files = self.files.iter().filter_map(|f| {
+            let concept = f.position.map(|p| &self.concepts[p as usize]);
+            f.stamp
+                .map(|st| (f.id.as_str(), st, concept, f.diagnostics.as_slice()))
+        });
+        let bytes = cache::encode(root, written_ns, files);
+        let tmp = path.with_extension(format!("tmp-{}-{}", std::process::id(), now_ns()));
+        let written = fs::write(&tmp, &bytes).and_then(|()| fs::rename(&tmp, path));
+        if written.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        written
+    }
+
     pub fn load(root: impl AsRef<Path>) -> Result<Bundle, Error> {
         let root = root.as_ref();
         let watch = Watch::new(root);

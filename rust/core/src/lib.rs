@@ -3,6 +3,7 @@
 //! `rust/bindings` and are the only code that knows about PyO3.
 
 pub mod bundle;
+pub mod cache;
 pub mod concept;
 pub mod diagnostic;
 pub mod error;

@@ -1,0 +1,51 @@
+"""Where a bundle's persistent cache lives (issue 6).
+
+One file per bundle, ``<cache dir>/<sha256(absolute root)[:32]>.okfc``, holding
+every concept file's parsed fields and diagnostics with the size and
+modification time it was read at (format: ``rust/core/src/cache.rs``).
+Reopening a bundle re-reads only files that changed, were added or are
+"racy" (modified within 2 s of the cache being written); the index is built
+in memory as before, so results are exactly those of a load without cache.
+
+The cache directory is ``$OKFAST_CACHE_DIR`` when set (``off`` or empty
+disables caching), else ``$XDG_CACHE_HOME/okfast``, else ``~/.cache/okfast``.
+It is never inside the bundle: a cache directory within the bundle root is
+refused (the load runs without cache). Writes are temp file + rename, so
+concurrent processes never see a torn file; a file that is torn anyway (a
+crash, a full disk) fails its checksum and is rebuilt, with a
+:class:`okfast.CacheWarning`. Nothing is unpickled: the format is okfast's own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+ENV = "OKFAST_CACHE_DIR"
+_OFF = {"", "off", "0", "none", "false"}
+
+
+def default_cache_dir() -> Path | None:
+    """The cache directory from the environment; ``None`` when disabled."""
+    env = os.environ.get(ENV)
+    if env is not None:
+        return None if env.strip().lower() in _OFF else Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "okfast"
+
+
+def cache_file(root: str, cache_dir: Path) -> tuple[Path | None, str]:
+    """``(file, "")`` for the bundle at the absolute path ``root``, or
+    ``(None, why)`` when it cannot be used."""
+    try:
+        real_root = Path(root).resolve()
+        real_dir = cache_dir.resolve()
+        if real_dir == real_root or real_root in real_dir.parents:
+            return None, f"cache directory {cache_dir} is inside the bundle; not caching"
+        cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except (OSError, RuntimeError) as e:
+        return None, f"cache directory {cache_dir} is unusable ({e}); not caching"
+    key = hashlib.sha256(os.fsencode(root)).hexdigest()[:32]
+    return cache_dir / f"{key}.okfc", ""

@@ -1,0 +1,239 @@
+"""The persistent cache (issue 6): reopening reads only what changed, gives
+exactly the results of a load without cache, and never trusts a bad file."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import write_bundle
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from okfast import Bundle, CacheWarning
+from strategies import bundle_files, concept_bytes
+
+HOUR_AGO = time.time() - 3600
+
+
+def age(root: Path, when: float = HOUR_AGO) -> None:
+    """Backdate every file, so the cache trusts them (no racy window)."""
+    for p in root.rglob("*"):
+        if p.is_file():
+            os.utime(p, (when, when))
+
+
+def snapshot(b: Bundle, queries: tuple[str, ...] = ("a", "order", "ß", "x y")) -> Any:
+    n = b._native
+    return (
+        b.concept_ids,
+        n.diagnostics,
+        [n.concept(i) for i in range(len(b))],
+        [n.search_rows(q) for q in queries],
+        b.okf_version,
+    )
+
+
+def fresh(root: Path) -> Any:
+    return snapshot(Bundle.load(root, cache=False))
+
+
+def cached(root: Path, cache: Path) -> tuple[Bundle, Any]:
+    b = Bundle.load(root, cache_dir=cache)
+    return b, snapshot(b)
+
+
+FILES = {
+    "a.md": "---\ntype: T\ntitle: Alpha order\ntags: [x]\n---\nbody a\n",
+    "sub/b.md": "---\ntype: T\ntitle: Beta\nsupersedes: [a]\n---\norder order\n",
+    "bad.md": "---\ntitle: [unterminated\n---\n",
+    "index.md": "---\nokf_version: '0.2'\n---\n",
+}
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    root = write_bundle(tmp_path / "kb", dict(FILES))
+    age(root)
+    return root
+
+
+def test_reopening_an_unchanged_bundle_reads_no_file(bundle: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first, snap1 = cached(bundle, cache)
+    assert (
+        first.cache_status == "miss" and first.cache_file is not None and first.cache_file.exists()
+    )
+    assert first.cache_file.read_bytes().startswith(b"OKFASTC\0")
+    second, snap2 = cached(bundle, cache)
+    assert second.cache_status == "hit" and second.cache_detail == ""
+    assert snap1 == snap2 == fresh(bundle)
+    assert list(cache.iterdir()) == [first.cache_file]  # nothing else, no temp files
+
+
+def test_changed_added_and_removed_files_are_reread(bundle: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cached(bundle, cache)
+    (bundle / "a.md").write_text("---\ntype: T\ntitle: Alpha changed\n---\nnew body\n")
+    (bundle / "sub" / "b.md").unlink()
+    (bundle / "c.md").write_text("---\ntype: T\ntitle: Gamma\n---\norder\n")
+    age(bundle, HOUR_AGO + 60)
+    b, snap = cached(bundle, cache)
+    assert b.cache_status == "partial" and snap == fresh(bundle)
+    assert b._native.search_rows("changed")[0][0] == "a"
+    again, snap2 = cached(bundle, cache)
+    assert again.cache_status == "hit" and snap2 == snap
+
+
+def test_a_recently_modified_file_is_never_trusted(bundle: Path, tmp_path: Path) -> None:
+    """Same size, same modification time, new content, within the racy window:
+    the cache must not serve the old content."""
+    cache = tmp_path / "cache"
+    (bundle / "a.md").write_text("---\ntype: T\ntitle: Alpha\n---\nbody one\n")
+    st = (bundle / "a.md").stat()
+    cached(bundle, cache)
+    (bundle / "a.md").write_text("---\ntype: T\ntitle: Alpha\n---\nbody two\n")
+    os.utime(bundle / "a.md", ns=(st.st_atime_ns, st.st_mtime_ns))
+    b, snap = cached(bundle, cache)
+    assert b.cache_status == "partial"
+    assert b._native.search_rows("two")[0][0] == "a" and snap == fresh(bundle)
+
+
+def _damage(kind: str, data: bytes) -> bytes:
+    if kind == "truncated":
+        return data[: len(data) // 2]
+    if kind == "empty":
+        return b""
+    if kind == "bit-flip":
+        mid = len(data) - 10
+        return data[:mid] + bytes([data[mid] ^ 0x40]) + data[mid + 1 :]
+    if kind == "magic":
+        return b"PICKLE\0\0" + data[8:]
+    if kind == "version":
+        i = data.index(b"0.1.0")
+        return data[:i] + b"9.9.9" + data[i + 5 :]
+    if kind == "trailing":
+        return data + b"\0"
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("kind", ["truncated", "empty", "bit-flip", "magic", "version", "trailing"])
+def test_a_bad_cache_file_is_reported_once_and_rebuilt(
+    bundle: Path, tmp_path: Path, kind: str
+) -> None:
+    cache = tmp_path / "cache"
+    first, want = cached(bundle, cache)
+    assert first.cache_file is not None
+    first.cache_file.write_bytes(_damage(kind, first.cache_file.read_bytes()))
+    with pytest.warns(CacheWarning, match="rebuilt"):
+        b, snap = cached(bundle, cache)
+    assert b.cache_status == "rebuilt" and snap == want
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again, snap2 = cached(bundle, cache)
+    assert again.cache_status == "hit" and snap2 == want
+
+
+def test_another_bundles_cache_file_is_not_trusted(tmp_path: Path) -> None:
+    a = write_bundle(tmp_path / "a", {"x.md": "---\ntype: T\ntitle: from a\n---\n"})
+    b = write_bundle(tmp_path / "b", {"x.md": "---\ntype: T\ntitle: from b\n---\n"})
+    age(a)
+    age(b)
+    cache = tmp_path / "cache"
+    fa, _ = cached(a, cache)
+    fb, _ = cached(b, cache)
+    assert fa.cache_file and fb.cache_file and fa.cache_file != fb.cache_file
+    fb.cache_file.write_bytes(fa.cache_file.read_bytes())
+    with pytest.warns(CacheWarning, match="another bundle root"):
+        got, snap = cached(b, cache)
+    assert got.concept("x").title == "from b" and snap == fresh(b)
+
+
+def test_never_written_inside_the_bundle(bundle: Path) -> None:
+    b = Bundle.load(bundle, cache_dir=bundle / ".okfast")
+    assert b.cache_status == "off" and "inside the bundle" in b.cache_detail
+    assert not (bundle / ".okfast").exists()
+
+
+def test_cache_can_be_turned_off(
+    bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert Bundle.load(bundle, cache=False).cache_status == "off"
+    monkeypatch.setenv("OKFAST_CACHE_DIR", "off")
+    assert Bundle.load(bundle).cache_status == "off"
+    monkeypatch.setenv("OKFAST_CACHE_DIR", str(tmp_path / "env-cache"))
+    assert Bundle.load(bundle).cache_status == "miss" and (tmp_path / "env-cache").is_dir()
+
+
+LOADER = """
+import sys
+from okfast import Bundle
+b = Bundle.load(sys.argv[1], cache_dir=sys.argv[2])
+print(b.cache_status, len(b), len(b._native.search_rows("order")))
+"""
+
+
+def test_concurrent_processes_share_one_cache(tmp_path: Path) -> None:
+    files = {
+        f"d{i % 7}/c{i}.md": f"---\ntype: T\ntitle: order {i}\n---\nbody {i}\n" for i in range(300)
+    }
+    root = write_bundle(tmp_path / "kb", files)
+    age(root)
+    cache = tmp_path / "cache"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", LOADER, str(root), str(cache)], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(6)
+    ]
+    outs = [p.communicate(timeout=120)[0].split() for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert {tuple(o[1:]) for o in outs} == {("300", "300")}
+    assert {o[0] for o in outs} <= {"miss", "hit", "partial"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        b, snap = cached(root, cache)
+    assert b.cache_status == "hit" and snap == fresh(root)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    before=bundle_files(),
+    changes=st.lists(
+        st.tuples(st.integers(0, 20), st.one_of(st.none(), concept_bytes())), max_size=5
+    ),
+    added=st.dictionaries(
+        st.sampled_from(["n1.md", "new/n2.md", "z.md"]), concept_bytes(), max_size=2
+    ),
+)
+def test_cached_reopen_equals_a_fresh_load(
+    tmp_path_factory: pytest.TempPathFactory,
+    before: dict[str, bytes],
+    changes: list[tuple[int, bytes | None]],
+    added: dict[str, bytes],
+) -> None:
+    base = tmp_path_factory.mktemp("cached")
+    root = write_bundle(base / "kb", dict(before))
+    age(root)
+    cache = base / "cache"
+    assert cached(root, cache)[1] == fresh(root)
+    names = sorted(before)
+    for i, content in changes:
+        if not names:
+            break
+        p = root / names[i % len(names)]
+        if content is None:
+            p.unlink(missing_ok=True)
+        elif p.parent.is_dir():
+            p.write_bytes(content)
+    write_bundle(root, dict(added))
+    age(root, HOUR_AGO + 120)
+    b, snap = cached(root, cache)
+    assert b.cache_status in ("hit", "partial") and snap == fresh(root)
