@@ -237,3 +237,13 @@ def test_cached_reopen_equals_a_fresh_load(
     age(root, HOUR_AGO + 120)
     b, snap = cached(root, cache)
     assert b.cache_status in ("hit", "partial") and snap == fresh(root)
+    # Reopened unchanged: concepts and the saved index come from the cache.
+    again = Bundle.load(root, cache_dir=cache)
+    assert again.cache_status == "hit"
+    plain = Bundle.load(root, cache=False)
+    words = {w for i in range(len(plain)) for w in plain._native.body(i).split()[:6]}
+    words |= {w[1:4] for w in words if len(w) > 3} | {"a", "x", "é"}
+    for q in sorted(words)[:40]:
+        assert again._native.search_rows(q) == plain._native.search_rows(q), q
+        for tag in ("x", "A"):
+            assert again._native.search_rows(q, tag=tag) == plain._native.search_rows(q, tag=tag)

@@ -4,8 +4,9 @@ One file per bundle, ``<cache dir>/<sha256(absolute root)[:32]>.okfc``, holding
 every concept file's parsed fields and diagnostics with the size and
 modification time it was read at (format: ``rust/core/src/cache.rs``).
 Reopening a bundle re-reads only files that changed, were added or are
-"racy" (modified within 2 s of the cache being written); the index is built
-in memory as before, so results are exactly those of a load without cache.
+"racy" (modified within 2 s of the cache being written). The file also holds
+the index, reused when every file matched and rebuilt otherwise, so results
+are exactly those of a load without cache.
 
 The cache directory is ``$OKFAST_CACHE_DIR`` when set (``off`` or empty
 disables caching), else ``$XDG_CACHE_HOME/okfast``, else ``~/.cache/okfast``.

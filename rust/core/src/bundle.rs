@@ -296,6 +296,19 @@ fn assemble(
     walk_diagnostics: Vec<Diagnostic>,
     watch: Watch,
 ) -> Bundle {
+    assemble_with(root, found, reads, walk_diagnostics, watch, None)
+}
+
+/// [`assemble`], with the index and ordinal ranks already at hand when
+/// `saved` holds them (a cache that matched every file).
+fn assemble_with(
+    root: &Path,
+    found: Vec<Found>,
+    reads: Vec<(Read, Stamp)>,
+    walk_diagnostics: Vec<Diagnostic>,
+    watch: Watch,
+    saved: Option<(Index, Vec<u32>)>,
+) -> Bundle {
     let mut concepts = Vec::with_capacity(reads.len());
     let mut diagnostics = walk_diagnostics.clone();
     let mut files = Vec::with_capacity(found.len());
@@ -312,13 +325,16 @@ fn assemble(
     }
     // Stable: one file's own diagnostics keep their order.
     diagnostics.sort_by(|a, b| id_cmp(&a.path, &b.path));
-    let index = Index::build(&concepts);
-    let mut by_ordinal: Vec<u32> = (0..concepts.len() as u32).collect();
-    by_ordinal.sort_unstable_by(|&a, &b| concepts[a as usize].id.cmp(&concepts[b as usize].id));
-    let mut ordinal_rank = vec![0u32; concepts.len()];
-    for (rank, &p) in by_ordinal.iter().enumerate() {
-        ordinal_rank[p as usize] = rank as u32;
-    }
+    let (index, ordinal_rank) = saved.unwrap_or_else(|| {
+        let index = Index::build(&concepts);
+        let mut by_ordinal: Vec<u32> = (0..concepts.len() as u32).collect();
+        by_ordinal.sort_unstable_by(|&a, &b| concepts[a as usize].id.cmp(&concepts[b as usize].id));
+        let mut ordinal_rank = vec![0u32; concepts.len()];
+        for (rank, &p) in by_ordinal.iter().enumerate() {
+            ordinal_rank[p as usize] = rank as u32;
+        }
+        (index, ordinal_rank)
+    });
     Bundle {
         root: root.to_path_buf(),
         concepts,
@@ -378,22 +394,23 @@ impl Bundle {
             detail: String::new(),
             reread: 0,
         };
-        let decoded = match fs::read(cache_file) {
-            Ok(bytes) => cache::decode(&bytes, &root_key).map_err(|r| r.to_string()),
+        let bytes = fs::read(cache_file);
+        let decoded = match &bytes {
+            Ok(bytes) => cache::decode(bytes, &root_key).map_err(|r| r.to_string()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 report.status = "miss";
                 Err(String::new())
             }
             Err(e) => Err(format!("could not be read ({e})")),
         };
-        let (trusted_before, entries) = match decoded {
-            Ok(d) => (d.written_ns.saturating_sub(RACY_NS), d.entries),
+        let (trusted_before, entries, index_at) = match decoded {
+            Ok(d) => (d.written_ns.saturating_sub(RACY_NS), d.entries, d.index_at),
             Err(why) => {
                 if report.status == "hit" {
                     report.status = "rebuilt";
                     report.detail = why;
                 }
-                (0, Vec::new())
+                (0, Vec::new(), None)
             }
         };
         let cached_count = entries.len();
@@ -426,7 +443,23 @@ impl Bundle {
         if report.status == "hit" && (report.reread > 0 || used != cached_count) {
             report.status = "partial";
         }
-        let bundle = assemble(root, found, reads, walk_diagnostics, watch);
+        // Every file as cached: the saved index describes exactly these concepts.
+        let mut saved = None;
+        if report.status == "hit" {
+            let n = reads.iter().filter(|(r, _)| r.concept.is_some()).count();
+            match (&bytes, index_at) {
+                (Ok(b), Some(at)) => match cache::decode_index(b, at, n) {
+                    Ok(ix) => saved = Some(ix),
+                    Err(why) => {
+                        report.status = "rebuilt";
+                        report.detail = why.to_string();
+                    }
+                },
+                _ => report.status = "partial", // an index-less file: add one
+            }
+        }
+        drop(bytes);
+        let bundle = assemble_with(root, found, reads, walk_diagnostics, watch, saved);
         if report.status != "hit" {
             if let Err(e) = bundle.write_cache(cache_file, &root_key, started) {
                 report.detail = format!("{} (not written: {e})", report.detail)
@@ -443,7 +476,12 @@ impl Bundle {
             f.stamp
                 .map(|st| (f.id.as_str(), st, concept, f.diagnostics.as_slice()))
         });
-        let bytes = cache::encode(root, written_ns, files);
+        let bytes = cache::encode(
+            root,
+            written_ns,
+            files,
+            Some((&self.index, &self.ordinal_rank)),
+        );
         let tmp = path.with_extension(format!("tmp-{}-{}", std::process::id(), now_ns()));
         let written = fs::write(&tmp, &bytes).and_then(|()| fs::rename(&tmp, path));
         if written.is_err() {

@@ -3,7 +3,8 @@
 //! its id, the size and modification time it was read at, its diagnostics and
 //! its parsed concept. Reopening a bundle re-reads only the files whose size
 //! or modification time differ (or that are new); everything else comes from
-//! here. The index is still built in memory.
+//! here. The file also holds the index and the ordinal ranks, used only when
+//! every file matched; otherwise the index is rebuilt in memory.
 //!
 //! Layout (little-endian): `MAGIC`, format `u32`, okfast version, the bundle
 //! root, payload length `u64`, CRC-32 of the payload `u32`, payload (the
@@ -14,6 +15,9 @@
 
 use crate::concept::{Actor, Concept, Governance, Read, Status, TrustTier};
 use crate::diagnostic::{Code, Diagnostic};
+use crate::index::{FieldIndex, Index, NOT_DENSE};
+use crate::trigram::Trigrams;
+use rustc_hash::FxHashMap;
 
 const MAGIC: &[u8; 8] = b"OKFASTC\0";
 /// Bump whenever the payload's layout or the meaning of a field changes.
@@ -55,6 +59,9 @@ impl std::fmt::Display for Rejected {
 pub struct Decoded {
     pub written_ns: u128,
     pub entries: Vec<Entry>,
+    /// Where the saved index starts in the file, when one was saved: it is
+    /// decoded ([`decode_index`]) only when every file came from the cache.
+    pub index_at: Option<usize>,
 }
 
 struct Writer(Vec<u8>);
@@ -95,6 +102,24 @@ impl Writer {
         self.opt(a.by.as_deref());
         self.opt(a.at.as_deref());
     }
+    fn bytes(&mut self, v: &[u8]) {
+        self.u64(v.len() as u64);
+        self.0.extend_from_slice(v);
+    }
+    fn u32s(&mut self, v: &[u32]) {
+        self.u64(v.len() as u64);
+        self.0.reserve(v.len() * 4);
+        for x in v {
+            self.0.extend_from_slice(&x.to_le_bytes());
+        }
+    }
+    fn u64s(&mut self, v: &[u64]) {
+        self.u64(v.len() as u64);
+        self.0.reserve(v.len() * 8);
+        for x in v {
+            self.0.extend_from_slice(&x.to_le_bytes());
+        }
+    }
 }
 
 /// Serialise `files` — `(id, stamp, concept, diagnostics)` in id order —
@@ -103,6 +128,7 @@ pub fn encode<'a>(
     root: &str,
     written_ns: u128,
     files: impl Iterator<Item = (&'a str, FileStamp, Option<&'a Concept>, &'a [Diagnostic])>,
+    index: Option<(&Index, &[u32])>,
 ) -> Vec<u8> {
     let mut p = Writer(Vec::new());
     let mut n = 0u32;
@@ -126,6 +152,13 @@ pub fn encode<'a>(
                 p.u8(1);
                 concept_out(&mut p, c);
             }
+        }
+    }
+    match index {
+        None => p.u8(0),
+        Some((index, ordinal)) => {
+            p.u8(1);
+            index_out(&mut p, index, ordinal);
         }
     }
     p.0[..4].copy_from_slice(&n.to_le_bytes());
@@ -240,6 +273,35 @@ impl<'a> Reader<'a> {
         }
         (0..n).map(|_| self.str()).collect()
     }
+    fn len(&mut self, width: usize) -> R<usize> {
+        let n = usize::try_from(self.u64()?).map_err(|_| Rejected::Truncated)?;
+        if n.checked_mul(width)
+            .is_none_or(|b| b > self.b.len() - self.at)
+        {
+            return Err(Rejected::Truncated);
+        }
+        Ok(n)
+    }
+    fn bytes(&mut self) -> R<Vec<u8>> {
+        let n = self.len(1)?;
+        Ok(self.take(n)?.to_vec())
+    }
+    fn u32s(&mut self) -> R<Vec<u32>> {
+        let n = self.len(4)?;
+        let raw = self.take(n * 4)?;
+        Ok(raw
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
+    }
+    fn u64s(&mut self) -> R<Vec<u64>> {
+        let n = self.len(8)?;
+        let raw = self.take(n * 8)?;
+        Ok(raw
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+            .collect())
+    }
     fn actor(&mut self) -> R<Actor> {
         Ok(Actor {
             by: self.opt()?,
@@ -302,12 +364,17 @@ pub fn decode(bytes: &[u8], root: &str) -> Result<Decoded, Rejected> {
             },
         });
     }
-    if p.at != payload.len() {
+    let index_at = if p.flag()? {
+        Some(bytes.len() - payload.len() + p.at)
+    } else if p.at != payload.len() {
         return Err(Rejected::Corrupt("payload longer than its entries".into()));
-    }
+    } else {
+        None
+    };
     Ok(Decoded {
         written_ns,
         entries,
+        index_at,
     })
 }
 
@@ -368,6 +435,93 @@ fn concept_in(p: &mut Reader<'_>, id: &str) -> R<Concept> {
     })
 }
 
+fn index_out(p: &mut Writer, index: &Index, ordinal: &[u32]) {
+    for f in &index.fields {
+        p.bytes(&f.vocab);
+        p.u32s(&f.word_starts);
+        p.u64s(&f.post_starts);
+        p.u32s(&f.postings);
+        p.u32s(&f.dense_slot);
+        p.u64s(&f.dense_bits);
+        p.u64(f.bitset_words as u64);
+        p.u32s(&f.trigrams.keys);
+        p.u32s(&f.trigrams.starts);
+        p.u32s(&f.trigrams.words);
+    }
+    let mut tags: Vec<(&String, &Vec<u32>)> = index.tags.iter().collect();
+    tags.sort_unstable(); // the map's order is not the file's: keep it deterministic
+    p.u64(tags.len() as u64);
+    for (t, list) in tags {
+        p.str(t);
+        p.u32s(list);
+    }
+    p.u32s(ordinal);
+}
+
+/// The index saved at `at` by [`encode`], checked against the `n` concepts
+/// it must describe: any inconsistency (which the checksum makes a sign of
+/// tampering, not of disk damage) rejects it rather than risk a bad lookup.
+pub fn decode_index(bytes: &[u8], at: usize, n: usize) -> Result<(Index, Vec<u32>), Rejected> {
+    let mut p = Reader { b: bytes, at };
+    let bad = |what: &str| Rejected::Corrupt(format!("saved index: {what}"));
+    let mut fields: Vec<FieldIndex> = Vec::with_capacity(3);
+    for _ in 0..3 {
+        let f = FieldIndex {
+            vocab: p.bytes()?,
+            word_starts: p.u32s()?,
+            post_starts: p.u64s()?,
+            postings: p.u32s()?,
+            dense_slot: p.u32s()?,
+            dense_bits: p.u64s()?,
+            bitset_words: usize::try_from(p.u64()?).map_err(|_| bad("bitset size"))?,
+            trigrams: Trigrams {
+                keys: p.u32s()?,
+                starts: p.u32s()?,
+                words: p.u32s()?,
+            },
+        };
+        let words = f.word_starts.len().saturating_sub(1);
+        let slots = f.dense_slot.iter().filter(|&&s| s != NOT_DENSE).count();
+        let ok = f.bitset_words == n.div_ceil(64)
+            && !f.word_starts.is_empty()
+            && f.word_starts.windows(2).all(|w| w[0] <= w[1])
+            && f.word_starts.last().map(|&e| e as usize) == Some(f.vocab.len())
+            && f.post_starts.len() == words + 1
+            && f.post_starts.windows(2).all(|w| w[0] <= w[1])
+            && f.post_starts.last().map(|&e| e as usize) == Some(f.postings.len())
+            && f.postings.iter().all(|&x| (x as usize) < n)
+            && f.dense_slot.len() == words
+            && f.dense_slot
+                .iter()
+                .all(|&s| s == NOT_DENSE || (s as usize) < slots)
+            && f.dense_bits.len() == slots * f.bitset_words
+            && f.trigrams.starts.len() == f.trigrams.keys.len() + 1
+            && f.trigrams.starts.windows(2).all(|w| w[0] <= w[1])
+            && f.trigrams.starts.last().map(|&e| e as usize) == Some(f.trigrams.words.len())
+            && f.trigrams.words.iter().all(|&w| (w as usize) < words);
+        if !ok {
+            return Err(bad("inconsistent with the concepts"));
+        }
+        fields.push(f);
+    }
+    let n_tags = p.len(12)?;
+    let mut tags = FxHashMap::default();
+    for _ in 0..n_tags {
+        let t = p.str()?;
+        let list = p.u32s()?;
+        if list.iter().any(|&x| x as usize >= n) {
+            return Err(bad("tag posting out of range"));
+        }
+        tags.insert(t, list);
+    }
+    let ordinal = p.u32s()?;
+    if ordinal.len() != n || ordinal.iter().any(|&x| x as usize >= n) || p.at != bytes.len() {
+        return Err(bad("ordinal ranks"));
+    }
+    let fields: [FieldIndex; 3] = fields.try_into().map_err(|_| bad("fields"))?;
+    Ok((Index { fields, tags }, ordinal))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,7 +543,14 @@ mod tests {
             .collect()
     }
 
+    fn concepts(files: &[(String, FileStamp, Read)]) -> Vec<Concept> {
+        files.iter().filter_map(|f| f.2.concept.clone()).collect()
+    }
+
     fn encoded(files: &[(String, FileStamp, Read)]) -> Vec<u8> {
+        let cs = concepts(files);
+        let index = Index::build(&cs);
+        let ordinal: Vec<u32> = (0..cs.len() as u32).collect();
         encode(
             "/root",
             42,
@@ -401,7 +562,30 @@ mod tests {
                     r.diagnostics.as_slice(),
                 )
             }),
+            Some((&index, &ordinal)),
         )
+    }
+
+    #[test]
+    fn the_saved_index_round_trips_and_is_checked() {
+        let files = sample();
+        let cs = concepts(&files);
+        let bytes = encoded(&files);
+        let d = decode(&bytes, "/root").unwrap();
+        let at = d.index_at.unwrap();
+        let (ix, ord) = decode_index(&bytes, at, cs.len()).unwrap();
+        let built = Index::build(&cs);
+        for (a, b) in ix.fields.iter().zip(&built.fields) {
+            assert_eq!(a.vocab, b.vocab);
+            assert_eq!(a.word_starts, b.word_starts);
+            assert_eq!(a.postings, b.postings);
+            assert_eq!(a.dense_bits, b.dense_bits);
+            assert_eq!(a.trigrams.words, b.trigrams.words);
+        }
+        assert_eq!(ix.tags, built.tags);
+        assert_eq!(ord, (0..cs.len() as u32).collect::<Vec<_>>());
+        // Describing another number of concepts is an inconsistency.
+        assert!(decode_index(&bytes, at, cs.len() + 64).is_err());
     }
 
     #[test]

@@ -14,10 +14,10 @@ use memchr::memmem;
 #[derive(Default)]
 pub struct Trigrams {
     /// Sorted distinct trigram keys (three bytes, big-endian in a u32).
-    keys: Vec<u32>,
+    pub keys: Vec<u32>,
     /// Words holding key `i`: `words[starts[i]..starts[i + 1]]`, ascending.
-    starts: Vec<u32>,
-    words: Vec<u32>,
+    pub starts: Vec<u32>,
+    pub words: Vec<u32>,
 }
 
 fn key(t: &[u8]) -> u32 {
