@@ -1,5 +1,6 @@
 """Type stub of the Rust extension ``okfast._native`` (checked by mypy.stubtest)."""
 
+from collections.abc import Callable
 from typing import Any, final
 
 import numpy as np
@@ -32,9 +33,11 @@ class Bundle:
     """An immutable, loaded and indexed bundle snapshot."""
 
     @staticmethod
-    def load(path: str) -> Bundle: ...
+    def load(path: str, progress: Callable[[str, int, int], object] | None = None) -> Bundle: ...
     @staticmethod
-    def load_cached(path: str, cache_file: str) -> tuple[Bundle, str, str, int]: ...
+    def load_cached(
+        path: str, cache_file: str, progress: Callable[[str, int, int], object] | None = None
+    ) -> tuple[Bundle, str, str, int]: ...
     def refresh(self) -> Bundle | None: ...
     def __len__(self) -> int: ...
     @property

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 
@@ -19,6 +20,9 @@ from okfast import _native
 from okfast.cache import cache_file, default_cache_dir
 from okfast.errors import CacheWarning, ConceptNotFoundError
 from okfast.model import Concept, Diagnostic, Hit
+
+#: ``progress(phase, done, total)`` of :meth:`Bundle.load`.
+Progress = Callable[[str, int, int], object]
 
 
 class Bundle:
@@ -46,6 +50,7 @@ class Bundle:
         *,
         cache_dir: str | os.PathLike[str] | None = None,
         cache: bool = True,
+        progress: Progress | None = None,
     ) -> Bundle:
         """Load the bundle at ``path``.
 
@@ -55,6 +60,12 @@ class Bundle:
         either way. An unusable cache file is rebuilt with a
         :class:`okfast.CacheWarning`.
 
+        ``progress(phase, done, total)`` — phase ``walk``, ``read`` (``done`` of
+        ``total`` files), ``index`` or ``done`` — is called about every 100 ms
+        while loading and once at the end. Ctrl-C stops a long load cleanly
+        (``KeyboardInterrupt``, nothing half-built is kept); so does an exception
+        raised by ``progress``, which propagates.
+
         Raises :class:`okfast.BundleNotFoundError` (a ``FileNotFoundError``) only
         when ``path`` is not a readable directory; problems in files are reported
         in :attr:`diagnostics` and the rest of the bundle loads.
@@ -62,13 +73,13 @@ class Bundle:
         root = os.path.abspath(os.fspath(path))
         where = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         if not cache or where is None:
-            return cls(_native.Bundle.load(root))
+            return cls(_native.Bundle.load(root, progress))
         file, why = cache_file(root, where)
         if file is None:
-            b = cls(_native.Bundle.load(root))
+            b = cls(_native.Bundle.load(root, progress))
             b.cache_detail = why
             return b
-        native, status, detail, _reread = _native.Bundle.load_cached(root, str(file))
+        native, status, detail, _reread = _native.Bundle.load_cached(root, str(file), progress)
         b = cls(native)
         b.cache_status, b.cache_detail, b.cache_file = status, detail, file
         if status == "rebuilt":

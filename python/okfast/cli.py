@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,8 +36,39 @@ def _fails_validation(d: Diagnostic) -> bool:
     return d.severity == "error" or d.code == "MissingType"
 
 
+class _ProgressBar:
+    """A one-line progress bar on stderr for loads that take over a second;
+    silent when stderr is not a terminal."""
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+        self.shown = False
+
+    @classmethod
+    def maybe(cls) -> _ProgressBar | None:
+        return cls() if sys.stderr.isatty() else None
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if phase == "done":
+            if self.shown:
+                sys.stderr.write("\r\033[K")
+                sys.stderr.flush()
+                self.shown = False
+            return
+        if time.monotonic() - self.start < 1.0:
+            return
+        if total:
+            filled = 30 * done // total
+            bar = f"[{'#' * filled}{'.' * (30 - filled)}] {done:,}/{total:,} files"
+        else:
+            bar = "…"
+        sys.stderr.write(f"\rokfast: {phase:<5} {bar}\033[K")
+        sys.stderr.flush()
+        self.shown = True
+
+
 def _cmd_search(args: argparse.Namespace) -> int:
-    bundle = Bundle.load(args.path)
+    bundle = Bundle.load(args.path, progress=_ProgressBar.maybe())
     hits = bundle.search(args.query, tag=args.tag, limit=args.limit)
     if args.json:
         _print_json(
@@ -75,7 +107,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    bundle = Bundle.load(args.path)
+    bundle = Bundle.load(args.path, progress=_ProgressBar.maybe())
     diags = bundle.diagnostics + tuple(governance.validate(bundle))
     failed = any(_fails_validation(d) for d in diags)
     if args.json:
@@ -123,7 +155,7 @@ def _cmd_resolve(args: argparse.Namespace) -> int:
         pin_exact_title=args.pin_exact_title,
         explain=args.explain,
     )
-    ctx = Resolver(catalog).search(query)
+    ctx = Resolver(catalog, progress=_ProgressBar.maybe()).search(query)
     if args.json:
         _print_json(
             {

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from okfast import _native, governance
-from okfast.bundle import Bundle
+from okfast.bundle import Bundle, Progress
 from okfast.catalog import Catalog, Source
 from okfast.errors import OkfastError
 from okfast.model import Diagnostic, DiagnosticCode, Exclusion
@@ -59,8 +59,9 @@ class _Bundles:
     a change swaps in a refreshed snapshot (only changed files re-read), so a
     search in flight keeps the one it started with."""
 
-    def __init__(self, max_staleness: float) -> None:
+    def __init__(self, max_staleness: float, progress: Progress | None = None) -> None:
         self.max_staleness = max_staleness
+        self.progress = progress
         self._lock = threading.Lock()
         self._snaps: dict[str, _Snapshot] = {}
 
@@ -73,7 +74,7 @@ class _Bundles:
         if snap is not None and not force and now - snap.checked < self.max_staleness:
             return snap
         if snap is None:
-            bundle = Bundle.load(source.directory)
+            bundle = Bundle.load(source.directory, progress=self.progress)
         else:
             changed = snap.bundle.refresh()
             if changed is None:
@@ -401,7 +402,8 @@ class Resolver:
     With neither a query strategy nor ``default_strategy`` set, the behaviour
     is exactly ``grouped``. ``max_staleness`` (seconds) bounds how old a
     bundle snapshot may be before it is checked against the disk; 0 checks
-    before every search.
+    before every search. ``progress`` is passed to every
+    :meth:`Bundle.load` (a source's first load).
     """
 
     def __init__(
@@ -413,6 +415,7 @@ class Resolver:
         default_visibility: Visibility | None = None,
         clock: Clock | None = None,
         max_staleness: float = 1.0,
+        progress: Progress | None = None,
     ) -> None:
         try:
             self.default_strategy = Strategy(default_strategy)
@@ -426,7 +429,7 @@ class Resolver:
         self.default_fairness_quota = default_fairness_quota
         self.default_visibility = default_visibility
         self.clock: Clock = clock or _system_clock
-        self._bundles = _Bundles(max_staleness)
+        self._bundles = _Bundles(max_staleness, progress)
 
     def search(self, query: Query | str) -> Context:
         q = Query(query) if isinstance(query, str) else query

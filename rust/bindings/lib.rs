@@ -7,11 +7,14 @@ use std::sync::Arc;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyUntypedArrayMethods};
 use okfast_core::concept::{Actor, Concept};
 use okfast_core::order;
+use okfast_core::progress::Progress;
 use okfast_core::score::{self, query_terms};
 use okfast_core::yaml::Value;
 use okfast_core::Error;
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyFileNotFoundError, PyValueError};
+use pyo3::exceptions::{
+    PyException, PyFileNotFoundError, PyKeyboardInterrupt, PyRuntimeError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyTuple, PyType};
@@ -72,6 +75,8 @@ fn to_py(py: Python<'_>, e: Error) -> PyErr {
     let ty = match &e {
         Error::BundleNotFound { .. } => bundle_not_found(py),
         Error::InvalidArgument(_) => invalid_argument(py),
+        // Only reached when no Python error explains the stop.
+        Error::Cancelled => return PyKeyboardInterrupt::new_err(e.to_string()),
     };
     match ty {
         Ok(t) => PyErr::from_type(t, e.to_string()),
@@ -195,25 +200,34 @@ impl PyBundle {
 #[pymethods]
 impl PyBundle {
     /// Load and index the bundle at `path` (GIL released, parallel).
+    /// `progress(phase, done, total)` is called about every 100 ms and once at
+    /// the end; Ctrl-C (or an exception from `progress`) stops the load.
     #[staticmethod]
-    fn load(py: Python<'_>, path: std::path::PathBuf) -> PyResult<PyBundle> {
-        let b = py
-            .detach(|| okfast_core::Bundle::load(&path))
-            .map_err(|e| to_py(py, e))?;
+    #[pyo3(signature = (path, progress=None))]
+    fn load(
+        py: Python<'_>,
+        path: std::path::PathBuf,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<PyBundle> {
+        let (b, _) = watched(py, progress, move |p| {
+            okfast_core::Bundle::load_with(&path, None, p)
+        })?;
         Ok(PyBundle { inner: Arc::new(b) })
     }
 
     /// [`load`] through a cache file (`okfast_core::Bundle::load_cached`):
     /// `(bundle, status, detail, reread)`.
     #[staticmethod]
+    #[pyo3(signature = (path, cache_file, progress=None))]
     fn load_cached(
         py: Python<'_>,
         path: std::path::PathBuf,
         cache_file: std::path::PathBuf,
+        progress: Option<Py<PyAny>>,
     ) -> PyResult<(PyBundle, &'static str, String, usize)> {
-        let (b, r) = py
-            .detach(|| okfast_core::Bundle::load_cached(&path, &cache_file))
-            .map_err(|e| to_py(py, e))?;
+        let (b, r) = watched(py, progress, move |p| {
+            okfast_core::Bundle::load_with(&path, Some(&cache_file), p)
+        })?;
         Ok((
             PyBundle { inner: Arc::new(b) },
             r.status,
@@ -551,6 +565,65 @@ fn read_concept<'py>(
             .transpose()?,
         rows,
     ))
+}
+
+/// Run a load on its own thread while this one, with the GIL released,
+/// watches it: about every 100 ms it checks for signals (so Ctrl-C works
+/// during a long load) and calls `callback(phase, done, total)`. Either one
+/// raising cancels the load, which stops soon after, and that error is
+/// returned. The callback is called once more at the end.
+fn watched<T: Send + 'static>(
+    py: Python<'_>,
+    callback: Option<Py<PyAny>>,
+    work: impl FnOnce(&Progress) -> Result<T, Error> + Send + 'static,
+) -> PyResult<T> {
+    use std::sync::mpsc::{channel, RecvTimeoutError};
+    let progress = Arc::new(Progress::default());
+    let theirs = Arc::clone(&progress);
+    let (tx, rx) = channel::<()>();
+    let handle = std::thread::spawn(move || {
+        let out = work(&theirs);
+        let _ = tx.send(());
+        out
+    });
+    let polling = callback.as_ref().map(|c| c.clone_ref(py));
+    let watcher = Arc::clone(&progress);
+    // The callback's reference comes back out, to be dropped with the GIL held.
+    let (pending, _polling) = py.detach(move || {
+        let mut pending: Option<PyErr> = None;
+        loop {
+            match rx.recv_timeout(std::time::Duration::from_millis(100)) {
+                Ok(()) | Err(RecvTimeoutError::Disconnected) => return (pending, polling),
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+            if pending.is_none() {
+                let polled = Python::attach(|py| -> PyResult<()> {
+                    py.check_signals()?;
+                    if let Some(cb) = &polling {
+                        let (phase, done, total) = watcher.snapshot();
+                        cb.call1(py, (phase.as_str(), done, total))?;
+                    }
+                    Ok(())
+                });
+                if let Err(e) = polled {
+                    pending = Some(e);
+                    watcher.cancel();
+                }
+            }
+        }
+    });
+    let out = handle
+        .join()
+        .map_err(|_| PyRuntimeError::new_err("okfast: the load thread panicked (a bug)"))?;
+    if let Some(e) = pending {
+        return Err(e);
+    }
+    let out = out.map_err(|e| to_py(py, e))?;
+    if let Some(cb) = &callback {
+        let (phase, done, total) = progress.snapshot();
+        cb.call1(py, (phase.as_str(), done, total))?;
+    }
+    Ok(out)
 }
 
 #[pymodule]

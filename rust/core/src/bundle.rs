@@ -13,6 +13,7 @@ use crate::concept::{read_concept, split_frontmatter, Concept, Read, MAX_FILE_BY
 use crate::diagnostic::{Code, Diagnostic};
 use crate::error::Error;
 use crate::index::Index;
+use crate::progress::{Phase, Progress};
 use crate::text::id_cmp;
 use crate::watch::{Drained, Watch};
 use crate::yaml;
@@ -103,13 +104,14 @@ type Pending = (PathBuf, String, Option<&'static str>);
 fn walk(
     root: &Path,
     watch: &Watch,
+    progress: &Progress,
     files: &mut Vec<Found>,
     diags: &mut Vec<Diagnostic>,
 ) -> std::io::Result<()> {
     let entries = fs::read_dir(root)?;
     let mut stack = Vec::new();
     list(entries, "", None, &mut stack, files, diags);
-    walk_dirs(stack, watch, files, diags);
+    walk_dirs(stack, watch, progress, files, diags);
     Ok(())
 }
 
@@ -118,6 +120,7 @@ fn walk(
 fn walk_dirs(
     stack: Vec<Pending>,
     watch: &Watch,
+    progress: &Progress,
     files: &mut Vec<Found>,
     diags: &mut Vec<Diagnostic>,
 ) {
@@ -125,6 +128,9 @@ fn walk_dirs(
         .into_par_iter()
         .map(|(dir, prefix, bad)| {
             let (mut f, mut d, mut sub) = (Vec::new(), Vec::new(), Vec::new());
+            if progress.cancelled() {
+                return (f, d);
+            }
             // Watch first, then list: no change can fall between the two.
             watch.add_dir(&dir);
             match fs::read_dir(&dir) {
@@ -135,7 +141,7 @@ fn walk_dirs(
                     prefix.trim_end_matches('/'),
                 )),
             }
-            walk_dirs(sub, watch, &mut f, &mut d);
+            walk_dirs(sub, watch, progress, &mut f, &mut d);
             (f, d)
         })
         .collect();
@@ -253,6 +259,36 @@ fn read_found(f: &Found) -> (Read, Stamp) {
     (read_concept(&f.id, &f.path, &bytes), at)
 }
 
+/// Read every found file in parallel, except those `prior` already holds
+/// (`prior` is empty or one entry per file).
+fn read_all(
+    found: &[Found],
+    prior: Vec<Option<Read>>,
+    progress: &Progress,
+) -> Result<Vec<(Read, Stamp)>, Error> {
+    progress.start(Phase::Read, found.len());
+    let prior = if prior.is_empty() {
+        (0..found.len()).map(|_| None).collect()
+    } else {
+        prior
+    };
+    let reads: Vec<(Read, Stamp)> = found
+        .par_iter()
+        .zip(prior.into_par_iter())
+        .map(|(f, p)| {
+            let out = match p {
+                Some(read) => (read, f.stamp),
+                None if progress.cancelled() => (Read::default(), None),
+                None => read_found(f),
+            };
+            progress.step();
+            out
+        })
+        .collect();
+    progress.check()?;
+    Ok(reads)
+}
+
 fn okf_version(root: &Path) -> Option<String> {
     let p = root.join("index.md");
     let meta = fs::symlink_metadata(&p).ok()?;
@@ -271,7 +307,12 @@ fn okf_version(root: &Path) -> Option<String> {
 
 /// Walk `root` (which must be a readable directory): the concept files in id
 /// order and the walk's own diagnostics.
-fn walk_sorted(root: &Path, watch: &Watch) -> Result<(Vec<Found>, Vec<Diagnostic>), Error> {
+fn walk_sorted(
+    root: &Path,
+    watch: &Watch,
+    progress: &Progress,
+) -> Result<(Vec<Found>, Vec<Diagnostic>), Error> {
+    progress.start(Phase::Walk, 0);
     let not_found = |reason: String| Error::BundleNotFound {
         path: root.display().to_string(),
         reason,
@@ -282,7 +323,9 @@ fn walk_sorted(root: &Path, watch: &Watch) -> Result<(Vec<Found>, Vec<Diagnostic
     }
     let mut found = Vec::new();
     let mut diagnostics = Vec::new();
-    walk(root, watch, &mut found, &mut diagnostics).map_err(|e| not_found(e.to_string()))?;
+    walk(root, watch, progress, &mut found, &mut diagnostics)
+        .map_err(|e| not_found(e.to_string()))?;
+    progress.check()?;
     found.sort_by(|a, b| id_cmp(&a.id, &b.id));
     diagnostics.sort_by(|a, b| id_cmp(&a.path, &b.path).then_with(|| a.message.cmp(&b.message)));
     Ok((found, diagnostics))
@@ -296,7 +339,15 @@ fn assemble(
     walk_diagnostics: Vec<Diagnostic>,
     watch: Watch,
 ) -> Bundle {
-    assemble_with(root, found, reads, walk_diagnostics, watch, None)
+    assemble_with(
+        root,
+        found,
+        reads,
+        walk_diagnostics,
+        watch,
+        None,
+        &Progress::default(),
+    )
 }
 
 /// [`assemble`], with the index and ordinal ranks already at hand when
@@ -308,6 +359,7 @@ fn assemble_with(
     walk_diagnostics: Vec<Diagnostic>,
     watch: Watch,
     saved: Option<(Index, Vec<u32>)>,
+    progress: &Progress,
 ) -> Bundle {
     let mut concepts = Vec::with_capacity(reads.len());
     let mut diagnostics = walk_diagnostics.clone();
@@ -326,7 +378,8 @@ fn assemble_with(
     // Stable: one file's own diagnostics keep their order.
     diagnostics.sort_by(|a, b| id_cmp(&a.path, &b.path));
     let (index, ordinal_rank) = saved.unwrap_or_else(|| {
-        let index = Index::build(&concepts);
+        progress.start(Phase::Index, 0);
+        let index = Index::build_with(&concepts, progress);
         let mut by_ordinal: Vec<u32> = (0..concepts.len() as u32).collect();
         by_ordinal.sort_unstable_by(|&a, &b| concepts[a as usize].id.cmp(&concepts[b as usize].id));
         let mut ordinal_rank = vec![0u32; concepts.len()];
@@ -384,10 +437,34 @@ impl Bundle {
         root: impl AsRef<Path>,
         cache_file: &Path,
     ) -> Result<(Bundle, CacheReport), Error> {
-        let root = root.as_ref();
+        Bundle::load_with(root.as_ref(), Some(cache_file), &Progress::default())
+    }
+
+    /// [`Bundle::load`] (no `cache_file`) or [`Bundle::load_cached`], reporting
+    /// to `progress` and stopping with [`Error::Cancelled`] soon after it is
+    /// cancelled.
+    pub fn load_with(
+        root: &Path,
+        cache_file: Option<&Path>,
+        progress: &Progress,
+    ) -> Result<(Bundle, CacheReport), Error> {
+        let Some(cache_file) = cache_file else {
+            let watch = Watch::new(root);
+            let (found, walk_diagnostics) = walk_sorted(root, &watch, progress)?;
+            let reads = read_all(&found, Vec::new(), progress)?;
+            let b = assemble_with(root, found, reads, walk_diagnostics, watch, None, progress);
+            progress.check()?;
+            progress.start(Phase::Done, 0);
+            let report = CacheReport {
+                status: "off",
+                detail: String::new(),
+                reread: b.files.len(),
+            };
+            return Ok((b, report));
+        };
         let started = now_ns();
         let watch = Watch::new(root);
-        let (found, walk_diagnostics) = walk_sorted(root, &watch)?;
+        let (found, walk_diagnostics) = walk_sorted(root, &watch, progress)?;
         let root_key = root.to_string_lossy();
         let mut report = CacheReport {
             status: "hit",
@@ -431,14 +508,7 @@ impl Bundle {
             used += hit.is_some() as usize;
             prior.push(hit.map(|c| c.read));
         }
-        let reads: Vec<(Read, Stamp)> = found
-            .par_iter()
-            .zip(prior.into_par_iter())
-            .map(|(f, p)| match p {
-                Some(read) => (read, f.stamp),
-                None => read_found(f),
-            })
-            .collect();
+        let reads = read_all(&found, prior, progress)?;
         report.reread = found.len() - used;
         if report.status == "hit" && (report.reread > 0 || used != cached_count) {
             report.status = "partial";
@@ -459,7 +529,9 @@ impl Bundle {
             }
         }
         drop(bytes);
-        let bundle = assemble_with(root, found, reads, walk_diagnostics, watch, saved);
+        let bundle = assemble_with(root, found, reads, walk_diagnostics, watch, saved, progress);
+        progress.check()?;
+        progress.start(Phase::Done, 0);
         if report.status != "hit" {
             if let Err(e) = bundle.write_cache(cache_file, &root_key, started) {
                 report.detail = format!("{} (not written: {e})", report.detail)
@@ -491,11 +563,7 @@ impl Bundle {
     }
 
     pub fn load(root: impl AsRef<Path>) -> Result<Bundle, Error> {
-        let root = root.as_ref();
-        let watch = Watch::new(root);
-        let (found, walk_diagnostics) = walk_sorted(root, &watch)?;
-        let reads: Vec<(Read, Stamp)> = found.par_iter().map(read_found).collect();
-        Ok(assemble(root, found, reads, walk_diagnostics, watch))
+        Ok(Bundle::load_with(root.as_ref(), None, &Progress::default())?.0)
     }
 
     /// Look at the disk again. `Ok(None)` when nothing a load reads has
@@ -522,7 +590,7 @@ impl Bundle {
             return Ok(None);
         }
         let watch = Watch::new(&self.root);
-        let (found, walk_diagnostics) = walk_sorted(&self.root, &watch)?;
+        let (found, walk_diagnostics) = walk_sorted(&self.root, &watch, &Progress::default())?;
         let stamps: Vec<Stamp> = found.iter().map(|f| f.stamp).collect();
         // Both lists are in id order: compare them in step, no lookups.
         let same = found.len() == self.files.len()
@@ -633,7 +701,13 @@ mod tests {
             (d.join("gone"), "gone/".to_string(), None),
         ];
         let (mut files, mut diags) = (Vec::new(), Vec::new());
-        walk_dirs(stack, &Watch::new(&d), &mut files, &mut diags);
+        walk_dirs(
+            stack,
+            &Watch::new(&d),
+            &Progress::default(),
+            &mut files,
+            &mut diags,
+        );
         assert_eq!(files.len(), 1);
         assert_eq!(diags.len(), 1);
         assert_eq!(

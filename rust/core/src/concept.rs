@@ -134,6 +134,7 @@ impl Concept {
 
 /// The result of reading one file: the concept (unless skipped) and its
 /// diagnostics in the documented order.
+#[derive(Default)]
 pub struct Read {
     pub concept: Option<Concept>,
     pub diagnostics: Vec<Diagnostic>,

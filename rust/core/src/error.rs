@@ -9,6 +9,8 @@ pub enum Error {
     BundleNotFound { path: String, reason: String },
     /// A caller passed an argument outside its domain.
     InvalidArgument(String),
+    /// The caller cancelled a load ([`crate::progress::Progress::cancel`]).
+    Cancelled,
 }
 
 impl fmt::Display for Error {
@@ -19,6 +21,7 @@ impl fmt::Display for Error {
                 "bundle root {path:?} is not a readable directory: {reason}"
             ),
             Error::InvalidArgument(m) => f.write_str(m),
+            Error::Cancelled => f.write_str("the load was cancelled"),
         }
     }
 }

@@ -13,6 +13,7 @@ use rustc_hash::FxHashMap;
 
 use crate::concept::Concept;
 use crate::intern::Interner;
+use crate::progress::Progress;
 use crate::text::{fold_into, for_each_folded_word};
 use crate::trigram::Trigrams;
 
@@ -80,7 +81,7 @@ pub struct Chunk {
     postings: Vec<u32>,
 }
 
-pub fn chunk_words(concepts: &[Concept], base: u32, field: Field) -> Chunk {
+pub fn chunk_words(concepts: &[Concept], base: u32, field: Field, progress: &Progress) -> Chunk {
     let mut words = Interner::default();
     let mut pair_word: Vec<u32> = Vec::new();
     let mut pair_pos: Vec<u32> = Vec::new();
@@ -88,6 +89,10 @@ pub fn chunk_words(concepts: &[Concept], base: u32, field: Field) -> Chunk {
     let mut last: Vec<u32> = Vec::new();
     let mut buf = Vec::new();
     for (k, c) in concepts.iter().enumerate() {
+        // A cancelled load throws the index away: stop adding to it.
+        if k % 1024 == 0 && progress.cancelled() {
+            break;
+        }
         let pos = base + k as u32;
         field.for_each_piece(c, |piece| {
             for_each_folded_word(piece, &mut buf, |w| {
@@ -124,13 +129,13 @@ pub fn chunk_words(concepts: &[Concept], base: u32, field: Field) -> Chunk {
     }
 }
 
-pub fn build_field(concepts: &[Concept], field: Field) -> FieldIndex {
+pub fn build_field(concepts: &[Concept], field: Field, progress: &Progress) -> FieldIndex {
     let threads = rayon::current_num_threads().max(1);
     let size = concepts.len().div_ceil(threads * 4).max(256);
     let chunks: Vec<Chunk> = concepts
         .par_chunks(size)
         .enumerate()
-        .map(|(i, part)| chunk_words(part, (i * size) as u32, field))
+        .map(|(i, part)| chunk_words(part, (i * size) as u32, field, progress))
         .collect();
     // Global ids, and each chunk's local → global map.
     let mut global = Interner::default();
@@ -213,12 +218,18 @@ pub fn build_field(concepts: &[Concept], field: Field) -> FieldIndex {
 
 impl Index {
     pub fn build(concepts: &[Concept]) -> Index {
+        Index::build_with(concepts, &Progress::default())
+    }
+
+    /// [`Index::build`], stopping early (with an unusable index) once
+    /// `progress` is cancelled.
+    pub fn build_with(concepts: &[Concept], progress: &Progress) -> Index {
         let (title, (tags_desc, body)) = rayon::join(
-            || build_field(concepts, Field::Title),
+            || build_field(concepts, Field::Title, progress),
             || {
                 rayon::join(
-                    || build_field(concepts, Field::TagsDesc),
-                    || build_field(concepts, Field::Body),
+                    || build_field(concepts, Field::TagsDesc, progress),
+                    || build_field(concepts, Field::Body, progress),
                 )
             },
         );

@@ -10,6 +10,7 @@ pub mod error;
 pub mod index;
 pub mod intern;
 pub mod order;
+pub mod progress;
 pub mod score;
 pub mod stale;
 pub mod text;
