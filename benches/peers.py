@@ -200,8 +200,42 @@ class Bm25sPeer:
         return [int(p) for p in docs]
 
 
+class SqliteFtsPeer:
+    """SQLite FTS5 (the standard library's sqlite3): an in-memory table with the
+    three fields, ranked by ``bm25()`` with okfast's field weights; a query is
+    its terms OR-ed, each quoted (FTS5 tokenises words, no substrings)."""
+
+    name = "sqlite-fts5"
+
+    def __init__(self) -> None:
+        import sqlite3
+
+        self._sqlite3 = sqlite3
+        self.db: Any = None
+
+    def build(self, docs: Sequence[Document]) -> None:
+        db = self._sqlite3.connect(":memory:")
+        db.execute("CREATE VIRTUAL TABLE c USING fts5(title, tags_desc, body)")
+        db.executemany(
+            "INSERT INTO c(rowid, title, tags_desc, body) VALUES (?, ?, ?, ?)",
+            ((i, d.title, d.tags_desc, d.body) for i, d in enumerate(docs)),
+        )
+        db.commit()
+        self.db = db
+
+    def search(self, query: str, k: int | None = 10) -> list[Any]:
+        terms = " OR ".join('"' + t.replace('"', '""') + '"' for t in query.split())
+        sql = "SELECT rowid FROM c WHERE c MATCH ? ORDER BY bm25(c, 3.0, 2.0, 1.0)"
+        if k is not None:
+            sql += f" LIMIT {int(k)}"
+        return self.db.execute(sql, (terms,)).fetchall()
+
+    def positions(self, query: str, k: int | None = 10) -> list[int]:
+        return [int(r[0]) for r in self.search(query, k)]
+
+
 FILE_PEERS = {"okfast": OkfastPeer, "okfast-warm": OkfastWarmPeer, "reference": ReferencePeer}
-MEMORY_PEERS = {"tantivy": TantivyPeer, "bm25s": Bm25sPeer}
+MEMORY_PEERS = {"tantivy": TantivyPeer, "bm25s": Bm25sPeer, "sqlite-fts5": SqliteFtsPeer}
 
 
 def available(name: str) -> bool:
