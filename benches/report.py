@@ -293,6 +293,7 @@ def measure(names: list[str], quick: bool, skip: set[str]) -> dict[str, Any]:
                 if lib in skip:
                     continue
                 import okf_peers
+
                 print(f"[report]   {lib} ...", file=sys.stderr, flush=True)
                 r = okf_peers.run(lib, root, queries[:10], k=10, load_rounds=1 if quick else 2)
                 systems[lib] = [r]

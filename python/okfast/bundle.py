@@ -91,7 +91,13 @@ class Bundle:
     def refresh(self) -> Bundle | None:
         """Look at the disk again: a new ``Bundle`` when files changed (only new
         and changed files are read again), ``None`` when nothing did. This
-        snapshot never changes, so searches in flight are unaffected."""
+        snapshot never changes, so searches in flight are unaffected.
+
+        On Linux the snapshot's directories are watched: when only files
+        changed, only the files the change queue names are looked at (no walk),
+        and when none of their indexed text changed the index is shared; every
+        30 s, and whenever a directory changed, every file is compared instead.
+        The result is always exactly that of a fresh :meth:`load`."""
         fresh = self._native.refresh()
         return None if fresh is None else Bundle(fresh)
 
@@ -103,6 +109,14 @@ class Bundle:
 
     def __repr__(self) -> str:
         return f"<okfast.Bundle {str(self.root)!r}: {len(self)} concepts>"
+
+    @property
+    def made_by(self) -> str:
+        """How this snapshot was made: ``load``; by :meth:`refresh`, ``walk``
+        (every file compared), ``events`` (only the files the change queue
+        named were looked at) or ``events, index kept`` (and no indexed text
+        changed, so the index is shared with the previous snapshot)."""
+        return self._native.made_by
 
     @property
     def root(self) -> Path:

@@ -185,15 +185,19 @@ struct PyBundle {
 
 impl PyBundle {
     fn concept_at(&self, py: Python<'_>, position: usize) -> PyResult<&Concept> {
-        self.inner.concepts.get(position).ok_or_else(|| {
-            to_py(
-                py,
-                Error::InvalidArgument(format!(
-                    "position {position} out of range 0..{}",
-                    self.inner.len()
-                )),
-            )
-        })
+        self.inner
+            .concepts
+            .get(position)
+            .map(|c| &**c)
+            .ok_or_else(|| {
+                to_py(
+                    py,
+                    Error::InvalidArgument(format!(
+                        "position {position} out of range 0..{}",
+                        self.inner.len()
+                    )),
+                )
+            })
     }
 }
 
@@ -246,6 +250,13 @@ impl PyBundle {
 
     fn __len__(&self) -> usize {
         self.inner.len()
+    }
+
+    /// How this snapshot was made: `load`, `walk`, `events` or
+    /// `events, index kept` (see `Bundle.refresh`).
+    #[getter]
+    fn made_by(&self) -> &'static str {
+        self.inner.made_by
     }
 
     #[getter]
@@ -350,7 +361,7 @@ impl PyBundle {
             .inner
             .concepts
             .iter()
-            .map(Concept::authority_rank)
+            .map(|c| c.authority_rank())
             .collect();
         v.into_pyarray(py)
     }

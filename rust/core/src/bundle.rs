@@ -5,6 +5,7 @@
 use std::fs;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -20,10 +21,12 @@ use crate::yaml;
 
 pub struct Bundle {
     pub root: PathBuf,
-    pub concepts: Vec<Concept>,
+    /// Shared with the snapshots a refresh makes (unchanged concepts are not copied).
+    pub concepts: Vec<Arc<Concept>>,
     pub diagnostics: Vec<Diagnostic>,
     pub okf_version: Option<String>,
-    pub index: Index,
+    /// Shared between snapshots when a refresh changed nothing it indexes.
+    pub index: Arc<Index>,
     /// Rank of each concept's id in ordinal (code point) order — the
     /// cross-source tie-break of SPEC §5.4, which differs from id order.
     pub ordinal_rank: Vec<u32>,
@@ -37,6 +40,10 @@ pub struct Bundle {
     watch: Watch,
     /// When the files were last compared one by one.
     last_full_check: std::sync::Mutex<std::time::Instant>,
+    /// How this snapshot came to be: `load`, `walk` (a refresh that compared
+    /// every file), `events` (a refresh that looked only at the files the
+    /// change queue named) or `events, index kept` (and shared the index).
+    pub made_by: &'static str,
 }
 
 /// How long an empty change queue is trusted before the files are compared
@@ -289,6 +296,15 @@ fn read_all(
     Ok(reads)
 }
 
+/// Whether two concepts give the index the same input (SPEC §3.2 fields).
+fn same_indexed_text(a: &Concept, b: &Concept) -> bool {
+    a.id == b.id
+        && a.title == b.title
+        && a.tags == b.tags
+        && a.description == b.description
+        && a.body == b.body
+}
+
 fn okf_version(root: &Path) -> Option<String> {
     let p = root.join("index.md");
     let meta = fs::symlink_metadata(&p).ok()?;
@@ -358,7 +374,7 @@ fn assemble_with(
     reads: Vec<(Read, Stamp)>,
     walk_diagnostics: Vec<Diagnostic>,
     watch: Watch,
-    saved: Option<(Index, Vec<u32>)>,
+    saved: Option<(Arc<Index>, Vec<u32>)>,
     progress: &Progress,
 ) -> Bundle {
     let mut concepts = Vec::with_capacity(reads.len());
@@ -379,7 +395,7 @@ fn assemble_with(
     diagnostics.sort_by(|a, b| id_cmp(&a.path, &b.path));
     let (index, ordinal_rank) = saved.unwrap_or_else(|| {
         progress.start(Phase::Index, 0);
-        let index = Index::build_with(&concepts, progress);
+        let index = Arc::new(Index::build_with(&concepts, progress));
         let mut by_ordinal: Vec<u32> = (0..concepts.len() as u32).collect();
         by_ordinal.sort_unstable_by(|&a, &b| concepts[a as usize].id.cmp(&concepts[b as usize].id));
         let mut ordinal_rank = vec![0u32; concepts.len()];
@@ -400,6 +416,7 @@ fn assemble_with(
         index_stamp: stamp(&root.join("index.md")),
         watch,
         last_full_check: std::sync::Mutex::new(std::time::Instant::now()),
+        made_by: "load",
     }
 }
 
@@ -519,7 +536,7 @@ impl Bundle {
             let n = reads.iter().filter(|(r, _)| r.concept.is_some()).count();
             match (&bytes, index_at) {
                 (Ok(b), Some(at)) => match cache::decode_index(b, at, n) {
-                    Ok(ix) => saved = Some(ix),
+                    Ok((ix, ord)) => saved = Some((Arc::new(ix), ord)),
                     Err(why) => {
                         report.status = "rebuilt";
                         report.detail = why.to_string();
@@ -544,7 +561,7 @@ impl Bundle {
 
     fn write_cache(&self, path: &Path, root: &str, written_ns: u128) -> std::io::Result<()> {
         let files = self.files.iter().filter_map(|f| {
-            let concept = f.position.map(|p| &self.concepts[p as usize]);
+            let concept = f.position.map(|p| &*self.concepts[p as usize]);
             f.stamp
                 .map(|st| (f.id.as_str(), st, concept, f.diagnostics.as_slice()))
         });
@@ -581,13 +598,27 @@ impl Bundle {
         let drained = self.watch.drain();
         // Trust an empty queue, but compare the files themselves now and then:
         // network file systems do not report remote changes to inotify.
-        let recent = self
-            .last_full_check
-            .lock()
-            .map(|t| t.elapsed() < FULL_CHECK_EVERY)
-            .unwrap_or(false);
+        let last_full = self.last_full_check.lock().map(|t| *t).ok();
+        let recent = last_full.is_some_and(|t| t.elapsed() < FULL_CHECK_EVERY);
         if drained == Drained::Quiet && recent {
             return Ok(None);
+        }
+        let dirs_changed = drained == Drained::Directories;
+        if let (Drained::Files(mut paths), Some(last_full)) = (drained, last_full) {
+            // Only some files changed: look at those alone. The successor
+            // watches every directory before our queue is drained for the last
+            // time, so each later change lands in one queue or the other.
+            if let Some(next) = recent.then(|| self.watch.successor(&self.root)).flatten() {
+                let last = self.watch.drain();
+                if let Drained::Files(more) = &last {
+                    paths.extend(more.iter().cloned());
+                }
+                if matches!(last, Drained::Quiet | Drained::Files(_)) {
+                    if let Some(done) = self.refresh_files(&paths, next, last_full) {
+                        return done;
+                    }
+                }
+            }
         }
         let watch = Watch::new(&self.root);
         let (found, walk_diagnostics) = walk_sorted(&self.root, &watch, &Progress::default())?;
@@ -602,7 +633,7 @@ impl Bundle {
             && walk_diagnostics == self.walk_diagnostics
             && stamp(&self.root.join("index.md")) == self.index_stamp
             // Changed directories leave this snapshot's watches stale.
-            && drained != Drained::Directories;
+            && !dirs_changed;
         if same {
             if let Ok(mut t) = self.last_full_check.lock() {
                 *t = std::time::Instant::now();
@@ -614,7 +645,7 @@ impl Bundle {
             .zip(&stamps)
             .map(|(f, st)| match self.file(&f.id) {
                 Some(old) if st.is_some() && old.stamp == *st => {
-                    let concept = old.position.map(|p| self.concepts[p as usize].clone());
+                    let concept = old.position.map(|p| Arc::clone(&self.concepts[p as usize]));
                     (
                         Read {
                             concept,
@@ -626,13 +657,9 @@ impl Bundle {
                 _ => read_found(f),
             })
             .collect();
-        Ok(Some(assemble(
-            &self.root,
-            found,
-            reads,
-            walk_diagnostics,
-            watch,
-        )))
+        let mut b = assemble(&self.root, found, reads, walk_diagnostics, watch);
+        b.made_by = "walk";
+        Ok(Some(b))
     }
 
     pub fn len(&self) -> usize {
@@ -650,6 +677,161 @@ impl Bundle {
             .binary_search_by(|c| id_cmp(&c.id, id))
             .ok()
             .map(|p| p as u32)
+    }
+
+    /// A refresh that looks only at `paths` (what the change queue named):
+    /// `None` when that is not enough to be exact — a name okfast cannot map
+    /// to a concept id, a link, a directory, an error, a bundle holding files
+    /// with invalid ids — and the caller walks everything instead. When no
+    /// concept's indexed text changed (a file touched, or a field outside the
+    /// index edited), the new snapshot shares this one's index.
+    fn refresh_files(
+        &self,
+        paths: &[PathBuf],
+        watch: Watch,
+        last_full: std::time::Instant,
+    ) -> Option<Result<Option<Bundle>, Error>> {
+        let mut changed: Vec<String> = Vec::new();
+        for p in paths {
+            let rel = p.strip_prefix(&self.root).ok()?.to_str()?;
+            let name = rel.rsplit('/').next()?;
+            if name.starts_with('.') || !name.ends_with(".md") {
+                continue; // hidden or not a concept file: never loaded
+            }
+            if name == "index.md" || name == "log.md" {
+                if rel == "index.md" {
+                    return None; // okf_version may have changed
+                }
+                continue;
+            }
+            if rel
+                .chars()
+                .any(|c| (c as u32) < 0x20 || c == '\u{7F}' || c == '\\')
+            {
+                return None;
+            }
+            changed.push(rel[..rel.len() - 3].to_string());
+        }
+        changed.sort_by(|a, b| id_cmp(a, b));
+        changed.dedup();
+        let bad_ids = self.files.iter().any(|f| {
+            f.diagnostics
+                .iter()
+                .any(|d| d.code == Code::InvalidConceptId)
+        });
+        if bad_ids {
+            return None;
+        }
+        // What each named file is now: (id, stamp) when it is a concept file.
+        let mut now: Vec<(String, Option<Stamp>)> = Vec::with_capacity(changed.len());
+        for id in changed {
+            match fs::symlink_metadata(self.root.join(format!("{id}.md"))) {
+                Ok(m) if m.is_file() => now.push((id, Some(Some(stamp_of(&m))))),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => now.push((id, None)),
+                _ => return None, // a link, a directory, an error: walk
+            }
+        }
+        if now
+            .iter()
+            .all(|(id, st)| self.file(id).map(|f| f.stamp) == *st)
+        {
+            return Some(Ok(None)); // touched back to what we have, or never ours
+        }
+        // The new file list: ours, with the named files replaced, added or removed.
+        let mut found: Vec<Found> = Vec::with_capacity(self.files.len() + now.len());
+        let mut fresh: Vec<bool> = Vec::with_capacity(found.capacity());
+        let mut olds = self.files.iter().peekable();
+        let mut news = now.into_iter().peekable();
+        let mk = |id: &str, stamp: Stamp| Found {
+            id: id.to_string(),
+            path: format!("{id}.md"),
+            abs: self.root.join(format!("{id}.md")),
+            bad_id: None,
+            stamp,
+        };
+        loop {
+            let order = match (olds.peek(), news.peek()) {
+                (None, None) => break,
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (Some(o), Some((n, _))) => id_cmp(&o.id, n),
+            };
+            if order != std::cmp::Ordering::Greater {
+                let o = olds.next()?;
+                if order == std::cmp::Ordering::Equal {
+                    continue; // the named file decides, below
+                }
+                found.push(mk(&o.id, o.stamp));
+                fresh.push(false);
+            } else {
+                let (id, st) = news.next()?;
+                if let Some(st) = st {
+                    let same = self
+                        .file(&id)
+                        .is_some_and(|f| f.stamp == st && st.is_some());
+                    found.push(mk(&id, st));
+                    fresh.push(!same);
+                }
+            }
+        }
+        let reads: Vec<(Read, Stamp)> = found
+            .par_iter()
+            .zip(&fresh)
+            .map(|(f, &fresh)| match self.file(&f.id) {
+                Some(old) if !fresh => {
+                    let concept = old.position.map(|p| Arc::clone(&self.concepts[p as usize]));
+                    let diagnostics = old.diagnostics.clone();
+                    (
+                        Read {
+                            concept,
+                            diagnostics,
+                        },
+                        old.stamp,
+                    )
+                }
+                _ => read_found(f),
+            })
+            .collect();
+        // The index can stay when the concepts are the same ones in the same
+        // places with the same indexed text.
+        let loaded: Vec<&Concept> = reads
+            .iter()
+            .filter_map(|(r, _)| r.concept.as_deref())
+            .collect();
+        let same_index = loaded.len() == self.concepts.len()
+            && loaded.iter().zip(&self.concepts).all(|(a, b)| a.id == b.id)
+            && found
+                .iter()
+                .zip(&fresh)
+                .zip(&reads)
+                .filter(|((_, fr), _)| **fr)
+                .all(|((f, _), (r, _))| {
+                    let old = self.file(&f.id).and_then(|o| o.position);
+                    match (r.concept.as_ref(), old) {
+                        (Some(c), Some(p)) => same_indexed_text(c, &self.concepts[p as usize]),
+                        (None, None) => true,
+                        _ => false,
+                    }
+                });
+        let saved = same_index.then(|| (Arc::clone(&self.index), self.ordinal_rank.clone()));
+        let mut b = assemble_with(
+            &self.root,
+            found,
+            reads,
+            self.walk_diagnostics.clone(),
+            watch,
+            saved,
+            &Progress::default(),
+        );
+        if let Ok(mut t) = b.last_full_check.lock() {
+            *t = last_full; // this was not a full comparison
+        }
+        b.made_by = if same_index {
+            "events, index kept"
+        } else {
+            "events"
+        };
+        Some(Ok(Some(b)))
     }
 
     fn file(&self, id: &str) -> Option<&FileState> {

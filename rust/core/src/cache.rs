@@ -351,7 +351,7 @@ pub fn decode(bytes: &[u8], root: &str) -> Result<Decoded, Rejected> {
             diagnostics.push(Diagnostic::new(code, p.str()?, p.str()?));
         }
         let concept = if p.flag()? {
-            Some(concept_in(&mut p, &id)?)
+            Some(std::sync::Arc::new(concept_in(&mut p, &id)?))
         } else {
             None
         };
@@ -543,7 +543,7 @@ mod tests {
             .collect()
     }
 
-    fn concepts(files: &[(String, FileStamp, Read)]) -> Vec<Concept> {
+    fn concepts(files: &[(String, FileStamp, Read)]) -> Vec<std::sync::Arc<Concept>> {
         files.iter().filter_map(|f| f.2.concept.clone()).collect()
     }
 
@@ -558,7 +558,7 @@ mod tests {
                 (
                     id.as_str(),
                     *st,
-                    r.concept.as_ref(),
+                    r.concept.as_deref(),
                     r.diagnostics.as_slice(),
                 )
             }),

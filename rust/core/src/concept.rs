@@ -136,7 +136,7 @@ impl Concept {
 /// diagnostics in the documented order.
 #[derive(Default)]
 pub struct Read {
-    pub concept: Option<Concept>,
+    pub concept: Option<std::sync::Arc<Concept>>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -325,7 +325,7 @@ pub fn read_concept(id: &str, path: &str, bytes: &[u8]) -> Read {
         frontmatter_src: src,
     };
     Read {
-        concept: Some(concept),
+        concept: Some(std::sync::Arc::new(concept)),
         diagnostics,
     }
 }

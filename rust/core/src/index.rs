@@ -8,6 +8,8 @@
 //! that hold each word. A substring query is one SIMD `memmem` scan over the
 //! vocabulary — far smaller than the corpus — and a union of postings.
 
+use std::sync::Arc;
+
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
@@ -81,7 +83,12 @@ pub struct Chunk {
     postings: Vec<u32>,
 }
 
-pub fn chunk_words(concepts: &[Concept], base: u32, field: Field, progress: &Progress) -> Chunk {
+pub fn chunk_words(
+    concepts: &[Arc<Concept>],
+    base: u32,
+    field: Field,
+    progress: &Progress,
+) -> Chunk {
     let mut words = Interner::default();
     let mut pair_word: Vec<u32> = Vec::new();
     let mut pair_pos: Vec<u32> = Vec::new();
@@ -129,7 +136,7 @@ pub fn chunk_words(concepts: &[Concept], base: u32, field: Field, progress: &Pro
     }
 }
 
-pub fn build_field(concepts: &[Concept], field: Field, progress: &Progress) -> FieldIndex {
+pub fn build_field(concepts: &[Arc<Concept>], field: Field, progress: &Progress) -> FieldIndex {
     let threads = rayon::current_num_threads().max(1);
     let size = concepts.len().div_ceil(threads * 4).max(256);
     let chunks: Vec<Chunk> = concepts
@@ -217,13 +224,13 @@ pub fn build_field(concepts: &[Concept], field: Field, progress: &Progress) -> F
 }
 
 impl Index {
-    pub fn build(concepts: &[Concept]) -> Index {
+    pub fn build(concepts: &[Arc<Concept>]) -> Index {
         Index::build_with(concepts, &Progress::default())
     }
 
     /// [`Index::build`], stopping early (with an unusable index) once
     /// `progress` is cancelled.
-    pub fn build_with(concepts: &[Concept], progress: &Progress) -> Index {
+    pub fn build_with(concepts: &[Arc<Concept>], progress: &Progress) -> Index {
         let (title, (tags_desc, body)) = rayon::join(
             || build_field(concepts, Field::Title, progress),
             || {

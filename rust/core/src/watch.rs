@@ -13,15 +13,19 @@
 //! back to comparing sizes and modification times. Elsewhere there is no
 //! watch and the fallback is always used.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// At most this many changed files are listed; more means "compare them all".
+pub const MAX_LISTED: usize = 4096;
 
 /// What draining the queue found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Drained {
     /// Nothing happened since the watch was set up or last drained.
     Quiet,
-    /// Something happened to a file; directories are as they were.
-    Files,
+    /// Something happened to these files (absolute paths, possibly repeated);
+    /// directories are as they were.
+    Files(Vec<PathBuf>),
     /// A directory appeared, vanished or moved (its watches are stale), or
     /// events may have been lost: a new snapshot needs a new watch.
     Directories,
@@ -31,10 +35,10 @@ pub enum Drained {
 
 #[cfg(target_os = "linux")]
 mod imp {
-    use super::Drained;
-    use inotify::{EventMask, Inotify, WatchMask, Watches};
+    use super::{Drained, MAX_LISTED};
+    use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
     use std::io::ErrorKind;
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Mutex;
 
@@ -42,6 +46,8 @@ mod imp {
         inotify: Mutex<Inotify>,
         watches: Watches,
         failed: AtomicBool,
+        /// Every watched directory, by its watch descriptor.
+        dirs: Mutex<Vec<(WatchDescriptor, PathBuf)>>,
     }
 
     fn mask() -> WatchMask {
@@ -60,18 +66,31 @@ mod imp {
         pub fn new(root: &Path) -> Option<Watch> {
             let inotify = Inotify::init().ok()?;
             let mut watches = inotify.watches();
-            watches.add(root, mask()).ok()?;
+            let wd = watches.add(root, mask()).ok()?;
             Some(Watch {
                 inotify: Mutex::new(inotify),
                 watches,
                 failed: AtomicBool::new(false),
+                dirs: Mutex::new(vec![(wd, root.to_path_buf())]),
             })
         }
 
         pub fn add_dir(&self, dir: &Path) {
-            if self.watches.clone().add(dir, mask()).is_err() {
-                self.failed.store(true, Ordering::Relaxed);
+            match self.watches.clone().add(dir, mask()) {
+                Ok(wd) => match self.dirs.lock() {
+                    Ok(mut d) => d.push((wd, dir.to_path_buf())),
+                    Err(_) => self.failed.store(true, Ordering::Relaxed),
+                },
+                Err(_) => self.failed.store(true, Ordering::Relaxed),
             }
+        }
+
+        pub fn dirs(&self) -> Option<Vec<PathBuf>> {
+            if self.failed.load(Ordering::Relaxed) {
+                return None;
+            }
+            let d = self.dirs.lock().ok()?;
+            Some(d.iter().map(|(_, p)| p.clone()).collect())
         }
 
         pub fn drain(&self) -> Drained {
@@ -79,6 +98,9 @@ mod imp {
                 return Drained::Unknown;
             }
             let Ok(mut inotify) = self.inotify.lock() else {
+                return Drained::Unknown;
+            };
+            let Ok(dirs) = self.dirs.lock() else {
                 return Drained::Unknown;
             };
             let mut buf = [0u8; 16 * 1024];
@@ -94,10 +116,23 @@ mod imp {
                                         | EventMask::DELETE_SELF
                                         | EventMask::MOVE_SELF,
                                 );
-                            seen = if dir_event {
-                                Drained::Directories
-                            } else {
-                                seen.max_files()
+                            if dir_event || seen == Drained::Directories {
+                                seen = Drained::Directories;
+                                continue;
+                            }
+                            let dir = dirs.iter().find(|(wd, _)| *wd == e.wd);
+                            seen = match (seen, dir, e.name) {
+                                (Drained::Quiet, Some((_, d)), Some(n)) => {
+                                    Drained::Files(vec![d.join(n)])
+                                }
+                                (Drained::Files(mut v), Some((_, d)), Some(n))
+                                    if v.len() < MAX_LISTED =>
+                                {
+                                    v.push(d.join(n));
+                                    Drained::Files(v)
+                                }
+                                // Unnamed, unknown or too many: compare everything.
+                                _ => Drained::Directories,
                             };
                         }
                     }
@@ -107,16 +142,6 @@ mod imp {
                         return Drained::Unknown;
                     }
                 }
-            }
-        }
-    }
-
-    impl Drained {
-        fn max_files(self) -> Drained {
-            if self == Drained::Quiet {
-                Drained::Files
-            } else {
-                self
             }
         }
     }
@@ -134,6 +159,9 @@ mod imp {
             None
         }
         pub fn add_dir(&self, _dir: &Path) {}
+        pub fn dirs(&self) -> Option<Vec<std::path::PathBuf>> {
+            None
+        }
         pub fn drain(&self) -> Drained {
             Drained::Unknown
         }
@@ -159,5 +187,19 @@ impl Watch {
     /// Drain the queue: what changed since the last drain.
     pub fn drain(&self) -> Drained {
         self.0.as_ref().map_or(Drained::Unknown, imp::Watch::drain)
+    }
+
+    /// A new watch over the same directories as this one (root first), or
+    /// `None` when this one is not reliable. Set it up *before* the final
+    /// drain of this one: a change then lands in one queue or the other.
+    pub fn successor(&self, root: &Path) -> Option<Watch> {
+        let dirs = self.0.as_ref()?.dirs()?;
+        let w = Watch::new(root);
+        w.0.as_ref()?;
+        for d in dirs.iter().skip(1) {
+            w.add_dir(d);
+        }
+        w.0.as_ref()?.dirs()?;
+        Some(w)
     }
 }

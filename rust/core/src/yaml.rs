@@ -703,6 +703,12 @@ impl Flow<'_> {
                     }
                     j += 1;
                 }
+                if j >= b.len() {
+                    // Out of text inside the scalar: the collection needs more
+                    // lines before anything else can be said (the doc: the first
+                    // error found wins), even when the scalar would be empty.
+                    return Err(FlowErr::Incomplete);
+                }
                 self.i = j;
                 let raw = &self.s[start..j];
                 let pieces: Vec<&str> = raw

@@ -1,0 +1,173 @@
+"""``Bundle.refresh`` driven by the change queue (issue 6): only the files the
+queue names are looked at, the index is shared when no indexed text changed,
+and the result is always exactly a fresh load."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import write_bundle
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from okfast import Bundle
+from strategies import concept_bytes
+
+linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux-only")
+
+
+def c(title: str, body: str = "", status: str = "stable") -> str:
+    return f"---\ntype: T\ntitle: {title}\nstatus: {status}\n---\n{body}\n"
+
+
+def same(a: Bundle, b: Bundle, queries: tuple[str, ...] = ("a", "order", "x", "new")) -> None:
+    assert a.concept_ids == b.concept_ids
+    assert a._native.diagnostics == b._native.diagnostics
+    assert [a._native.concept(i) for i in range(len(a))] == [
+        b._native.concept(i) for i in range(len(b))
+    ]
+    for q in queries:
+        assert a._native.search_rows(q) == b._native.search_rows(q), q
+    assert list(a._native.ordinal_ranks()) == list(b._native.ordinal_ranks())
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return write_bundle(
+        tmp_path / "kb",
+        {
+            "a.md": c("Alpha order", "x"),
+            "d/b.md": c("Beta", "order order"),
+            "d/e/z.md": c("Zed", "a"),
+        },
+    )
+
+
+def load(root: Path) -> Bundle:
+    return Bundle.load(root, cache=False)
+
+
+@linux
+def test_an_edit_is_read_from_the_named_file_alone(root: Path) -> None:
+    b = load(root)
+    (root / "d" / "b.md").write_text(c("Beta", "new words here"))
+    r = b.refresh()
+    assert r is not None and r.made_by == "events"
+    same(r, load(root))
+    assert r.refresh() is None
+
+
+@linux
+def test_touching_keeps_the_index(root: Path) -> None:
+    b = load(root)
+    os.utime(root / "a.md", (1_000_000, 1_000_000))
+    r = b.refresh()
+    assert r is not None and r.made_by == "events, index kept"
+    same(r, load(root))
+    assert r._native.search_rows("order") == b._native.search_rows("order")
+
+
+@linux
+def test_a_field_outside_the_index_keeps_the_index(root: Path) -> None:
+    b = load(root)
+    (root / "a.md").write_text(c("Alpha order", "x", status="deprecated"))
+    r = b.refresh()
+    assert r is not None and r.made_by == "events, index kept"
+    assert r.concept("a").status == "deprecated"
+    same(r, load(root))
+
+
+@linux
+def test_added_and_removed_files(root: Path) -> None:
+    b = load(root)
+    (root / "d" / "new.md").write_text(c("New", "order"))
+    (root / "a.md").unlink()
+    r = b.refresh()
+    assert r is not None and r.made_by == "events"
+    same(r, load(root))
+
+
+@linux
+@pytest.mark.parametrize("change", ["mkdir", "root index", "symlink", "bad name"])
+def test_anything_else_walks(root: Path, change: str) -> None:
+    b = load(root)
+    if change == "mkdir":
+        write_bundle(root / "fresh", {"q.md": c("Q")})
+    elif change == "root index":
+        (root / "index.md").write_text("---\nokf_version: '0.2'\n---\n")
+    elif change == "symlink":
+        (root / "link.md").symlink_to(root / "a.md")
+    else:
+        (root / "bad\x01.md").write_text(c("bad"))
+    r = b.refresh()
+    assert r is not None and r.made_by == "walk"
+    same(r, load(root))
+    assert r.okf_version == load(root).okf_version
+
+
+@linux
+def test_changes_during_a_refresh_are_seen_by_the_next(root: Path) -> None:
+    b = load(root)
+    for i in range(5):
+        (root / "a.md").write_text(c(f"Alpha {i}", "x" * i))
+        r = b.refresh()
+        assert r is not None and r.concept("a").title == f"Alpha {i}"
+        same(r, load(root))
+        b = r
+    assert b.refresh() is None
+
+
+def test_non_concept_files_change_nothing(root: Path) -> None:
+    b = load(root)
+    (root / "notes.txt").write_text("x")
+    (root / ".hidden.md").write_text(c("hidden"))
+    (root / "d" / "log.md").write_text("log")
+    assert b.refresh() is None
+
+
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["edit", "touch", "remove", "add", "status"]),
+        st.integers(0, 50),
+        concept_bytes(),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(rounds=st.lists(OPS, min_size=1, max_size=3))
+def test_refresh_chains_equal_fresh_loads(
+    tmp_path_factory: pytest.TempPathFactory, rounds: list[list[tuple[str, int, bytes]]]
+) -> None:
+    root = write_bundle(
+        tmp_path_factory.mktemp("chain") / "kb",
+        {f"d{i % 3}/c{i}.md": c(f"t{i} order", f"body {i} a") for i in range(12)},
+    )
+    b = load(root)
+    for ops in rounds:
+        for op, k, content in ops:
+            files = sorted(root.rglob("*.md"))
+            target = files[k % len(files)] if files else None
+            if op == "add" or target is None:
+                (root / f"d{k % 3}" / f"n{k}.md").write_bytes(content)
+            elif op == "edit":
+                target.write_bytes(content)
+            elif op == "touch":
+                os.utime(target, (k * 1000, k * 1000))
+            elif op == "status":
+                target.write_text(c("status only", "", status="draft"))
+            else:
+                target.unlink()
+        r = b.refresh()
+        fresh = load(root)
+        if r is None:
+            same(b, fresh)
+        else:
+            same(r, fresh)
+            b = r
