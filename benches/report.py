@@ -35,7 +35,6 @@ import argparse
 import gc
 import json
 import os
-import platform
 import random
 import re
 import resource
@@ -325,34 +324,14 @@ def measure(names: list[str], quick: bool, skip: set[str]) -> dict[str, Any]:
 
 
 def machine() -> dict[str, Any]:
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    versions = {}
-    from importlib import metadata
-
-    for pkg in ("okfast", "tantivy", "bm25s", "numpy"):
-        try:
-            versions[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            versions[pkg] = "absent"
+    """The machine, as ``run_report.py`` describes it, plus SQLite's version."""
     import sqlite3
 
-    versions["sqlite"] = sqlite3.sqlite_version
-    return {
-        "cpus": os.cpu_count(),
-        "cpu": model,
-        "memory_gib": round(mem, 1),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "versions": versions,
-    }
+    from run_report import machine as describe
+
+    m: dict[str, Any] = dict(describe())
+    m["packages"] += f", sqlite {sqlite3.sqlite_version}"
+    return m
 
 
 # --- rendering -------------------------------------------------------------------
@@ -417,9 +396,12 @@ def render(results: dict[str, Any]) -> str:
         f"Run {results.get('started', '?')} → {results.get('finished', '?')} with "
         "`python benches/report.py` (raw data: `benches/.corpus/report.json`).",
         "",
-        f"Machine: {m.get('cpus')} CPUs ({m.get('cpu')}), {m.get('memory_gib')} GiB RAM, "
-        f"Python {m.get('python')}, {m.get('platform')}; "
-        + ", ".join(f"{k} {v}" for k, v in m.get("versions", {}).items())
+        "Machine: "
+        + "; ".join(
+            f"{k}: "
+            + (", ".join(f"{a} {b}" for a, b in v.items()) if isinstance(v, dict) else str(v))
+            for k, v in m.items()
+        )
         + ".",
         "",
         "Ratios are peer ÷ okfast (cold load, top-10 median): above 1× means okfast is "
