@@ -12,6 +12,7 @@ import okfast
 import pytest
 from okfast.memory import (
     FileMemoryStore,
+    MemoryConcept,
     MemoryEntry,
     Scope,
     Tier,
@@ -401,4 +402,16 @@ def test_memory_files_are_private(tmp_path: Path) -> None:
     assert os.listdir(d) == [".lock", f"{DAY}.md"] or sorted(os.listdir(d)) == [
         ".lock",
         f"{DAY}.md",
+    ]
+
+
+def test_enumerate_is_a_list_with_diagnostics(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    scope = Scope("A", "alice")
+    assert store.enumerate(scope) == [] and store.enumerate(scope).diagnostics == ()
+    assert capture(store, scope, "x", "y", now=NOW).written
+    listing = store.enumerate(scope)
+    assert isinstance(listing, list)
+    assert listing == [
+        MemoryConcept(Tier.USER, memory_path(Tier.USER, scope) + f"/{DAY}", f"Agent memory {DAY}")
     ]

@@ -26,10 +26,10 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 from okfast import _native
 from okfast.bundle import Bundle
@@ -93,29 +93,21 @@ class MemoryConcept:
     body: str | None = None
 
 
-class MemoryListing(Sequence[MemoryConcept]):
-    """What ``enumerate`` returns: a sequence of :class:`MemoryConcept` (tier
-    read order, then id order) with the problems met in ``diagnostics``."""
+class MemoryListing(list[MemoryConcept]):
+    """What ``enumerate`` returns: the list of :class:`MemoryConcept` of SPEC
+    §6.3 (tier read order, then id order), with the problems met in
+    ``diagnostics`` (a planted link, an unreadable tier)."""
 
-    def __init__(self, concepts: Sequence[MemoryConcept], diagnostics: Sequence[Diagnostic]):
-        self.concepts = tuple(concepts)
-        self.diagnostics = tuple(diagnostics)
+    def __init__(self, concepts: Iterable[MemoryConcept], diagnostics: Iterable[Diagnostic]):
+        super().__init__(concepts)
+        self.diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
 
-    def __len__(self) -> int:
-        return len(self.concepts)
-
-    @overload
-    def __getitem__(self, i: int) -> MemoryConcept: ...
-    @overload
-    def __getitem__(self, i: slice) -> tuple[MemoryConcept, ...]: ...
-    def __getitem__(self, i: int | slice) -> MemoryConcept | tuple[MemoryConcept, ...]:
-        return self.concepts[i]
-
-    def __iter__(self) -> Iterator[MemoryConcept]:
-        return iter(self.concepts)
+    @property
+    def concepts(self) -> tuple[MemoryConcept, ...]:
+        return tuple(self)
 
     def __repr__(self) -> str:
-        return f"MemoryListing({list(self.concepts)!r}, diagnostics={list(self.diagnostics)!r})"
+        return f"MemoryListing({list(self)!r}, diagnostics={list(self.diagnostics)!r})"
 
 
 def _unavailable(tier: Tier, message: str) -> Diagnostic:
