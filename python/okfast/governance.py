@@ -123,6 +123,18 @@ def id_key(concept_id: str) -> list[str]:
     return concept_id.split("/")
 
 
+def unknown_authority(concept_id: str, raw: str | None, source_id: str | None) -> Diagnostic:
+    """``UnknownAuthority``: the value is not one of SPEC §7's; it ranks last."""
+    return Diagnostic(
+        DiagnosticCode.UNKNOWN_AUTHORITY.value,
+        f"Concept '{concept_id}' has authority '{raw}', which is not one of "
+        f"{', '.join(AUTHORITIES)}; it ranks last.",
+        concept_id + ".md",
+        source_id,
+        "warning",
+    )
+
+
 def broken_diagnostic(
     source_id: str | None, ids: Sequence[str], b: tuple[int, str, str]
 ) -> Diagnostic:
@@ -193,16 +205,7 @@ def govern(
         entry = searched[int(src[i])]
         cid = entry.bundle.concept_ids[int(pos[i])]
         raw = entry.bundle._native.passage_row(int(pos[i]), "")[10]
-        g.diagnostics.append(
-            Diagnostic(
-                DiagnosticCode.UNKNOWN_AUTHORITY.value,
-                f"Concept '{cid}' has authority '{raw}', which is not one of "
-                f"{', '.join(AUTHORITIES)}; it ranks last.",
-                cid + ".md",
-                entry.source.id,
-                "warning",
-            )
-        )
+        g.diagnostics.append(unknown_authority(cid, raw, entry.source.id))
     for k, (entry, d) in enumerate(zip(searched, decls, strict=True)):
         if d.empty:
             continue
@@ -330,16 +333,7 @@ def validate(bundle: Bundle, source_authority: str | None = None) -> list[Diagno
     auth[auth == ABSENT] = authority_rank(source_authority)
     for p in np.flatnonzero(auth == UNKNOWN).tolist():
         raw = bundle._native.passage_row(p, "")[10]
-        out.append(
-            Diagnostic(
-                DiagnosticCode.UNKNOWN_AUTHORITY.value,
-                f"Concept '{ids[p]}' has authority '{raw}', which is not one of "
-                f"{', '.join(AUTHORITIES)}; it ranks last.",
-                ids[p] + ".md",
-                None,
-                "warning",
-            )
-        )
+        out.append(unknown_authority(ids[p], raw, None))
     for p, partners in sorted(d.conflicts.items()):
         for t in partners:
             if t > p and auth[p] == auth[t]:

@@ -229,6 +229,9 @@ pub fn is_pinned(c: &crate::concept::Concept, title_key: &str, id_key: &str) -> 
 
 /// SPEC §3.5: the first trimmed, non-empty body line that contains any term.
 pub fn excerpt(body: &str, terms: &[(String, u32)]) -> String {
+    if terms.is_empty() {
+        return String::new(); // no term can match a line: do not fold them all
+    }
     let finders: Vec<memmem::Finder> = terms
         .iter()
         .map(|(t, _)| memmem::Finder::new(t.as_bytes()))
