@@ -15,7 +15,7 @@ import pytest
 from conftest import write_bundle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from okfast import Bundle, CacheWarning
+from okfast import Bundle, CacheWarning, OkfastError
 from strategies import bundle_files, concept_bytes
 
 HOUR_AGO = time.time() - 3600
@@ -247,3 +247,73 @@ def test_cached_reopen_equals_a_fresh_load(
         assert again._native.search_rows(q) == plain._native.search_rows(q), q
         for tag in ("x", "A"):
             assert again._native.search_rows(q, tag=tag) == plain._native.search_rows(q, tag=tag)
+
+
+def test_texts_are_served_from_the_cache_file_not_memory(bundle: Path, tmp_path: Path) -> None:
+    """Through the cache, bodies and frontmatter stay in the cache file (after
+    the first load as after a reopen); without it they are in memory. Either
+    way every text reads back exactly."""
+    cache = tmp_path / "cache"
+    plain = Bundle.load(bundle, cache=False)
+    assert plain.stored_texts == 0
+    first, snap = cached(bundle, cache)
+    assert first.cache_status == "miss" and first.stored_texts == len(first) > 0
+    age(bundle)
+    cached(bundle, cache)  # rewritten once the files are old enough to trust
+    again, snap2 = cached(bundle, cache)
+    assert again.cache_status == "hit" and again.stored_texts == len(again)
+    assert snap == snap2 == fresh(bundle)
+    # A partial reopen writes a new file; the old snapshot keeps reading its own.
+    (bundle / "a.md").write_text("---\ntype: T\ntitle: Alpha order\n---\nnew body\n")
+    age(bundle)
+    later, snap3 = cached(bundle, cache)
+    assert later.cache_status == "partial" and later.stored_texts == len(later)
+    assert snap3 == fresh(bundle)
+    assert snapshot(again) == snap2
+
+
+def _flip_text(cache: Path, needle: bytes) -> None:
+    """Flip one byte inside a stored text of the only cache file in `cache`."""
+    (file,) = cache.glob("*.okfc")
+    data = bytearray(file.read_bytes())
+    at = data.index(needle)
+    data[at] ^= 0x01
+    file.write_bytes(bytes(data))
+
+
+def test_a_text_damaged_after_opening_is_an_error_and_the_file_is_rebuilt(
+    bundle: Path, tmp_path: Path
+) -> None:
+    """Texts are checked when read: a damaged one is never returned, the error
+    names the cache file, the file is removed, and the next load rebuilds it."""
+    cache = tmp_path / "cache"
+    age(bundle)
+    cached(bundle, cache)
+    b, _ = cached(bundle, cache)
+    assert b.cache_status == "hit"
+    _flip_text(cache, b"order order")
+    pos = b._native.position("sub/b")
+    with pytest.raises(OkfastError, match=r"cache file .* was changed after it was written"):
+        b._native.body(pos)
+    with pytest.raises(OkfastError):
+        b._native.search_rows("order")
+    assert b._native.body(b._native.position("a")) == "body a"  # others still read
+    assert not list(cache.glob("*.okfc"))
+    again, snap = cached(bundle, cache)
+    assert again.cache_status == "miss" and snap == fresh(bundle)
+
+
+def test_a_damaged_text_met_while_rebuilding_is_reported_and_reread(
+    bundle: Path, tmp_path: Path
+) -> None:
+    """A partial reopen reads the kept texts back; one that fails its checksum
+    makes the load read that file instead and report the cache as rebuilt."""
+    cache = tmp_path / "cache"
+    age(bundle)
+    cached(bundle, cache)
+    _flip_text(cache, b"order order")
+    (bundle / "a.md").write_text("---\ntype: T\ntitle: Alpha\n---\nchanged\n")
+    age(bundle)
+    with pytest.warns(CacheWarning, match="does not read back"):
+        b, snap = cached(bundle, cache)
+    assert b.cache_status == "rebuilt" and snap == fresh(bundle)

@@ -119,6 +119,14 @@ class Bundle:
         return self._native.made_by
 
     @property
+    def stored_texts(self) -> int:
+        """How many concepts' body and frontmatter are read from the cache file
+        when asked for (one positioned read each, checksummed) instead of being
+        held in memory: every concept after a load through the cache, none with
+        ``cache=False``. See "Memory model" in the README."""
+        return self._native.stored_texts
+
+    @property
     def root(self) -> Path:
         return Path(self._native.root)
 

@@ -4,7 +4,10 @@
 
 use std::sync::Arc;
 
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyUntypedArrayMethods};
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyUntypedArrayMethods, ToPyArray};
 use okfast_core::concept::{Actor, Concept};
 use okfast_core::order;
 use okfast_core::progress::Progress;
@@ -77,11 +80,20 @@ fn to_py(py: Python<'_>, e: Error) -> PyErr {
         Error::InvalidArgument(_) => invalid_argument(py),
         // Only reached when no Python error explains the stop.
         Error::Cancelled => return PyKeyboardInterrupt::new_err(e.to_string()),
+        Error::CacheDamaged(_) => return OkfastError::new_err(e.to_string()),
     };
     match ty {
         Ok(t) => PyErr::from_type(t, e.to_string()),
         Err(err) => err,
     }
+}
+
+/// SPEC §3.5 excerpt; the body is read only when there are terms to find.
+fn excerpt_of(c: &Concept, terms: &[(String, u32)]) -> Result<String, Error> {
+    if terms.is_empty() {
+        return Ok(String::new());
+    }
+    Ok(score::excerpt(&c.body()?, terms))
 }
 
 fn value_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
@@ -144,8 +156,10 @@ fn concept_to_py<'py>(py: Python<'py>, c: &Concept) -> PyResult<Bound<'py, PyDic
     d.set_item("supersedes", g.supersedes)?;
     d.set_item("superseded_by", g.superseded_by)?;
     d.set_item("conflicts_with", g.conflicts_with)?;
-    d.set_item("body", &c.body)?;
-    d.set_item("frontmatter", map_to_py(py, &c.frontmatter())?)?;
+    let texts = c.texts.read().map_err(|e| to_py(py, e.into()))?;
+    d.set_item("body", &*texts.body)?;
+    let frontmatter = c.frontmatter().map_err(|e| to_py(py, e.into()))?;
+    d.set_item("frontmatter", map_to_py(py, &frontmatter)?)?;
     Ok(d)
 }
 
@@ -259,6 +273,17 @@ impl PyBundle {
         self.inner.made_by
     }
 
+    /// How many concepts' texts (body and frontmatter) are read from the
+    /// cache file on demand rather than held in memory.
+    #[getter]
+    fn stored_texts(&self) -> usize {
+        self.inner
+            .concepts
+            .iter()
+            .filter(|c| c.texts.is_stored())
+            .count()
+    }
+
     #[getter]
     fn root(&self) -> String {
         self.inner.root.display().to_string()
@@ -317,7 +342,7 @@ impl PyBundle {
     ) -> PyResult<Vec<HitRow>> {
         let limit = check_limit(py, limit)?;
         let b = Arc::clone(&self.inner);
-        Ok(py.detach(move || {
+        py.detach(move || {
             let r = score::search(&b, &text, tag.as_deref(), limit);
             let terms = query_terms(&text);
             r.positions
@@ -325,21 +350,22 @@ impl PyBundle {
                 .zip(&r.scores)
                 .map(|(&p, &s)| {
                     let c = &b.concepts[p as usize];
-                    (
+                    Ok((
                         c.id.clone(),
                         s,
                         c.title.clone(),
-                        score::excerpt(&c.body, &terms),
+                        excerpt_of(c, &terms)?,
                         c.path(),
-                    )
+                    ))
                 })
-                .collect()
-        }))
+                .collect::<Result<Vec<HitRow>, Error>>()
+        })
+        .map_err(|e| to_py(py, e))
     }
 
     /// Rank of each concept id in ordinal (code point) order, by position.
     fn ordinal_ranks<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u32>> {
-        self.inner.ordinal_rank.clone().into_pyarray(py)
+        (*self.inner.ordinal_rank).to_pyarray(py)
     }
 
     /// `stale_after` of each concept in microseconds since the epoch (UTC);
@@ -392,7 +418,7 @@ impl PyBundle {
         Ok((
             c.id.clone(),
             c.title.clone(),
-            score::excerpt(&c.body, &query_terms(&text)),
+            excerpt_of(c, &query_terms(&text)).map_err(|e| to_py(py, e))?,
             c.path(),
             c.kind.clone(),
             c.tags.clone(),
@@ -407,7 +433,9 @@ impl PyBundle {
     /// The body of the concept at `position`.
     fn body(&self, py: Python<'_>, position: usize) -> PyResult<String> {
         let c = self.concept_at(py, position)?;
-        Ok(c.body.clone())
+        c.body()
+            .map(|b| b.into_owned())
+            .map_err(|e| to_py(py, e.into()))
     }
 
     /// Concepts that declare supersession or conflicts (SPEC §7), in position
@@ -440,6 +468,7 @@ impl PyBundle {
     ) -> PyResult<Vec<(String, bool, bool, bool)>> {
         let c = self.concept_at(py, position)?;
         Ok(score::explain(c, &text)
+            .map_err(|e| to_py(py, e.into()))?
             .into_iter()
             .map(|(t, [a, b, c])| (t, a, b, c))
             .collect())
@@ -448,7 +477,7 @@ impl PyBundle {
     /// SPEC §3.5 excerpt of the concept at `position` for `text`.
     fn excerpt(&self, py: Python<'_>, position: usize, text: String) -> PyResult<String> {
         let c = self.concept_at(py, position)?;
-        Ok(score::excerpt(&c.body, &query_terms(&text)))
+        excerpt_of(c, &query_terms(&text)).map_err(|e| to_py(py, e))
     }
 }
 

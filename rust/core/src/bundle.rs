@@ -15,7 +15,9 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::error::Error;
 use crate::index::Index;
 use crate::progress::{Phase, Progress};
+use crate::slab::Slab;
 use crate::text::id_cmp;
+use crate::texts::{TextStore, Texts};
 use crate::watch::{Drained, Watch};
 use crate::yaml;
 
@@ -29,7 +31,7 @@ pub struct Bundle {
     pub index: Arc<Index>,
     /// Rank of each concept's id in ordinal (code point) order — the
     /// cross-source tie-break of SPEC §5.4, which differs from id order.
-    pub ordinal_rank: Vec<u32>,
+    pub ordinal_rank: Slab<u32>,
     /// What the last read saw, for [`Bundle::refresh`]: every concept file
     /// (in id order) with its stamp and outcome; also the walk's own
     /// diagnostics and the root index's stamp.
@@ -73,11 +75,11 @@ struct FileState {
     diagnostics: Vec<Diagnostic>,
 }
 
-/// A concept file found by the walk.
+/// A concept file found by the walk. Its path is the id plus `.md`: a name
+/// that is not valid UTF-8 gets a lossy id, but also `bad_id`, and such a
+/// file is never opened.
 struct Found {
     id: String,
-    path: String,
-    abs: PathBuf,
     /// Why the id is unusable, when it is.
     bad_id: Option<&'static str>,
     /// Size and modification time when the walk saw it.
@@ -105,57 +107,83 @@ fn name_problem(name: &std::ffi::OsStr) -> (String, Option<&'static str>) {
 /// bad-name reason inherited from a parent.
 type Pending = (PathBuf, String, Option<&'static str>);
 
-/// Walk the tree without following symbolic links. Order does not matter
-/// here: concepts and diagnostics are sorted by id afterwards. Only the root
-/// failing to list is an error; below it, failures are diagnostics.
-fn walk(
-    root: &Path,
-    watch: &Watch,
-    progress: &Progress,
-    files: &mut Vec<Found>,
-    diags: &mut Vec<Diagnostic>,
-) -> std::io::Result<()> {
+/// One directory's concept files, in id order (each sub-directory's files
+/// sit where their ids sort), and the diagnostics met on the way.
+type Listed = (Vec<Found>, Vec<Diagnostic>);
+
+/// Walk the tree below `root` without following symbolic links: the concept
+/// files in id order, without a global sort. Ids order with `/` lowest
+/// ([`id_cmp`]), so every id under a sub-directory `s` sorts after the id
+/// `s` and before any other entry of its parent: each directory's entries
+/// are sorted once, and sub-directories are walked in parallel and spliced
+/// in at their place. Only the root failing to list is an error; below it,
+/// failures are diagnostics.
+fn walk(root: &Path, watch: &Watch, progress: &Progress) -> std::io::Result<Listed> {
     let entries = fs::read_dir(root)?;
-    let mut stack = Vec::new();
-    list(entries, "", None, &mut stack, files, diags);
-    walk_dirs(stack, watch, progress, files, diags);
-    Ok(())
+    Ok(walk_listed(entries, "", None, watch, progress))
 }
 
-/// List the pending directories, their sub-directories in parallel (each
-/// directory's results stay together; the caller sorts everything by id).
-fn walk_dirs(
-    stack: Vec<Pending>,
+/// List a pending directory (watching it first, so no change can fall
+/// between the two) and walk below it.
+fn walk_dir((dir, prefix, bad): Pending, watch: &Watch, progress: &Progress) -> Listed {
+    if progress.cancelled() {
+        return (Vec::new(), Vec::new());
+    }
+    watch.add_dir(&dir);
+    match fs::read_dir(&dir) {
+        Ok(entries) => walk_listed(entries, &prefix, bad, watch, progress),
+        Err(e) => (
+            Vec::new(),
+            vec![Diagnostic::new(
+                Code::UnreadableDirectory,
+                format!("Directory could not be listed: {e}"),
+                prefix.trim_end_matches('/'),
+            )],
+        ),
+    }
+}
+
+/// One directory entry worth keeping, with the id it sorts by.
+enum Item {
+    File(Found),
+    /// A sub-directory: its index in the list of pending directories.
+    Dir(String, usize),
+}
+
+fn walk_listed(
+    entries: fs::ReadDir,
+    prefix: &str,
+    bad: Option<&'static str>,
     watch: &Watch,
     progress: &Progress,
-    files: &mut Vec<Found>,
-    diags: &mut Vec<Diagnostic>,
-) {
-    let parts: Vec<(Vec<Found>, Vec<Diagnostic>)> = stack
-        .into_par_iter()
-        .map(|(dir, prefix, bad)| {
-            let (mut f, mut d, mut sub) = (Vec::new(), Vec::new(), Vec::new());
-            if progress.cancelled() {
-                return (f, d);
-            }
-            // Watch first, then list: no change can fall between the two.
-            watch.add_dir(&dir);
-            match fs::read_dir(&dir) {
-                Ok(entries) => list(entries, &prefix, bad, &mut sub, &mut f, &mut d),
-                Err(e) => d.push(Diagnostic::new(
-                    Code::UnreadableDirectory,
-                    format!("Directory could not be listed: {e}"),
-                    prefix.trim_end_matches('/'),
-                )),
-            }
-            walk_dirs(sub, watch, progress, &mut f, &mut d);
-            (f, d)
-        })
-        .collect();
-    for (f, d) in parts {
-        files.extend(f);
-        diags.extend(d);
+) -> Listed {
+    let (mut items, mut diags, mut dirs) = (Vec::new(), Vec::new(), Vec::new());
+    list(entries, prefix, bad, &mut items, &mut dirs, &mut diags);
+    fn key(it: &Item) -> &str {
+        match it {
+            Item::File(f) => &f.id,
+            Item::Dir(k, _) => k,
+        }
     }
+    items.sort_unstable_by(|a, b| id_cmp(key(a), key(b)));
+    let below: Vec<Listed> = dirs
+        .into_par_iter()
+        .map(|d| walk_dir(d, watch, progress))
+        .collect();
+    let mut below: Vec<Option<Listed>> = below.into_iter().map(Some).collect();
+    let mut files = Vec::with_capacity(items.len());
+    for it in items {
+        match it {
+            Item::File(f) => files.push(f),
+            Item::Dir(_, k) => {
+                if let Some((f, d)) = below[k].take() {
+                    files.extend(f);
+                    diags.extend(d);
+                }
+            }
+        }
+    }
+    (files, diags)
 }
 
 /// Sort one directory's entries into concept files, sub-directories to
@@ -164,8 +192,8 @@ fn list(
     entries: fs::ReadDir,
     prefix: &str,
     bad: Option<&'static str>,
-    stack: &mut Vec<Pending>,
-    files: &mut Vec<Found>,
+    items: &mut Vec<Item>,
+    dirs: &mut Vec<Pending>,
     diags: &mut Vec<Diagnostic>,
 ) {
     for entry in entries {
@@ -184,57 +212,63 @@ fn list(
         if os_name.as_encoded_bytes().first() == Some(&b'.') {
             continue;
         }
-        let (name, name_bad) = name_problem(&os_name);
-        let rel = format!("{prefix}{name}");
         let ft = match entry.file_type() {
             Ok(ft) => ft,
             Err(e) => {
+                let (name, _) = name_problem(&os_name);
                 diags.push(Diagnostic::new(
                     Code::UnreadableFile,
                     format!("File could not be read: {e}"),
-                    rel,
+                    format!("{prefix}{name}"),
                 ));
                 continue;
             }
         };
+        let bytes = os_name.as_encoded_bytes();
+        let concept_file =
+            ft.is_file() && bytes.ends_with(b".md") && bytes != b"index.md" && bytes != b"log.md";
+        if ft.is_file() && !concept_file {
+            continue;
+        }
+        let (name, name_bad) = name_problem(&os_name);
         if ft.is_symlink() {
             diags.push(Diagnostic::new(
                 Code::SymlinkSkipped,
                 "Symbolic link not followed",
-                rel,
+                format!("{prefix}{name}"),
             ));
         } else if ft.is_dir() {
-            stack.push((entry.path(), format!("{rel}/"), bad.or(name_bad)));
-        } else if ft.is_file() {
-            let bytes = os_name.as_encoded_bytes();
-            if !bytes.ends_with(b".md") || bytes == b"index.md" || bytes == b"log.md" {
-                continue;
-            }
-            let id = rel[..rel.len() - 3].to_string();
+            let rel = format!("{prefix}{name}/");
+            items.push(Item::Dir(rel.clone(), dirs.len()));
+            dirs.push((entry.path(), rel, bad.or(name_bad)));
+        } else if concept_file {
+            let mut id = String::with_capacity(prefix.len() + name.len() - 3);
+            id.push_str(prefix);
+            id.push_str(&name[..name.len() - 3]);
             // `DirEntry::metadata` stats relative to the open directory, far
             // cheaper than a stat of the full path.
             let stamp = entry.metadata().ok().map(|m| stamp_of(&m));
-            files.push(Found {
+            items.push(Item::File(Found {
                 id,
-                path: rel,
-                abs: entry.path(),
                 bad_id: bad.or(name_bad),
                 stamp,
-            });
+            }));
         }
     }
 }
 
-/// Read one found file: its outcome and the stamp it was read at.
-fn read_found(f: &Found) -> (Read, Stamp) {
+/// Read one found file of the bundle at `root`: its outcome and the stamp
+/// it was read at.
+fn read_found(root: &Path, f: &Found) -> (Read, Stamp) {
+    let path = format!("{}.md", f.id);
     let skip = |code, msg: String| Read {
         concept: None,
-        diagnostics: vec![Diagnostic::new(code, msg, f.path.clone())],
+        diagnostics: vec![Diagnostic::new(code, msg, path.clone())],
     };
     if let Some(why) = f.bad_id {
         return (skip(Code::InvalidConceptId, why.to_string()), f.stamp);
     }
-    let mut file = match fs::File::open(&f.abs) {
+    let mut file = match fs::File::open(root.join(&path)) {
         Ok(file) => file,
         Err(e) => {
             return (
@@ -263,37 +297,45 @@ fn read_found(f: &Found) -> (Read, Stamp) {
         let n = file.metadata().map_or(bytes.len() as u64, |m| m.len());
         return (skip(Code::FileTooLarge, too_large(n)), at);
     }
-    (read_concept(&f.id, &f.path, &bytes), at)
+    (read_concept(&f.id, &path, &bytes), at)
 }
 
-/// Read every found file in parallel, except those `prior` already holds
-/// (`prior` is empty or one entry per file).
+/// Read every found file in parallel, except those `cached` yields (it is
+/// given the file's position in `found`).
 fn read_all(
+    root: &Path,
     found: &[Found],
-    prior: Vec<Option<Read>>,
+    cached: &(dyn Fn(usize) -> Option<Read> + Sync),
     progress: &Progress,
 ) -> Result<Vec<(Read, Stamp)>, Error> {
     progress.start(Phase::Read, found.len());
-    let prior = if prior.is_empty() {
-        (0..found.len()).map(|_| None).collect()
-    } else {
-        prior
-    };
-    let reads: Vec<(Read, Stamp)> = found
+    let reads = read_some(root, found, 0, cached, progress);
+    progress.check()?;
+    Ok(reads)
+}
+
+/// Read `found` (files `first..` of the load) in parallel, except those
+/// `cached` yields, counting each file done.
+fn read_some(
+    root: &Path,
+    found: &[Found],
+    first: usize,
+    cached: &(dyn Fn(usize) -> Option<Read> + Sync),
+    progress: &Progress,
+) -> Vec<(Read, Stamp)> {
+    found
         .par_iter()
-        .zip(prior.into_par_iter())
-        .map(|(f, p)| {
-            let out = match p {
+        .enumerate()
+        .map(|(k, f)| {
+            let out = match cached(first + k) {
                 Some(read) => (read, f.stamp),
                 None if progress.cancelled() => (Read::default(), None),
-                None => read_found(f),
+                None => read_found(root, f),
             };
             progress.step();
             out
         })
-        .collect();
-    progress.check()?;
-    Ok(reads)
+        .collect()
 }
 
 /// Whether two concepts give the index the same input (SPEC §3.2 fields).
@@ -302,7 +344,7 @@ fn same_indexed_text(a: &Concept, b: &Concept) -> bool {
         && a.title == b.title
         && a.tags == b.tags
         && a.description == b.description
-        && a.body == b.body
+        && matches!((a.body(), b.body()), (Ok(x), Ok(y)) if x == y)
 }
 
 fn okf_version(root: &Path) -> Option<String> {
@@ -337,12 +379,13 @@ fn walk_sorted(
     if !meta.is_dir() {
         return Err(not_found("not a directory".into()));
     }
-    let mut found = Vec::new();
-    let mut diagnostics = Vec::new();
-    walk(root, watch, progress, &mut found, &mut diagnostics)
-        .map_err(|e| not_found(e.to_string()))?;
+    let (mut found, mut diagnostics) =
+        walk(root, watch, progress).map_err(|e| not_found(e.to_string()))?;
     progress.check()?;
-    found.sort_by(|a, b| id_cmp(&a.id, &b.id));
+    // The walk yields id order; should a name ever break that, sort.
+    if !found.is_sorted_by(|a, b| id_cmp(&a.id, &b.id).is_le()) {
+        found.par_sort_unstable_by(|a, b| id_cmp(&a.id, &b.id));
+    }
     diagnostics.sort_by(|a, b| id_cmp(&a.path, &b.path).then_with(|| a.message.cmp(&b.message)));
     Ok((found, diagnostics))
 }
@@ -354,7 +397,7 @@ fn assemble(
     reads: Vec<(Read, Stamp)>,
     walk_diagnostics: Vec<Diagnostic>,
     watch: Watch,
-) -> Bundle {
+) -> Result<Bundle, Error> {
     assemble_with(
         root,
         found,
@@ -366,6 +409,49 @@ fn assemble(
     )
 }
 
+/// Files' outcomes gathered in id order: the concepts, every file's state,
+/// and all diagnostics.
+struct Gathered {
+    concepts: Vec<Arc<Concept>>,
+    diagnostics: Vec<Diagnostic>,
+    files: Vec<FileState>,
+}
+
+impl Gathered {
+    fn new(walk_diagnostics: &[Diagnostic], files: usize) -> Gathered {
+        Gathered {
+            concepts: Vec::with_capacity(files),
+            diagnostics: walk_diagnostics.to_vec(),
+            files: Vec::with_capacity(files),
+        }
+    }
+
+    fn add(&mut self, found: Vec<Found>, reads: Vec<(Read, Stamp)>) {
+        for (f, (r, st)) in found.into_iter().zip(reads) {
+            let position = r.concept.is_some().then_some(self.concepts.len() as u32);
+            self.diagnostics.extend(r.diagnostics.iter().cloned());
+            self.concepts.extend(r.concept);
+            self.files.push(FileState {
+                id: f.id,
+                stamp: st,
+                position,
+                diagnostics: r.diagnostics,
+            });
+        }
+    }
+}
+
+/// Each concept's rank in ordinal (code point) order of ids.
+fn ordinal_ranks(concepts: &[Arc<Concept>]) -> Slab<u32> {
+    let mut by_ordinal: Vec<u32> = (0..concepts.len() as u32).collect();
+    by_ordinal.par_sort_unstable_by(|&a, &b| concepts[a as usize].id.cmp(&concepts[b as usize].id));
+    let mut ordinal_rank = vec![0u32; concepts.len()];
+    for (rank, &p) in by_ordinal.iter().enumerate() {
+        ordinal_rank[p as usize] = rank as u32;
+    }
+    ordinal_rank.into()
+}
+
 /// [`assemble`], with the index and ordinal ranks already at hand when
 /// `saved` holds them (a cache that matched every file).
 fn assemble_with(
@@ -374,44 +460,40 @@ fn assemble_with(
     reads: Vec<(Read, Stamp)>,
     walk_diagnostics: Vec<Diagnostic>,
     watch: Watch,
-    saved: Option<(Arc<Index>, Vec<u32>)>,
+    saved: Option<(Arc<Index>, Slab<u32>)>,
     progress: &Progress,
-) -> Bundle {
-    let mut concepts = Vec::with_capacity(reads.len());
-    let mut diagnostics = walk_diagnostics.clone();
-    let mut files = Vec::with_capacity(found.len());
-    for (f, (r, st)) in found.into_iter().zip(reads) {
-        let position = r.concept.is_some().then_some(concepts.len() as u32);
-        diagnostics.extend(r.diagnostics.iter().cloned());
-        concepts.extend(r.concept);
-        files.push(FileState {
-            id: f.id,
-            stamp: st,
-            position,
-            diagnostics: r.diagnostics,
-        });
-    }
-    // Stable: one file's own diagnostics keep their order.
-    diagnostics.sort_by(|a, b| id_cmp(&a.path, &b.path));
-    let (index, ordinal_rank) = saved.unwrap_or_else(|| {
-        progress.start(Phase::Index, 0);
-        let index = Arc::new(Index::build_with(&concepts, progress));
-        let mut by_ordinal: Vec<u32> = (0..concepts.len() as u32).collect();
-        by_ordinal.sort_unstable_by(|&a, &b| concepts[a as usize].id.cmp(&concepts[b as usize].id));
-        let mut ordinal_rank = vec![0u32; concepts.len()];
-        for (rank, &p) in by_ordinal.iter().enumerate() {
-            ordinal_rank[p as usize] = rank as u32;
+) -> Result<Bundle, Error> {
+    let mut g = Gathered::new(&walk_diagnostics, found.len());
+    g.add(found, reads);
+    let saved = match saved {
+        Some(s) => s,
+        None => {
+            progress.start(Phase::Index, 0);
+            let index = Arc::new(Index::build_with(&g.concepts, progress)?);
+            (index, ordinal_ranks(&g.concepts))
         }
-        (index, ordinal_rank)
-    });
+    };
+    Ok(finish(root, g, walk_diagnostics, watch, saved))
+}
+
+/// The snapshot of gathered files with their index.
+fn finish(
+    root: &Path,
+    mut g: Gathered,
+    walk_diagnostics: Vec<Diagnostic>,
+    watch: Watch,
+    (index, ordinal_rank): (Arc<Index>, Slab<u32>),
+) -> Bundle {
+    // Stable: one file's own diagnostics keep their order.
+    g.diagnostics.sort_by(|a, b| id_cmp(&a.path, &b.path));
     Bundle {
         root: root.to_path_buf(),
-        concepts,
-        diagnostics,
+        concepts: g.concepts,
+        diagnostics: g.diagnostics,
         okf_version: okf_version(root),
         index,
         ordinal_rank,
-        files,
+        files: g.files,
         walk_diagnostics,
         index_stamp: stamp(&root.join("index.md")),
         watch,
@@ -419,6 +501,11 @@ fn assemble_with(
         made_by: "load",
     }
 }
+
+/// Files read per step of a load that writes a cache file: their texts go to
+/// the file before the next step is read, so at most this many bodies are
+/// in memory at once.
+const WAVE: usize = 32 * 1024;
 
 /// What a load did with its cache file ([`Bundle::load_cached`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -430,6 +517,115 @@ pub struct CacheReport {
     pub detail: String,
     /// Files read from disk rather than taken from the cache.
     pub reread: usize,
+}
+
+/// Load `found` in waves of [`WAVE`] files, writing a new cache file as it
+/// goes: each wave is read (files `cached` yields are not read again), its
+/// words are indexed, and its texts are appended to the cache file and then
+/// served from it, so bodies never pile up in memory. The index is merged at
+/// the end and the cache file completed and renamed into place. A failure to
+/// write the cache only leaves the texts in memory; it is returned beside the
+/// bundle.
+fn build_writing(
+    root: &Path,
+    found: Vec<Found>,
+    walk_diagnostics: Vec<Diagnostic>,
+    watch: Watch,
+    cached: &(dyn Fn(usize) -> Option<Read> + Sync),
+    (cache_file, root_key, written_ns): (&Path, &str, u128),
+    progress: &Progress,
+) -> Result<(Bundle, std::io::Result<()>), Error> {
+    let tmp = cache_file.with_extension(format!("tmp-{}-{}", std::process::id(), now_ns()));
+    // However this ends (cancelled, failed, renamed), no temporary file stays.
+    let _cleanup = RemoveOnDrop(&tmp);
+    let mut sink = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|f| cache::Sink::new(f, root_key));
+    let mut refs: Vec<cache::TextRef> = Vec::new();
+    let total = found.len();
+    progress.start(Phase::Read, total);
+    let mut g = Gathered::new(&walk_diagnostics, total);
+    let mut chunks = crate::index::Chunks::default();
+    let mut rest = found.into_iter();
+    let mut first = 0usize;
+    while first < total {
+        let wave: Vec<Found> = rest.by_ref().take(WAVE).collect();
+        let reads = read_some(root, &wave, first, cached, progress);
+        first += wave.len();
+        progress.check()?;
+        let base = g.concepts.len();
+        g.add(wave, reads);
+        chunks.append(crate::index::chunk_fields(
+            &g.concepts[base..],
+            base as u32,
+            progress,
+        ));
+        progress.check()?;
+        if let Ok(s) = &mut sink {
+            let appended: std::io::Result<Vec<cache::TextRef>> =
+                g.concepts[base..].iter().map(|c| s.text(c)).collect();
+            match appended.and_then(|r| Ok((r, s.store(cache_file)?))) {
+                Ok((new_refs, store)) => {
+                    for (c, r) in g.concepts[base..].iter_mut().zip(&new_refs) {
+                        if let Some(c) = Arc::get_mut(c) {
+                            c.texts = stored(&store, r);
+                        }
+                    }
+                    refs.extend(new_refs);
+                }
+                Err(e) => sink = Err(e),
+            }
+        }
+    }
+    progress.start(Phase::Index, 0);
+    let index = Arc::new(Index::from_chunks(chunks, &g.concepts)?);
+    let ordinal = ordinal_ranks(&g.concepts);
+    progress.check()?;
+    let written = sink.and_then(|s| {
+        let files: Vec<cache::FileOut<'_>> = g
+            .files
+            .iter()
+            .filter_map(|f| {
+                Some(cache::FileOut {
+                    id: &f.id,
+                    stamp: f.stamp?,
+                    concept: f
+                        .position
+                        .map(|p| (&*g.concepts[p as usize], refs[p as usize])),
+                    diagnostics: &f.diagnostics,
+                })
+            })
+            .collect();
+        s.finish(&files, &index, &ordinal, written_ns)?;
+        fs::rename(&tmp, cache_file)
+    });
+    // On failure the temporary file is removed; texts already served from it
+    // stay readable through the open handle.
+    let b = finish(root, g, walk_diagnostics, watch, (index, ordinal));
+    progress.start(Phase::Done, 0);
+    Ok((b, written))
+}
+
+/// Removes a file when dropped (nothing happens if it is gone).
+struct RemoveOnDrop<'a>(&'a Path);
+
+impl Drop for RemoveOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(self.0);
+    }
+}
+
+fn stored(store: &Arc<TextStore>, r: &cache::TextRef) -> Texts {
+    Texts::Stored {
+        store: Arc::clone(store),
+        at: r.at,
+        frontmatter_len: r.frontmatter_len,
+        body_len: r.body_len,
+        crc: r.crc,
+    }
 }
 
 /// A cached file is trusted only if it was last modified this long before the
@@ -468,8 +664,8 @@ impl Bundle {
         let Some(cache_file) = cache_file else {
             let watch = Watch::new(root);
             let (found, walk_diagnostics) = walk_sorted(root, &watch, progress)?;
-            let reads = read_all(&found, Vec::new(), progress)?;
-            let b = assemble_with(root, found, reads, walk_diagnostics, watch, None, progress);
+            let reads = read_all(root, &found, &|_| None, progress)?;
+            let b = assemble_with(root, found, reads, walk_diagnostics, watch, None, progress)?;
             progress.check()?;
             progress.start(Phase::Done, 0);
             let report = CacheReport {
@@ -479,6 +675,25 @@ impl Bundle {
             };
             return Ok((b, report));
         };
+        match Bundle::load_through(root, cache_file, progress) {
+            // A stored text that failed its checksum removed the cache file:
+            // load again from the files alone.
+            Err(Error::CacheDamaged(why)) => {
+                let (b, mut report) = Bundle::load_through(root, cache_file, progress)?;
+                report.status = "rebuilt";
+                report.detail = why;
+                Ok((b, report))
+            }
+            done => done,
+        }
+    }
+
+    /// [`Bundle::load_with`] through `cache_file`.
+    fn load_through(
+        root: &Path,
+        cache_file: &Path,
+        progress: &Progress,
+    ) -> Result<(Bundle, CacheReport), Error> {
         let started = now_ns();
         let watch = Watch::new(root);
         let (found, walk_diagnostics) = walk_sorted(root, &watch, progress)?;
@@ -488,95 +703,142 @@ impl Bundle {
             detail: String::new(),
             reread: 0,
         };
-        let bytes = fs::read(cache_file);
-        let decoded = match &bytes {
-            Ok(bytes) => cache::decode(bytes, &root_key).map_err(|r| r.to_string()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        let mut opened = match cache::Opened::open(cache_file, &root_key) {
+            Ok(o) => Some(o),
+            Err(cache::OpenError::Missing) => {
                 report.status = "miss";
-                Err(String::new())
+                None
             }
-            Err(e) => Err(format!("could not be read ({e})")),
+            Err(cache::OpenError::Unreadable(e)) => {
+                report.status = "rebuilt";
+                report.detail = format!("could not be read ({e})");
+                None
+            }
+            Err(cache::OpenError::Rejected(r)) => {
+                report.status = "rebuilt";
+                report.detail = r.to_string();
+                None
+            }
         };
-        let (trusted_before, entries, index_at) = match decoded {
-            Ok(d) => (d.written_ns.saturating_sub(RACY_NS), d.entries, d.index_at),
-            Err(why) => {
-                if report.status == "hit" {
-                    report.status = "rebuilt";
-                    report.detail = why;
+        // Both lists are in id order: match them in one pass. `record[i]` is
+        // the cache record of found file `i`, when it can be trusted.
+        let mut record: Vec<Option<usize>> = vec![None; found.len()];
+        if let Some(o) = &opened {
+            let trusted_before = o.written_ns.saturating_sub(RACY_NS);
+            let mut j = 0usize;
+            let matched = found.iter().enumerate().try_for_each(|(i, f)| {
+                while j < o.len() && id_cmp(o.file(j)?.0, &f.id) == std::cmp::Ordering::Less {
+                    j += 1;
                 }
-                (0, Vec::new(), None)
-            }
-        };
-        let cached_count = entries.len();
-        // Both lists are in id order: match them in one pass.
-        let mut prior: Vec<Option<Read>> = Vec::with_capacity(found.len());
-        let mut cached = entries.into_iter().peekable();
-        let mut used = 0usize;
-        for f in &found {
-            while cached
-                .peek()
-                .is_some_and(|c| id_cmp(&c.id, &f.id) == std::cmp::Ordering::Less)
-            {
-                cached.next();
-            }
-            let hit = cached.next_if(|c| {
-                c.id == f.id && f.stamp == Some(c.stamp) && c.stamp.1 < trusted_before
+                if j < o.len() {
+                    let (id, st) = o.file(j)?;
+                    if id == f.id {
+                        if f.stamp == Some(st) && st.1 < trusted_before {
+                            record[i] = Some(j);
+                        }
+                        j += 1;
+                    }
+                }
+                Ok::<(), cache::Rejected>(())
             });
-            used += hit.is_some() as usize;
-            prior.push(hit.map(|c| c.read));
+            if let Err(r) = matched {
+                report.status = "rebuilt";
+                report.detail = r.to_string();
+                record.fill(None);
+                opened = None;
+            }
         }
-        let reads = read_all(&found, prior, progress)?;
+        let used = record.iter().flatten().count();
         report.reread = found.len() - used;
-        if report.status == "hit" && (report.reread > 0 || used != cached_count) {
+        let all_cached = opened
+            .as_ref()
+            .is_some_and(|o| used == found.len() && used == o.len());
+        if all_cached {
+            // Every file as cached: the saved index describes exactly these
+            // concepts, and their texts stay in the cache file.
+            let undecodable = std::sync::atomic::AtomicBool::new(false);
+            let reads = read_all(
+                root,
+                &found,
+                &|i| {
+                    let (o, r) = (opened.as_ref()?, record[i]?);
+                    o.read(r)
+                        .map_err(|_| undecodable.store(true, std::sync::atomic::Ordering::Relaxed))
+                        .ok()
+                },
+                progress,
+            )?;
+            let n = reads.iter().filter(|(r, _)| r.concept.is_some()).count();
+            let index = match (undecodable.into_inner(), opened.as_ref()) {
+                (false, Some(o)) => o.index(n),
+                _ => Err(cache::Rejected::Corrupt("a record does not decode".into())),
+            };
+            match index {
+                Ok((ix, ord)) => {
+                    let saved = Some((Arc::new(ix), ord));
+                    let b = assemble_with(
+                        root,
+                        found,
+                        reads,
+                        walk_diagnostics,
+                        watch,
+                        saved,
+                        progress,
+                    )?;
+                    progress.check()?;
+                    progress.start(Phase::Done, 0);
+                    return Ok((b, report));
+                }
+                Err(why) => {
+                    // Start again from the files alone, with a new cache file.
+                    report.status = "rebuilt";
+                    report.detail = why.to_string();
+                    report.reread = found.len();
+                    record.fill(None);
+                    opened = None;
+                }
+            }
+        }
+        if report.status == "hit" {
             report.status = "partial";
         }
-        // Every file as cached: the saved index describes exactly these concepts.
-        let mut saved = None;
-        if report.status == "hit" {
-            let n = reads.iter().filter(|(r, _)| r.concept.is_some()).count();
-            match (&bytes, index_at) {
-                (Ok(b), Some(at)) => match cache::decode_index(b, at, n) {
-                    Ok((ix, ord)) => saved = Some((Arc::new(ix), ord)),
-                    Err(why) => {
-                        report.status = "rebuilt";
-                        report.detail = why.to_string();
-                    }
-                },
-                _ => report.status = "partial", // an index-less file: add one
+        // Texts taken from the old cache file are read into memory now (and
+        // checked): the index build and the new cache file both need them.
+        let damaged = std::sync::atomic::AtomicBool::new(false);
+        let cached = |i: usize| {
+            let (o, r) = (opened.as_ref()?, record[i]?);
+            let read = o.read(r).ok().and_then(|mut read| {
+                if let Some(c) = read.concept.as_mut().and_then(Arc::get_mut) {
+                    let t = c.texts.read().ok()?;
+                    let texts = Texts::owned(t.body.into_owned(), t.frontmatter.into());
+                    c.texts = texts;
+                }
+                Some(read)
+            });
+            if read.is_none() {
+                damaged.store(true, std::sync::atomic::Ordering::Relaxed);
             }
+            read
+        };
+        let (bundle, written) = build_writing(
+            root,
+            found,
+            walk_diagnostics,
+            watch,
+            &cached,
+            (cache_file, &root_key, started),
+            progress,
+        )?;
+        if damaged.into_inner() {
+            report.status = "rebuilt";
+            report.detail = "is corrupt (a text or record does not read back)".into();
         }
-        drop(bytes);
-        let bundle = assemble_with(root, found, reads, walk_diagnostics, watch, saved, progress);
-        progress.check()?;
-        progress.start(Phase::Done, 0);
-        if report.status != "hit" {
-            if let Err(e) = bundle.write_cache(cache_file, &root_key, started) {
-                report.detail = format!("{} (not written: {e})", report.detail)
-                    .trim_start()
-                    .to_string();
-            }
+        if let Err(e) = written {
+            report.detail = format!("{} (not written: {e})", report.detail)
+                .trim_start()
+                .to_string();
         }
         Ok((bundle, report))
-    }
-
-    fn write_cache(&self, path: &Path, root: &str, written_ns: u128) -> std::io::Result<()> {
-        let files = self.files.iter().filter_map(|f| {
-            let concept = f.position.map(|p| &*self.concepts[p as usize]);
-            f.stamp
-                .map(|st| (f.id.as_str(), st, concept, f.diagnostics.as_slice()))
-        });
-        let bytes = cache::encode(
-            root,
-            written_ns,
-            files,
-            Some((&self.index, &self.ordinal_rank)),
-        );
-        let tmp = path.with_extension(format!("tmp-{}-{}", std::process::id(), now_ns()));
-        let written = fs::write(&tmp, &bytes).and_then(|()| fs::rename(&tmp, path));
-        if written.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        written
     }
 
     pub fn load(root: impl AsRef<Path>) -> Result<Bundle, Error> {
@@ -654,10 +916,10 @@ impl Bundle {
                         *st,
                     )
                 }
-                _ => read_found(f),
+                _ => read_found(&self.root, f),
             })
             .collect();
-        let mut b = assemble(&self.root, found, reads, walk_diagnostics, watch);
+        let mut b = assemble(&self.root, found, reads, walk_diagnostics, watch)?;
         b.made_by = "walk";
         Ok(Some(b))
     }
@@ -744,8 +1006,6 @@ impl Bundle {
         let mut news = now.into_iter().peekable();
         let mk = |id: &str, stamp: Stamp| Found {
             id: id.to_string(),
-            path: format!("{id}.md"),
-            abs: self.root.join(format!("{id}.md")),
             bad_id: None,
             stamp,
         };
@@ -789,7 +1049,7 @@ impl Bundle {
                         old.stamp,
                     )
                 }
-                _ => read_found(f),
+                _ => read_found(&self.root, f),
             })
             .collect();
         // The index can stay when the concepts are the same ones in the same
@@ -814,7 +1074,7 @@ impl Bundle {
                     }
                 });
         let saved = same_index.then(|| (Arc::clone(&self.index), self.ordinal_rank.clone()));
-        let mut b = assemble_with(
+        let mut b = match assemble_with(
             &self.root,
             found,
             reads,
@@ -822,7 +1082,10 @@ impl Bundle {
             watch,
             saved,
             &Progress::default(),
-        );
+        ) {
+            Ok(b) => b,
+            Err(e) => return Some(Err(e)),
+        };
         if let Ok(mut t) = b.last_full_check.lock() {
             *t = last_full; // this was not a full comparison
         }
@@ -858,12 +1121,10 @@ mod tests {
         let d = scratch("vanish");
         let f = Found {
             id: "x".into(),
-            path: "x.md".into(),
-            abs: d.join("x.md"),
             bad_id: None,
             stamp: None,
         };
-        let (r, st) = read_found(&f);
+        let (r, st) = read_found(&d, &f);
         assert_eq!(st, None);
         assert!(r.concept.is_none());
         assert_eq!(r.diagnostics[0].code, Code::UnreadableFile);
@@ -878,18 +1139,11 @@ mod tests {
         let d = scratch("gone");
         fs::create_dir_all(d.join("ok")).unwrap();
         fs::write(d.join("ok/a.md"), "---\ntype: T\n---\n").unwrap();
-        let stack = vec![
-            (d.join("ok"), "ok/".to_string(), None),
-            (d.join("gone"), "gone/".to_string(), None),
-        ];
-        let (mut files, mut diags) = (Vec::new(), Vec::new());
-        walk_dirs(
-            stack,
-            &Watch::new(&d),
-            &Progress::default(),
-            &mut files,
-            &mut diags,
-        );
+        let (watch, progress) = (Watch::new(&d), Progress::default());
+        let ok = walk_dir((d.join("ok"), "ok/".into(), None), &watch, &progress);
+        let gone = walk_dir((d.join("gone"), "gone/".into(), None), &watch, &progress);
+        let files: Vec<Found> = ok.0.into_iter().chain(gone.0).collect();
+        let diags: Vec<Diagnostic> = ok.1.into_iter().chain(gone.1).collect();
         assert_eq!(files.len(), 1);
         assert_eq!(diags.len(), 1);
         assert_eq!(
@@ -944,7 +1198,13 @@ mod refresh_tests {
         let ids = |x: &Bundle| {
             x.concepts
                 .iter()
-                .map(|c| (c.id.clone(), c.title.clone(), c.body.clone()))
+                .map(|c| {
+                    (
+                        c.id.clone(),
+                        c.title.clone(),
+                        c.body().unwrap().into_owned(),
+                    )
+                })
                 .collect::<Vec<_>>()
         };
         assert_eq!(ids(&fresh), ids(&again));

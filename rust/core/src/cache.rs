@@ -1,38 +1,69 @@
-//! The persistent cache of a bundle's parsed files (issue 6, step 1): one
-//! versioned, checksummed file per bundle holding, for every concept file,
-//! its id, the size and modification time it was read at, its diagnostics and
-//! its parsed concept. Reopening a bundle re-reads only the files whose size
-//! or modification time differ (or that are new); everything else comes from
-//! here. The file also holds the index and the ordinal ranks, used only when
-//! every file matched; otherwise the index is rebuilt in memory.
+//! The persistent cache of a bundle (issue 6): one versioned, checksummed
+//! file per bundle holding, for every concept file, its id, the size and
+//! modification time it was read at, its diagnostics and its parsed concept;
+//! the concepts' texts (frontmatter and body); the index and the ordinal
+//! ranks.
 //!
-//! Layout (little-endian): `MAGIC`, format `u32`, okfast version, the bundle
-//! root, payload length `u64`, CRC-32 of the payload `u32`, payload (the
-//! entry count, the instant the cache was written in ns since the epoch, the
-//! entries). A file that is truncated, has
-//! another magic, format or version, another root, or a payload whose
-//! checksum or structure is wrong is rejected as a whole, never partly used.
+//! Reopening maps the file into memory ([`Opened`]) and uses it in place: the
+//! index arrays are views into the mapping ([`Slab`]), each file's record is
+//! decoded only when that file is taken from the cache, and texts stay in the
+//! file until a caller asks for one ([`crate::texts`]). Nothing is parsed
+//! twice and nothing large is copied.
+//!
+//! Layout (little-endian):
+//!
+//! ```text
+//! header  MAGIC, format u32, okfast version, bundle root (u32 length + bytes),
+//!         texts length u64, core length u64, core CRC-32 u32,
+//!         header CRC-32 u32 (of every header byte before it)
+//! texts   per concept in id order: frontmatter bytes, body bytes
+//! pad     zeros to a multiple of 8
+//! core    (8-aligned; offsets below are relative to its start)
+//!         file count u64, written-at ns u128, then per file a record:
+//!           id, size u64, mtime ns u128, diagnostics, concept flag, concept
+//!           (its fields, and where its texts are: offset u64, frontmatter
+//!           length u32, body length u32, CRC-32 u32 of both)
+//!         record offsets u64 × files (8-aligned)
+//!         index: per field each array as length u64 + items + zero pad to 8;
+//!         tags; ordinal ranks
+//!         tail: record-offsets table offset u64, index offset u64
+//! ```
+//!
+//! The header and the core are checked when the file is opened (the core's
+//! CRC-32 is computed over the whole core, in parallel); a file that fails
+//! any check is rejected as a whole, never partly used. Each concept's texts
+//! carry their own CRC-32, checked when they are read.
+//!
+//! The file is written to a temporary name and renamed into place, so a
+//! reader never sees a torn file, and a mapping keeps the file it was made
+//! from. The mapping assumes nothing truncates the file in place while it is
+//! open (okfast never does; a program that did would make the next access
+//! fault, as with any memory-mapped database). On a big-endian machine the
+//! cache is not used.
+
+use std::fs::File;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+use memmap2::Mmap;
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 
 use crate::concept::{Actor, Concept, Governance, Read, Status, TrustTier};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::index::{FieldIndex, Index, NOT_DENSE};
+use crate::slab::Slab;
+use crate::texts::{TextStore, Texts};
 use crate::trigram::Trigrams;
-use rustc_hash::FxHashMap;
 
 const MAGIC: &[u8; 8] = b"OKFASTC\0";
-/// Bump whenever the payload's layout or the meaning of a field changes.
-pub const FORMAT: u32 = 1;
+/// Bump whenever the layout or the meaning of a field changes.
+pub const FORMAT: u32 = 2;
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// A file's size and modification time in ns — [`crate::bundle`]'s stamp.
 pub type FileStamp = (u64, u128);
-
-/// One cached file: what reading it produced, and the stamp it was read at.
-pub struct Entry {
-    pub id: String,
-    pub stamp: FileStamp,
-    pub read: Read,
-}
 
 /// Why a cache file was not used.
 #[derive(Debug, PartialEq, Eq)]
@@ -54,165 +85,292 @@ impl std::fmt::Display for Rejected {
     }
 }
 
-/// A decoded cache: its entries in the order written (id order) and when it
-/// was written.
-pub struct Decoded {
-    pub written_ns: u128,
-    pub entries: Vec<Entry>,
-    /// Where the saved index starts in the file, when one was saved: it is
-    /// decoded ([`decode_index`]) only when every file came from the cache.
-    pub index_at: Option<usize>,
+// ---------------------------------------------------------------- writing
+
+/// A writer that knows its position and, while `hashing`, feeds a CRC-32.
+struct Out<W: Write> {
+    w: W,
+    at: u64,
+    crc: crc32fast::Hasher,
+    hashing: bool,
 }
 
-struct Writer(Vec<u8>);
-
-impl Writer {
-    fn u8(&mut self, v: u8) {
-        self.0.push(v);
+impl<W: Write> Out<W> {
+    fn raw(&mut self, b: &[u8]) -> std::io::Result<()> {
+        if self.hashing {
+            self.crc.update(b);
+        }
+        self.at += b.len() as u64;
+        self.w.write_all(b)
     }
-    fn u32(&mut self, v: u32) {
-        self.0.extend_from_slice(&v.to_le_bytes());
+    fn u8(&mut self, v: u8) -> std::io::Result<()> {
+        self.raw(&[v])
     }
-    fn u64(&mut self, v: u64) {
-        self.0.extend_from_slice(&v.to_le_bytes());
+    fn u32(&mut self, v: u32) -> std::io::Result<()> {
+        self.raw(&v.to_le_bytes())
     }
-    fn u128(&mut self, v: u128) {
-        self.0.extend_from_slice(&v.to_le_bytes());
+    fn u64(&mut self, v: u64) -> std::io::Result<()> {
+        self.raw(&v.to_le_bytes())
     }
-    fn str(&mut self, s: &str) {
-        self.u32(s.len() as u32);
-        self.0.extend_from_slice(s.as_bytes());
+    fn u128(&mut self, v: u128) -> std::io::Result<()> {
+        self.raw(&v.to_le_bytes())
     }
-    fn opt(&mut self, s: Option<&str>) {
+    fn str(&mut self, s: &str) -> std::io::Result<()> {
+        self.u32(s.len() as u32)?;
+        self.raw(s.as_bytes())
+    }
+    fn opt(&mut self, s: Option<&str>) -> std::io::Result<()> {
         match s {
             None => self.u8(0),
             Some(s) => {
-                self.u8(1);
-                self.str(s);
+                self.u8(1)?;
+                self.str(s)
             }
         }
     }
-    fn strs(&mut self, v: &[String]) {
-        self.u32(v.len() as u32);
-        for s in v {
-            self.str(s);
-        }
+    fn strs(&mut self, v: &[String]) -> std::io::Result<()> {
+        self.u32(v.len() as u32)?;
+        v.iter().try_for_each(|s| self.str(s))
     }
-    fn actor(&mut self, a: &Actor) {
-        self.opt(a.by.as_deref());
-        self.opt(a.at.as_deref());
+    fn actor(&mut self, a: &Actor) -> std::io::Result<()> {
+        self.opt(a.by.as_deref())?;
+        self.opt(a.at.as_deref())
     }
-    fn bytes(&mut self, v: &[u8]) {
-        self.u64(v.len() as u64);
-        self.0.extend_from_slice(v);
+    fn pad(&mut self) -> std::io::Result<()> {
+        let n = (8 - (self.at % 8) as usize) % 8;
+        self.raw(&[0u8; 8][..n])
     }
-    fn u32s(&mut self, v: &[u32]) {
-        self.u64(v.len() as u64);
-        self.0.reserve(v.len() * 4);
-        for x in v {
-            self.0.extend_from_slice(&x.to_le_bytes());
-        }
-    }
-    fn u64s(&mut self, v: &[u64]) {
-        self.u64(v.len() as u64);
-        self.0.reserve(v.len() * 8);
-        for x in v {
-            self.0.extend_from_slice(&x.to_le_bytes());
-        }
+    /// An array: length, items, zero pad to 8 (items start 8-aligned).
+    fn array<T: bytemuck::Pod>(&mut self, v: &[T]) -> std::io::Result<()> {
+        self.u64(v.len() as u64)?;
+        self.raw(bytemuck::cast_slice(v))?;
+        self.pad()
     }
 }
 
-/// Serialise `files` — `(id, stamp, concept, diagnostics)` in id order —
-/// for `root`, stamped as written at `written_ns`.
-pub fn encode<'a>(
-    root: &str,
-    written_ns: u128,
-    files: impl Iterator<Item = (&'a str, FileStamp, Option<&'a Concept>, &'a [Diagnostic])>,
-    index: Option<(&Index, &[u32])>,
-) -> Vec<u8> {
-    let mut p = Writer(Vec::new());
-    let mut n = 0u32;
-    p.u32(0); // the count, patched below
-    p.u128(written_ns); // inside the checksum: it decides which files are trusted
-    for (id, (size, mtime), concept, diags) in files {
-        n += 1;
-        p.str(id);
-        p.u64(size);
-        p.u128(mtime);
-        p.u32(diags.len() as u32);
-        for d in diags {
-            let code = Code::ALL.iter().position(|c| *c == d.code).unwrap_or(0);
-            p.u8(code as u8);
-            p.str(&d.message);
-            p.str(&d.path);
+/// Where one concept's texts were written.
+#[derive(Clone, Copy)]
+pub struct TextRef {
+    pub at: u64,
+    pub frontmatter_len: u32,
+    pub body_len: u32,
+    pub crc: u32,
+}
+
+/// One file as the cache records it, with where its concept's texts are.
+pub struct FileOut<'a> {
+    pub id: &'a str,
+    pub stamp: FileStamp,
+    pub concept: Option<(&'a Concept, TextRef)>,
+    pub diagnostics: &'a [Diagnostic],
+}
+
+fn header_prefix(root: &str) -> Vec<u8> {
+    let mut h = Vec::new();
+    h.extend_from_slice(MAGIC);
+    h.extend_from_slice(&FORMAT.to_le_bytes());
+    for s in [VERSION, root] {
+        h.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        h.extend_from_slice(s.as_bytes());
+    }
+    h
+}
+
+/// A cache file being written: texts first, as concepts are read (so a
+/// load never holds every body at once), then [`Sink::finish`] writes the
+/// core and the header.
+pub struct Sink {
+    out: Out<BufWriter<File>>,
+    prefix: Vec<u8>,
+    texts_base: u64,
+    /// The file's own handle, for reading texts back.
+    file: File,
+}
+
+impl Sink {
+    /// Start a cache file for `root` in `file` (new and empty, opened for
+    /// reading and writing).
+    pub fn new(file: File, root: &str) -> std::io::Result<Sink> {
+        if cfg!(target_endian = "big") {
+            return Err(std::io::Error::other("the cache is little-endian only"));
         }
-        match concept {
-            None => p.u8(0),
-            Some(c) => {
-                p.u8(1);
-                concept_out(&mut p, c);
+        let prefix = header_prefix(root);
+        let mut out = Out {
+            w: BufWriter::with_capacity(1 << 20, file.try_clone()?),
+            at: 0,
+            crc: crc32fast::Hasher::new(),
+            hashing: false,
+        };
+        out.raw(&prefix)?;
+        out.raw(&[0u8; 24])?; // texts length, core length, core CRC, header CRC: at the end
+        let texts_base = out.at;
+        Ok(Sink {
+            out,
+            prefix,
+            texts_base,
+            file,
+        })
+    }
+
+    /// Append a concept's texts.
+    pub fn text(&mut self, c: &Concept) -> std::io::Result<TextRef> {
+        let t = c.texts.read().map_err(std::io::Error::other)?;
+        let mut h = crc32fast::Hasher::new();
+        h.update(t.frontmatter.as_bytes());
+        h.update(t.body.as_bytes());
+        let r = TextRef {
+            at: self.out.at - self.texts_base,
+            frontmatter_len: t.frontmatter.len() as u32,
+            body_len: t.body.len() as u32,
+            crc: h.finalize(),
+        };
+        self.out.raw(t.frontmatter.as_bytes())?;
+        self.out.raw(t.body.as_bytes())?;
+        Ok(r)
+    }
+
+    /// Push what was appended to the file, and hand out a store that reads
+    /// texts back from it (valid for the texts appended so far).
+    pub fn store(&mut self, path: &Path) -> std::io::Result<Arc<TextStore>> {
+        self.out.w.flush()?;
+        Ok(Arc::new(TextStore {
+            file: self.file.try_clone()?,
+            base: self.texts_base,
+            path: path.to_path_buf(),
+        }))
+    }
+
+    /// Write the core — `files` in id order, the index and the ordinal
+    /// ranks — and the header, stamped as written at `written_ns`.
+    pub fn finish(
+        mut self,
+        files: &[FileOut<'_>],
+        index: &Index,
+        ordinal: &[u32],
+        written_ns: u128,
+    ) -> std::io::Result<()> {
+        let out = &mut self.out;
+        let texts_len = out.at - self.texts_base;
+        out.pad()?;
+        let core_at = out.at;
+        out.hashing = true;
+        let rel = |out: &Out<_>| out.at - core_at;
+        out.u64(files.len() as u64)?;
+        out.u128(written_ns)?;
+        let mut offsets = Vec::with_capacity(files.len());
+        for f in files {
+            offsets.push(rel(out));
+            out.str(f.id)?;
+            out.u64(f.stamp.0)?;
+            out.u128(f.stamp.1)?;
+            out.u32(f.diagnostics.len() as u32)?;
+            for d in f.diagnostics {
+                let code = Code::ALL.iter().position(|c| *c == d.code).unwrap_or(0);
+                out.u8(code as u8)?;
+                out.str(&d.message)?;
+                out.str(&d.path)?;
+            }
+            match &f.concept {
+                Some((c, r)) => {
+                    out.u8(1)?;
+                    concept_out(out, c, r)?;
+                }
+                None => out.u8(0)?,
             }
         }
+        out.pad()?;
+        let table_at = rel(out);
+        out.array(&offsets)?;
+        let index_at = rel(out);
+        index_out(out, index, ordinal)?;
+        out.u64(table_at)?;
+        out.u64(index_at)?;
+        let core_len = rel(out);
+        let core_crc = out.crc.clone().finalize();
+        out.w.flush()?;
+        let mut fixed = Vec::with_capacity(24);
+        fixed.extend_from_slice(&texts_len.to_le_bytes());
+        fixed.extend_from_slice(&core_len.to_le_bytes());
+        fixed.extend_from_slice(&core_crc.to_le_bytes());
+        let mut h = crc32fast::Hasher::new();
+        h.update(&self.prefix);
+        h.update(&fixed);
+        fixed.extend_from_slice(&h.finalize().to_le_bytes());
+        let f = &mut self.file;
+        f.seek(SeekFrom::Start(self.prefix.len() as u64))?;
+        f.write_all(&fixed)?;
+        f.flush()
     }
-    match index {
-        None => p.u8(0),
-        Some((index, ordinal)) => {
-            p.u8(1);
-            index_out(&mut p, index, ordinal);
-        }
-    }
-    p.0[..4].copy_from_slice(&n.to_le_bytes());
-    let mut out = Writer(Vec::with_capacity(p.0.len() + 64));
-    out.0.extend_from_slice(MAGIC);
-    out.u32(FORMAT);
-    out.str(VERSION);
-    out.str(root);
-    out.u64(p.0.len() as u64);
-    out.u32(crc32fast::hash(&p.0));
-    out.0.extend_from_slice(&p.0);
-    out.0
 }
 
-fn concept_out(p: &mut Writer, c: &Concept) {
-    p.opt(c.kind.as_deref());
-    p.opt(c.title.as_deref());
-    p.opt(c.description.as_deref());
-    p.strs(&c.tags);
-    p.opt(c.resource.as_deref());
-    p.u8(c.status as u8);
-    p.u8(c.status_known as u8);
+fn concept_out<W: Write>(p: &mut Out<W>, c: &Concept, r: &TextRef) -> std::io::Result<()> {
+    p.opt(c.kind.as_deref())?;
+    p.opt(c.title.as_deref())?;
+    p.opt(c.description.as_deref())?;
+    p.strs(&c.tags)?;
+    p.opt(c.resource.as_deref())?;
+    p.u8(c.status as u8)?;
+    p.u8(c.status_known as u8)?;
     match c.stale_after {
-        None => p.u8(0),
+        None => p.u8(0)?,
         Some(t) => {
-            p.u8(1);
-            p.u64(t as u64);
+            p.u8(1)?;
+            p.u64(t as u64)?;
         }
     }
     match &c.generated {
-        None => p.u8(0),
+        None => p.u8(0)?,
         Some(a) => {
-            p.u8(1);
-            p.actor(a);
+            p.u8(1)?;
+            p.actor(a)?;
         }
     }
-    p.u32(c.verified.len() as u32);
+    p.u32(c.verified.len() as u32)?;
     for a in &c.verified {
-        p.actor(a);
+        p.actor(a)?;
     }
-    p.u8(c.trust_tier as u8);
-    p.opt(c.authority.as_deref());
+    p.u8(c.trust_tier as u8)?;
+    p.opt(c.authority.as_deref())?;
     match &c.governance {
-        None => p.u8(0),
+        None => p.u8(0)?,
         Some(g) => {
-            p.u8(1);
-            p.strs(&g.supersedes);
-            p.strs(&g.superseded_by);
-            p.strs(&g.conflicts_with);
+            p.u8(1)?;
+            p.strs(&g.supersedes)?;
+            p.strs(&g.superseded_by)?;
+            p.strs(&g.conflicts_with)?;
         }
     }
-    p.str(&c.body);
-    p.str(&c.frontmatter_src);
+    p.u64(r.at)?;
+    p.u32(r.frontmatter_len)?;
+    p.u32(r.body_len)?;
+    p.u32(r.crc)
 }
+
+fn index_out<W: Write>(p: &mut Out<W>, index: &Index, ordinal: &[u32]) -> std::io::Result<()> {
+    for f in &index.fields {
+        p.array::<u8>(&f.vocab)?;
+        p.array::<u32>(&f.word_starts)?;
+        p.array::<u64>(&f.post_starts)?;
+        p.array::<u32>(&f.postings)?;
+        p.array::<u32>(&f.dense_slot)?;
+        p.array::<u64>(&f.dense_bits)?;
+        p.u64(f.bitset_words as u64)?;
+        p.array::<u32>(&f.trigrams.keys)?;
+        p.array::<u32>(&f.trigrams.starts)?;
+        p.array::<u32>(&f.trigrams.words)?;
+    }
+    let mut tags: Vec<(&String, &Vec<u32>)> = index.tags.iter().collect();
+    tags.sort_unstable(); // the map's order is not the file's: keep it deterministic
+    p.u64(tags.len() as u64)?;
+    for (t, list) in tags {
+        p.str(t)?;
+        p.pad()?;
+        p.array::<u32>(list)?;
+    }
+    p.array::<u32>(ordinal)
+}
+
+// ---------------------------------------------------------------- reading
 
 struct Reader<'a> {
     b: &'a [u8],
@@ -246,10 +404,13 @@ impl<'a> Reader<'a> {
             self.take(16)?.try_into().unwrap_or_default(),
         ))
     }
-    fn str(&mut self) -> R<String> {
+    fn str_ref(&mut self) -> R<&'a str> {
         let n = self.u32()? as usize;
         let bytes = self.take(n)?;
-        String::from_utf8(bytes.to_vec()).map_err(|_| Rejected::Corrupt("invalid UTF-8".into()))
+        std::str::from_utf8(bytes).map_err(|_| Rejected::Corrupt("invalid UTF-8".into()))
+    }
+    fn str(&mut self) -> R<String> {
+        Ok(self.str_ref()?.to_string())
     }
     fn flag(&mut self) -> R<bool> {
         match self.u8()? {
@@ -273,75 +434,207 @@ impl<'a> Reader<'a> {
         }
         (0..n).map(|_| self.str()).collect()
     }
-    fn len(&mut self, width: usize) -> R<usize> {
-        let n = usize::try_from(self.u64()?).map_err(|_| Rejected::Truncated)?;
-        if n.checked_mul(width)
-            .is_none_or(|b| b > self.b.len() - self.at)
-        {
-            return Err(Rejected::Truncated);
-        }
-        Ok(n)
-    }
-    fn bytes(&mut self) -> R<Vec<u8>> {
-        let n = self.len(1)?;
-        Ok(self.take(n)?.to_vec())
-    }
-    fn u32s(&mut self) -> R<Vec<u32>> {
-        let n = self.len(4)?;
-        let raw = self.take(n * 4)?;
-        Ok(raw
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect())
-    }
-    fn u64s(&mut self) -> R<Vec<u64>> {
-        let n = self.len(8)?;
-        let raw = self.take(n * 8)?;
-        Ok(raw
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-            .collect())
-    }
     fn actor(&mut self) -> R<Actor> {
         Ok(Actor {
             by: self.opt()?,
             at: self.opt()?,
         })
     }
+    fn pad(&mut self) -> R<()> {
+        let n = (8 - self.at % 8) % 8;
+        self.take(n).map(|_| ())
+    }
 }
 
-/// Parse a cache file written by [`encode`] for `root`.
-pub fn decode(bytes: &[u8], root: &str) -> Result<Decoded, Rejected> {
-    let mut h = Reader { b: bytes, at: 0 };
-    if h.take(MAGIC.len()).map_err(|_| Rejected::Truncated)? != MAGIC {
-        return Err(Rejected::Foreign("another program (wrong magic)".into()));
+/// An open, checked cache file.
+pub struct Opened {
+    map: Arc<Mmap>,
+    store: Arc<TextStore>,
+    /// Where the core starts in the file (8-aligned).
+    core_at: usize,
+    core_len: usize,
+    texts_len: u64,
+    pub written_ns: u128,
+    /// Each file's record, as an offset into the core.
+    records: Slab<u64>,
+    index_at: usize,
+}
+
+/// Why a cache file could not be opened: missing, unreadable or rejected.
+pub enum OpenError {
+    Missing,
+    Unreadable(std::io::Error),
+    Rejected(Rejected),
+}
+
+impl From<Rejected> for OpenError {
+    fn from(r: Rejected) -> Self {
+        OpenError::Rejected(r)
     }
-    let format = h.u32()?;
-    let version = h.str()?;
-    if format != FORMAT || version != VERSION {
-        return Err(Rejected::Foreign(format!(
-            "okfast {version} (cache format {format}; this is {VERSION}, format {FORMAT})"
-        )));
+}
+
+/// CRC-32 of `b`, in parallel slices combined in order.
+fn crc_parallel(b: &[u8]) -> u32 {
+    const SLICE: usize = 16 << 20;
+    let parts: Vec<crc32fast::Hasher> = b
+        .par_chunks(SLICE)
+        .map(|s| {
+            let mut h = crc32fast::Hasher::new();
+            h.update(s);
+            h
+        })
+        .collect();
+    let mut all = crc32fast::Hasher::new();
+    for p in &parts {
+        all.combine(p);
     }
-    if h.str()? != root {
-        return Err(Rejected::Foreign("another bundle root".into()));
+    all.finalize()
+}
+
+impl Opened {
+    /// Map the cache file at `path` and check it was written for `root` by
+    /// this okfast, is whole, and has an intact header and core.
+    pub fn open(path: &Path, root: &str) -> Result<Opened, OpenError> {
+        if cfg!(target_endian = "big") {
+            return Err(Rejected::Foreign("a little-endian machine".into()).into());
+        }
+        let file = File::open(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => OpenError::Missing,
+            _ => OpenError::Unreadable(e),
+        })?;
+        // SAFETY: the file is only ever replaced by rename, never changed in
+        // place (module docs); every view into the map is bounds-checked.
+        let map = unsafe { Mmap::map(&file) }.map_err(OpenError::Unreadable)?;
+        let (core_at, core_len, texts_base, texts_len, written_ns, table_at, index_at) =
+            Opened::check(&map, root)?;
+        let map = Arc::new(map);
+        let n = (core_len - 16) / 8; // an upper bound, checked by `mapped`
+        let mut r = Reader {
+            b: &map[core_at..],
+            at: table_at,
+        };
+        let n = usize::try_from(r.u64()?)
+            .ok()
+            .filter(|&k| k <= n)
+            .ok_or(Rejected::Truncated)?;
+        let records = Slab::<u64>::mapped(&map, core_at + r.at, n)
+            .ok_or_else(|| Rejected::Corrupt("record table".into()))?;
+        let tail = core_len - 16;
+        if records.iter().any(|&o| o as usize >= tail) || index_at >= tail {
+            return Err(Rejected::Corrupt("record offsets".into()).into());
+        }
+        let store = Arc::new(TextStore {
+            file,
+            base: texts_base,
+            path: path.to_path_buf(),
+        });
+        Ok(Opened {
+            map,
+            store,
+            core_at,
+            core_len,
+            texts_len,
+            written_ns,
+            records,
+            index_at,
+        })
     }
-    let len = h.u64()? as usize;
-    let crc = h.u32()?;
-    let payload = h.take(len)?;
-    if h.at != bytes.len() {
-        return Err(Rejected::Corrupt("trailing bytes".into()));
+
+    /// Check the header and the core's checksum: where the core and the
+    /// texts are, when the file was written, where its tables are.
+    #[allow(clippy::type_complexity)]
+    fn check(b: &[u8], root: &str) -> R<(usize, usize, u64, u64, u128, usize, usize)> {
+        let mut h = Reader { b, at: 0 };
+        if h.take(MAGIC.len())? != MAGIC {
+            return Err(Rejected::Foreign("another program (wrong magic)".into()));
+        }
+        let format = h.u32()?;
+        if format != FORMAT {
+            return Err(Rejected::Foreign(format!(
+                "another okfast (cache format {format}; this is {FORMAT})"
+            )));
+        }
+        let version = h.str_ref()?;
+        if version != VERSION {
+            return Err(Rejected::Foreign(format!(
+                "okfast {version} (this is {VERSION})"
+            )));
+        }
+        if h.str_ref()? != root {
+            return Err(Rejected::Foreign("another bundle root".into()));
+        }
+        let texts_len = h.u64()?;
+        let core_len = usize::try_from(h.u64()?).map_err(|_| Rejected::Truncated)?;
+        let core_crc = h.u32()?;
+        let header_end = h.at;
+        if crc32fast::hash(&b[..header_end]) != h.u32()? {
+            return Err(Rejected::Checksum);
+        }
+        let texts_base = h.at as u64;
+        let texts_end = texts_base
+            .checked_add(texts_len)
+            .filter(|&e| e <= b.len() as u64)
+            .ok_or(Rejected::Truncated)? as usize;
+        let core_at = texts_end.next_multiple_of(8);
+        match core_at.checked_add(core_len) {
+            Some(end) if end == b.len() => {}
+            Some(end) if end > b.len() => return Err(Rejected::Truncated),
+            _ => return Err(Rejected::Corrupt("trailing bytes".into())),
+        }
+        if b[texts_end..core_at].iter().any(|&x| x != 0) {
+            return Err(Rejected::Corrupt("padding".into()));
+        }
+        let core = &b[core_at..];
+        if crc_parallel(core) != core_crc {
+            return Err(Rejected::Checksum);
+        }
+        let mut p = Reader { b: core, at: 0 };
+        let n = p.u64()?;
+        let written_ns = p.u128()?;
+        let tail = core_len.checked_sub(16).ok_or(Rejected::Truncated)?;
+        let mut t = Reader { b: core, at: tail };
+        let (table_at, index_at) = (t.u64()? as usize, t.u64()? as usize);
+        let mut r = Reader {
+            b: core,
+            at: table_at,
+        };
+        if table_at >= tail || r.u64()? != n {
+            return Err(Rejected::Corrupt("record table".into()));
+        }
+        Ok((
+            core_at, core_len, texts_base, texts_len, written_ns, table_at, index_at,
+        ))
     }
-    if crc32fast::hash(payload) != crc {
-        return Err(Rejected::Checksum);
+
+    fn core(&self) -> &[u8] {
+        &self.map[self.core_at..self.core_at + self.core_len]
     }
-    let mut p = Reader { b: payload, at: 0 };
-    let n = p.u32()? as usize;
-    let written_ns = p.u128()?;
-    let mut entries = Vec::with_capacity(n.min(payload.len() / 16));
-    for _ in 0..n {
-        let id = p.str()?;
-        let stamp = (p.u64()?, p.u128()?);
+
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// File `i`'s id and stamp, without decoding the rest of its record.
+    pub fn file(&self, i: usize) -> Result<(&str, FileStamp), Rejected> {
+        let mut p = Reader {
+            b: self.core(),
+            at: self.records[i] as usize,
+        };
+        Ok((p.str_ref()?, (p.u64()?, p.u128()?)))
+    }
+
+    /// File `i`'s diagnostics and concept; the concept's texts stay in the file.
+    pub fn read(&self, i: usize) -> Result<Read, Rejected> {
+        let mut p = Reader {
+            b: self.core(),
+            at: self.records[i] as usize,
+        };
+        let id = p.str_ref()?;
+        p.take(24)?; // the stamp
         let nd = p.u32()? as usize;
         let mut diagnostics = Vec::with_capacity(nd.min(64));
         for _ in 0..nd {
@@ -351,175 +644,177 @@ pub fn decode(bytes: &[u8], root: &str) -> Result<Decoded, Rejected> {
             diagnostics.push(Diagnostic::new(code, p.str()?, p.str()?));
         }
         let concept = if p.flag()? {
-            Some(std::sync::Arc::new(concept_in(&mut p, &id)?))
+            Some(Arc::new(self.concept_in(&mut p, id)?))
         } else {
             None
         };
-        entries.push(Entry {
-            id,
-            stamp,
-            read: Read {
-                concept,
-                diagnostics,
-            },
-        });
+        Ok(Read {
+            concept,
+            diagnostics,
+        })
     }
-    let index_at = if p.flag()? {
-        Some(bytes.len() - payload.len() + p.at)
-    } else if p.at != payload.len() {
-        return Err(Rejected::Corrupt("payload longer than its entries".into()));
-    } else {
-        None
-    };
-    Ok(Decoded {
-        written_ns,
-        entries,
-        index_at,
-    })
-}
 
-fn concept_in(p: &mut Reader<'_>, id: &str) -> R<Concept> {
-    let kind = p.opt()?;
-    let title = p.opt()?;
-    let description = p.opt()?;
-    let tags = p.strs()?;
-    let resource = p.opt()?;
-    let status = match p.u8()? {
-        0 => Status::Draft,
-        1 => Status::Stable,
-        2 => Status::Deprecated,
-        x => return Err(Rejected::Corrupt(format!("status {x}"))),
-    };
-    let status_known = p.flag()?;
-    let stale_after = if p.flag()? {
-        Some(p.u64()? as i64)
-    } else {
-        None
-    };
-    let generated = if p.flag()? { Some(p.actor()?) } else { None };
-    let nv = p.u32()? as usize;
-    let verified = (0..nv).map(|_| p.actor()).collect::<R<Vec<_>>>()?;
-    let trust_tier = match p.u8()? {
-        0 => TrustTier::Unverified,
-        1 => TrustTier::MachineConfirmed,
-        2 => TrustTier::HumanReviewed,
-        x => return Err(Rejected::Corrupt(format!("trust tier {x}"))),
-    };
-    let authority = p.opt()?;
-    let governance = if p.flag()? {
-        Some(Box::new(Governance {
-            supersedes: p.strs()?,
-            superseded_by: p.strs()?,
-            conflicts_with: p.strs()?,
-        }))
-    } else {
-        None
-    };
-    Ok(Concept {
-        id: id.to_string(),
-        kind,
-        title,
-        description,
-        tags,
-        resource,
-        status,
-        status_known,
-        stale_after,
-        generated,
-        verified,
-        trust_tier,
-        authority,
-        governance,
-        body: p.str()?,
-        frontmatter_src: p.str()?.into_boxed_str(),
-    })
-}
-
-fn index_out(p: &mut Writer, index: &Index, ordinal: &[u32]) {
-    for f in &index.fields {
-        p.bytes(&f.vocab);
-        p.u32s(&f.word_starts);
-        p.u64s(&f.post_starts);
-        p.u32s(&f.postings);
-        p.u32s(&f.dense_slot);
-        p.u64s(&f.dense_bits);
-        p.u64(f.bitset_words as u64);
-        p.u32s(&f.trigrams.keys);
-        p.u32s(&f.trigrams.starts);
-        p.u32s(&f.trigrams.words);
-    }
-    let mut tags: Vec<(&String, &Vec<u32>)> = index.tags.iter().collect();
-    tags.sort_unstable(); // the map's order is not the file's: keep it deterministic
-    p.u64(tags.len() as u64);
-    for (t, list) in tags {
-        p.str(t);
-        p.u32s(list);
-    }
-    p.u32s(ordinal);
-}
-
-/// The index saved at `at` by [`encode`], checked against the `n` concepts
-/// it must describe: any inconsistency (which the checksum makes a sign of
-/// tampering, not of disk damage) rejects it rather than risk a bad lookup.
-pub fn decode_index(bytes: &[u8], at: usize, n: usize) -> Result<(Index, Vec<u32>), Rejected> {
-    let mut p = Reader { b: bytes, at };
-    let bad = |what: &str| Rejected::Corrupt(format!("saved index: {what}"));
-    let mut fields: Vec<FieldIndex> = Vec::with_capacity(3);
-    for _ in 0..3 {
-        let f = FieldIndex {
-            vocab: p.bytes()?,
-            word_starts: p.u32s()?,
-            post_starts: p.u64s()?,
-            postings: p.u32s()?,
-            dense_slot: p.u32s()?,
-            dense_bits: p.u64s()?,
-            bitset_words: usize::try_from(p.u64()?).map_err(|_| bad("bitset size"))?,
-            trigrams: Trigrams {
-                keys: p.u32s()?,
-                starts: p.u32s()?,
-                words: p.u32s()?,
-            },
+    fn concept_in(&self, p: &mut Reader<'_>, id: &str) -> R<Concept> {
+        let kind = p.opt()?;
+        let title = p.opt()?;
+        let description = p.opt()?;
+        let tags = p.strs()?;
+        let resource = p.opt()?;
+        let status = match p.u8()? {
+            0 => Status::Draft,
+            1 => Status::Stable,
+            2 => Status::Deprecated,
+            x => return Err(Rejected::Corrupt(format!("status {x}"))),
         };
-        let words = f.word_starts.len().saturating_sub(1);
-        let slots = f.dense_slot.iter().filter(|&&s| s != NOT_DENSE).count();
-        let ok = f.bitset_words == n.div_ceil(64)
-            && !f.word_starts.is_empty()
-            && f.word_starts.windows(2).all(|w| w[0] <= w[1])
-            && f.word_starts.last().map(|&e| e as usize) == Some(f.vocab.len())
-            && f.post_starts.len() == words + 1
-            && f.post_starts.windows(2).all(|w| w[0] <= w[1])
-            && f.post_starts.last().map(|&e| e as usize) == Some(f.postings.len())
-            && f.postings.iter().all(|&x| (x as usize) < n)
-            && f.dense_slot.len() == words
-            && f.dense_slot
-                .iter()
-                .all(|&s| s == NOT_DENSE || (s as usize) < slots)
-            && f.dense_bits.len() == slots * f.bitset_words
-            && f.trigrams.starts.len() == f.trigrams.keys.len() + 1
-            && f.trigrams.starts.windows(2).all(|w| w[0] <= w[1])
-            && f.trigrams.starts.last().map(|&e| e as usize) == Some(f.trigrams.words.len())
-            && f.trigrams.words.iter().all(|&w| (w as usize) < words);
-        if !ok {
-            return Err(bad("inconsistent with the concepts"));
+        let status_known = p.flag()?;
+        let stale_after = if p.flag()? {
+            Some(p.u64()? as i64)
+        } else {
+            None
+        };
+        let generated = if p.flag()? { Some(p.actor()?) } else { None };
+        let nv = p.u32()? as usize;
+        if nv > p.b.len() - p.at {
+            return Err(Rejected::Truncated);
         }
-        fields.push(f);
-    }
-    let n_tags = p.len(12)?;
-    let mut tags = FxHashMap::default();
-    for _ in 0..n_tags {
-        let t = p.str()?;
-        let list = p.u32s()?;
-        if list.iter().any(|&x| x as usize >= n) {
-            return Err(bad("tag posting out of range"));
+        let verified = (0..nv).map(|_| p.actor()).collect::<R<Vec<_>>>()?;
+        let trust_tier = match p.u8()? {
+            0 => TrustTier::Unverified,
+            1 => TrustTier::MachineConfirmed,
+            2 => TrustTier::HumanReviewed,
+            x => return Err(Rejected::Corrupt(format!("trust tier {x}"))),
+        };
+        let authority = p.opt()?;
+        let governance = if p.flag()? {
+            Some(Box::new(Governance {
+                supersedes: p.strs()?,
+                superseded_by: p.strs()?,
+                conflicts_with: p.strs()?,
+            }))
+        } else {
+            None
+        };
+        let (at, frontmatter_len, body_len, crc) = (p.u64()?, p.u32()?, p.u32()?, p.u32()?);
+        let end = at
+            .checked_add(u64::from(frontmatter_len) + u64::from(body_len))
+            .ok_or(Rejected::Truncated)?;
+        if end > self.texts_len {
+            return Err(Rejected::Corrupt("text out of range".into()));
         }
-        tags.insert(t, list);
+        Ok(Concept {
+            id: id.to_string(),
+            kind,
+            title,
+            description,
+            tags,
+            resource,
+            status,
+            status_known,
+            stale_after,
+            generated,
+            verified,
+            trust_tier,
+            authority,
+            governance,
+            texts: Texts::Stored {
+                store: Arc::clone(&self.store),
+                at,
+                frontmatter_len,
+                body_len,
+                crc,
+            },
+        })
     }
-    let ordinal = p.u32s()?;
-    if ordinal.len() != n || ordinal.iter().any(|&x| x as usize >= n) || p.at != bytes.len() {
-        return Err(bad("ordinal ranks"));
+
+    /// The saved index and ordinal ranks, as views into the mapping, checked
+    /// against the `n` concepts they must describe: any inconsistency (which
+    /// the checksum makes a sign of tampering, not of disk damage) rejects
+    /// them rather than risk a bad lookup.
+    pub fn index(&self, n: usize) -> Result<(Index, Slab<u32>), Rejected> {
+        let core = self.core();
+        let mut p = Reader {
+            b: core,
+            at: self.index_at,
+        };
+        let bad = |what: &str| Rejected::Corrupt(format!("saved index: {what}"));
+        let mut fields: Vec<FieldIndex> = Vec::with_capacity(3);
+        for _ in 0..3 {
+            let f = FieldIndex {
+                vocab: self.array(&mut p)?,
+                word_starts: self.array(&mut p)?,
+                post_starts: self.array(&mut p)?,
+                postings: self.array(&mut p)?,
+                dense_slot: self.array(&mut p)?,
+                dense_bits: self.array(&mut p)?,
+                bitset_words: usize::try_from(p.u64()?).map_err(|_| bad("bitset size"))?,
+                trigrams: Trigrams {
+                    keys: self.array(&mut p)?,
+                    starts: self.array(&mut p)?,
+                    words: self.array(&mut p)?,
+                },
+            };
+            if !consistent(&f, n) {
+                return Err(bad("inconsistent with the concepts"));
+            }
+            fields.push(f);
+        }
+        let n_tags = usize::try_from(p.u64()?).map_err(|_| Rejected::Truncated)?;
+        if n_tags > core.len() / 16 {
+            return Err(Rejected::Truncated);
+        }
+        let mut tags = FxHashMap::default();
+        for _ in 0..n_tags {
+            let t = p.str()?;
+            p.pad()?;
+            let list: Slab<u32> = self.array(&mut p)?;
+            if list.iter().any(|&x| x as usize >= n) {
+                return Err(bad("tag posting out of range"));
+            }
+            tags.insert(t, list.to_vec());
+        }
+        let ordinal: Slab<u32> = self.array(&mut p)?;
+        if ordinal.len() != n || ordinal.iter().any(|&x| x as usize >= n) || p.at != core.len() - 16
+        {
+            return Err(bad("ordinal ranks"));
+        }
+        let fields: [FieldIndex; 3] = fields.try_into().map_err(|_| bad("fields"))?;
+        Ok((Index { fields, tags }, ordinal))
     }
-    let fields: [FieldIndex; 3] = fields.try_into().map_err(|_| bad("fields"))?;
-    Ok((Index { fields, tags }, ordinal))
+
+    /// The array at `p` as a view (its length, items, pad).
+    fn array<T: bytemuck::Pod>(&self, p: &mut Reader<'_>) -> R<Slab<T>> {
+        let len = usize::try_from(p.u64()?).map_err(|_| Rejected::Truncated)?;
+        let at = p.at;
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or(Rejected::Truncated)?;
+        p.take(bytes)?;
+        p.pad()?;
+        Slab::mapped(&self.map, self.core_at + at, len).ok_or(Rejected::Truncated)
+    }
+}
+
+/// Whether a saved field index is well formed for `n` concepts.
+fn consistent(f: &FieldIndex, n: usize) -> bool {
+    let words = f.word_starts.len().saturating_sub(1);
+    let slots = f.dense_slot.iter().filter(|&&s| s != NOT_DENSE).count();
+    f.bitset_words == n.div_ceil(64)
+        && !f.word_starts.is_empty()
+        && f.word_starts.windows(2).all(|w| w[0] <= w[1])
+        && f.word_starts.last().map(|&e| e as usize) == Some(f.vocab.len())
+        && f.post_starts.len() == words + 1
+        && f.post_starts.windows(2).all(|w| w[0] <= w[1])
+        && f.post_starts.last().map(|&e| e as usize) == Some(f.postings.len())
+        && f.postings.par_iter().all(|&x| (x as usize) < n)
+        && f.dense_slot.len() == words
+        && f.dense_slot
+            .iter()
+            .all(|&s| s == NOT_DENSE || (s as usize) < slots)
+        && f.dense_bits.len() == slots * f.bitset_words
+        && f.trigrams.starts.len() == f.trigrams.keys.len() + 1
+        && f.trigrams.starts.windows(2).all(|w| w[0] <= w[1])
+        && f.trigrams.starts.last().map(|&e| e as usize) == Some(f.trigrams.words.len())
+        && f.trigrams.words.par_iter().all(|&w| (w as usize) < words)
 }
 
 #[cfg(test)]
@@ -543,82 +838,142 @@ mod tests {
             .collect()
     }
 
-    fn concepts(files: &[(String, FileStamp, Read)]) -> Vec<std::sync::Arc<Concept>> {
+    fn concepts(files: &[(String, FileStamp, Read)]) -> Vec<Arc<Concept>> {
         files.iter().filter_map(|f| f.2.concept.clone()).collect()
     }
 
-    fn encoded(files: &[(String, FileStamp, Read)]) -> Vec<u8> {
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("okfast-cache-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d.join("c.okfc")
+    }
+
+    /// Write the sample's cache to a new file at `path`; its bytes.
+    fn written(files: &[(String, FileStamp, Read)], path: &Path) -> Vec<u8> {
         let cs = concepts(files);
         let index = Index::build(&cs);
         let ordinal: Vec<u32> = (0..cs.len() as u32).collect();
-        encode(
-            "/root",
-            42,
-            files.iter().map(|(id, st, r)| {
-                (
-                    id.as_str(),
-                    *st,
-                    r.concept.as_deref(),
-                    r.diagnostics.as_slice(),
-                )
-            }),
-            Some((&index, &ordinal)),
-        )
+        let _ = std::fs::remove_file(path);
+        let f = File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .unwrap();
+        let mut sink = Sink::new(f, "/root").unwrap();
+        let refs: Vec<TextRef> = cs.iter().map(|c| sink.text(c).unwrap()).collect();
+        let mut refs = refs.into_iter();
+        let outs: Vec<FileOut<'_>> = files
+            .iter()
+            .map(|(id, st, r)| FileOut {
+                id,
+                stamp: *st,
+                concept: r.concept.as_deref().map(|c| (c, refs.next().unwrap())),
+                diagnostics: &r.diagnostics,
+            })
+            .collect();
+        sink.finish(&outs, &index, &ordinal, 42).unwrap();
+        std::fs::read(path).unwrap()
     }
 
-    #[test]
-    fn the_saved_index_round_trips_and_is_checked() {
-        let files = sample();
-        let cs = concepts(&files);
-        let bytes = encoded(&files);
-        let d = decode(&bytes, "/root").unwrap();
-        let at = d.index_at.unwrap();
-        let (ix, ord) = decode_index(&bytes, at, cs.len()).unwrap();
-        let built = Index::build(&cs);
-        for (a, b) in ix.fields.iter().zip(&built.fields) {
-            assert_eq!(a.vocab, b.vocab);
-            assert_eq!(a.word_starts, b.word_starts);
-            assert_eq!(a.postings, b.postings);
-            assert_eq!(a.dense_bits, b.dense_bits);
-            assert_eq!(a.trigrams.words, b.trigrams.words);
+    fn open(path: &Path) -> Result<Opened, Rejected> {
+        match Opened::open(path, "/root") {
+            Ok(o) => Ok(o),
+            Err(OpenError::Rejected(r)) => Err(r),
+            Err(_) => panic!("not a rejection"),
         }
-        assert_eq!(ix.tags, built.tags);
-        assert_eq!(ord, (0..cs.len() as u32).collect::<Vec<_>>());
-        // Describing another number of concepts is an inconsistency.
-        assert!(decode_index(&bytes, at, cs.len() + 64).is_err());
     }
 
     #[test]
-    fn round_trip() {
+    fn round_trip_with_texts_read_back() {
         let files = sample();
-        let d = decode(&encoded(&files), "/root").unwrap();
-        assert_eq!(d.written_ns, 42);
-        assert_eq!(d.entries.len(), files.len());
-        for (e, (id, st, r)) in d.entries.iter().zip(&files) {
-            assert_eq!((&e.id, e.stamp), (id, *st));
-            assert_eq!(e.read.diagnostics, r.diagnostics);
-            let (a, b) = (e.read.concept.as_ref(), r.concept.as_ref());
+        let path = scratch("round");
+        written(&files, &path);
+        let o = open(&path).unwrap();
+        assert_eq!(o.written_ns, 42);
+        assert_eq!(o.len(), files.len());
+        for (i, (id, st, r)) in files.iter().enumerate() {
+            assert_eq!(o.file(i).unwrap(), (id.as_str(), *st));
+            let got = o.read(i).unwrap();
+            assert_eq!(got.diagnostics, r.diagnostics);
+            let (a, b) = (got.concept.as_ref(), r.concept.as_ref());
             assert_eq!(a.is_some(), b.is_some());
             if let (Some(a), Some(b)) = (a, b) {
-                assert_eq!(format!("{a:?}"), format!("{b:?}"));
+                assert!(a.texts.is_stored());
+                assert_eq!(a.body().unwrap(), b.body().unwrap());
+                assert_eq!(a.frontmatter().unwrap(), b.frontmatter().unwrap());
+                assert_eq!(
+                    (&a.title, &a.tags, a.stale_after),
+                    (&b.title, &b.tags, b.stale_after)
+                );
+                assert_eq!(a.governance, b.governance);
             }
         }
     }
 
     #[test]
-    fn every_truncation_and_every_flipped_byte_is_rejected() {
-        let bytes = encoded(&sample());
+    fn the_saved_index_is_a_view_and_is_checked() {
+        let files = sample();
+        let cs = concepts(&files);
+        let path = scratch("index");
+        written(&files, &path);
+        let o = open(&path).unwrap();
+        let (ix, ord) = o.index(cs.len()).unwrap();
+        let built = Index::build(&cs);
+        for (a, b) in ix.fields.iter().zip(&built.fields) {
+            assert!(matches!(a.postings, Slab::Mapped { .. }));
+            assert_eq!(*a.vocab, *b.vocab);
+            assert_eq!(*a.word_starts, *b.word_starts);
+            assert_eq!(*a.postings, *b.postings);
+            assert_eq!(*a.dense_bits, *b.dense_bits);
+            assert_eq!(*a.trigrams.words, *b.trigrams.words);
+        }
+        assert_eq!(ix.tags, built.tags);
+        assert_eq!(*ord, (0..cs.len() as u32).collect::<Vec<_>>());
+        // Describing another number of concepts is an inconsistency.
+        assert!(o.index(cs.len() + 64).is_err());
+    }
+
+    #[test]
+    fn every_truncation_and_every_flipped_byte_is_caught() {
+        let files = sample();
+        let path = scratch("flip");
+        let bytes = written(&files, &path);
+        let o = open(&path).unwrap();
+        let texts = o.store.base as usize..o.store.base as usize + o.texts_len as usize;
+        drop(o);
         for n in 0..bytes.len() {
-            assert!(decode(&bytes[..n], "/root").is_err(), "prefix {n}");
+            std::fs::write(&path, &bytes[..n]).unwrap();
+            assert!(open(&path).is_err(), "prefix {n}");
         }
         for i in 0..bytes.len() {
             let mut b = bytes.clone();
             b[i] ^= 0x01;
-            assert!(decode(&b, "/root").is_err(), "byte {i}");
+            std::fs::write(&path, &b).unwrap();
+            match open(&path) {
+                // Only the text section is checked later, per concept.
+                Ok(o) => {
+                    assert!(texts.contains(&i), "byte {i} passed the open checks");
+                    let bad = (0..o.len())
+                        .filter_map(|k| o.read(k).unwrap().concept)
+                        .filter(|c| c.texts.read().is_err())
+                        .count();
+                    assert_eq!(bad, 1, "byte {i}");
+                    // The damaged file was removed, so the next load rebuilds it.
+                    assert!(!path.exists());
+                }
+                Err(_) => assert!(!texts.contains(&i), "byte {i}"),
+            }
         }
+        std::fs::write(&path, &bytes).unwrap();
         assert!(matches!(
-            decode(&bytes, "/other"),
-            Err(Rejected::Foreign(_))
+            Opened::open(&path, "/other"),
+            Err(OpenError::Rejected(Rejected::Foreign(_)))
         ));
+        let mut longer = bytes.clone();
+        longer.push(0);
+        std::fs::write(&path, &longer).unwrap();
+        assert!(open(&path).is_err());
     }
 }

@@ -4,7 +4,10 @@
 
 use crate::diagnostic::{Code, Diagnostic};
 use crate::stale::parse_stale_after;
+use std::borrow::Cow;
+
 use crate::text::{lines, trim};
+use crate::texts::{TextError, Texts};
 use crate::yaml::{self, get, Value};
 
 pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
@@ -72,12 +75,13 @@ pub struct Concept {
     /// `supersedes`, `superseded_by`, `conflicts_with` (SPEC §7); `None` for
     /// the many concepts that declare none, so they cost one pointer.
     pub governance: Option<Box<Governance>>,
-    pub body: String,
-    /// The frontmatter's YAML lines joined with `\n`. The parsed tree is
-    /// rebuilt on demand by [`Concept::frontmatter`]: it is needed only when a
-    /// caller reads a concept, and keeping every tree costs more memory than
-    /// the text (parsing is deterministic, so the result is the same).
-    pub frontmatter_src: Box<str>,
+    /// The body, and the frontmatter's YAML lines joined with `\n`: in
+    /// memory, or (once the bundle has a cache file) read from it on demand
+    /// ([`crate::texts`]). The parsed frontmatter is rebuilt on demand by
+    /// [`Concept::frontmatter`]: it is needed only when a caller reads a
+    /// concept, and keeping every tree costs more memory than the text
+    /// (parsing is deterministic, so the result is the same).
+    pub texts: Texts,
 }
 
 /// What a concept declares about others in its bundle (SPEC §7). Each list
@@ -121,14 +125,20 @@ impl Concept {
         format!("{}.md", self.id)
     }
 
+    /// The body (SPEC §1.3).
+    pub fn body(&self) -> Result<Cow<'_, str>, TextError> {
+        Ok(self.texts.read()?.body)
+    }
+
     /// Every frontmatter key as written, in file order (SPEC §1.4).
-    pub fn frontmatter(&self) -> Vec<(String, Value)> {
-        if self.frontmatter_src.is_empty() {
-            return Vec::new();
+    pub fn frontmatter(&self) -> Result<Vec<(String, Value)>, TextError> {
+        let src = self.texts.read()?.frontmatter;
+        if src.is_empty() {
+            return Ok(Vec::new());
         }
-        let lines: Vec<&str> = self.frontmatter_src.split('\n').collect();
+        let lines: Vec<&str> = src.split('\n').collect();
         // This text parsed when the concept was read; it cannot fail now.
-        yaml::parse(&lines).unwrap_or_default()
+        Ok(yaml::parse(&lines).unwrap_or_default())
     }
 }
 
@@ -169,25 +179,48 @@ fn actor(map: &[(String, Value)]) -> Actor {
 pub struct Unterminated;
 
 /// Split a text into (frontmatter lines, body). `Ok(None)` = no frontmatter.
+/// Lines are those of [`lines`]; the body is the lines after the closing
+/// `---` joined with `\n`, one leading empty line dropped.
 pub fn split_frontmatter(text: &str) -> Result<Option<(Vec<&str>, String)>, Unterminated> {
-    let ls = lines(text);
-    if ls.is_empty() || trim(ls[0]) != "---" {
-        return Ok(None);
+    // Lines one at a time, each with the offset just past its `\n`.
+    let mut at = 0usize;
+    let mut next_line = || -> Option<(&str, usize)> {
+        if at >= text.len() {
+            return None;
+        }
+        let rest = &text[at..];
+        let (line, len) = match memchr::memchr(b'\n', rest.as_bytes()) {
+            Some(i) => (&rest[..i], i + 1),
+            None => (rest, rest.len()),
+        };
+        at += len;
+        Some((line.strip_suffix('\r').unwrap_or(line), at))
+    };
+    match next_line() {
+        Some((first, _)) if trim(first) == "---" => {}
+        _ => return Ok(None),
     }
-    let Some(end) = ls
-        .iter()
-        .skip(1)
-        .position(|l| trim(l) == "---")
-        .map(|k| k + 1)
-    else {
-        return Err(Unterminated);
+    let mut fm = Vec::new();
+    let after = loop {
+        match next_line() {
+            None => return Err(Unterminated),
+            Some((l, end)) if trim(l) == "---" => break end,
+            Some((l, _)) => fm.push(l),
+        }
     };
-    let body = ls[end + 1..].join("\n");
-    let body = match body.strip_prefix('\n') {
-        Some(b) => b.to_string(),
-        None => body,
+    let rest = &text[after..];
+    let body = if memchr::memchr(b'\r', rest.as_bytes()).is_none() {
+        // Without `\r`, joining the lines gives the text minus one final `\n`.
+        let b = rest.strip_suffix('\n').unwrap_or(rest);
+        b.strip_prefix('\n').unwrap_or(b).to_string()
+    } else {
+        let body = lines(rest).join("\n");
+        match body.strip_prefix('\n') {
+            Some(b) => b.to_string(),
+            None => body,
+        }
     };
-    Ok(Some((ls[1..end].to_vec(), body)))
+    Ok(Some((fm, body)))
 }
 
 /// Read a concept from its file bytes. The id and size checks come first and
@@ -321,8 +354,7 @@ pub fn read_concept(id: &str, path: &str, bytes: &[u8]) -> Read {
         trust_tier,
         authority: display(get(fm, "authority")),
         governance,
-        body,
-        frontmatter_src: src,
+        texts: Texts::owned(body, src),
     };
     Read {
         concept: Some(std::sync::Arc::new(concept)),
@@ -343,10 +375,52 @@ mod tests {
         let r = read("\u{FEFF}---\r\ntype: T\r\ntitle: Hi\r\n---\r\n\r\nBody\r\nline\r\n");
         let c = r.concept.unwrap();
         assert_eq!(c.title.as_deref(), Some("Hi"));
-        assert_eq!(c.body, "Body\nline");
+        assert_eq!(c.body().unwrap(), "Body\nline");
         assert!(r.diagnostics.is_empty());
         let c = read("no frontmatter\r\n").concept.unwrap();
-        assert_eq!(c.body, "no frontmatter\r\n");
+        assert_eq!(c.body().unwrap(), "no frontmatter\r\n");
+    }
+
+    /// The plain reading of SPEC §1.3: split into lines, find the closing
+    /// `---`, join the rest.
+    fn split_by_lines(text: &str) -> Result<Option<(Vec<&str>, String)>, Unterminated> {
+        let ls = lines(text);
+        if ls.is_empty() || trim(ls[0]) != "---" {
+            return Ok(None);
+        }
+        let Some(end) = ls.iter().skip(1).position(|l| trim(l) == "---") else {
+            return Err(Unterminated);
+        };
+        let body = ls[end + 2..].join("\n");
+        let body = body.strip_prefix('\n').map_or(body.clone(), str::to_string);
+        Ok(Some((ls[1..end + 1].to_vec(), body)))
+    }
+
+    #[test]
+    fn split_agrees_with_the_line_by_line_reading() {
+        let parts = ["---", " --- ", "a: 1", "", "\r", "x\ry", "body", "---x"];
+        let seps = ["\n", "\r\n", "\r"];
+        // Every text of up to five parts joined by any separators, with or
+        // without a final separator.
+        let mut texts = vec![String::new()];
+        for _ in 0..5 {
+            let mut next = Vec::new();
+            for t in &texts {
+                for p in parts {
+                    for sep in seps {
+                        next.push(format!("{t}{p}{sep}"));
+                    }
+                    next.push(format!("{t}{p}"));
+                }
+            }
+            next.retain(|t| t.starts_with("---") || t.len() < 6);
+            next.truncate(20_000);
+            texts.extend(next);
+        }
+        for t in &texts {
+            let (a, b) = (split_frontmatter(t), split_by_lines(t));
+            assert_eq!(format!("{a:?}"), format!("{b:?}"), "{t:?}");
+        }
     }
 
     #[test]

@@ -11,6 +11,9 @@ pub enum Error {
     InvalidArgument(String),
     /// The caller cancelled a load ([`crate::progress::Progress::cancel`]).
     Cancelled,
+    /// A concept's text could not be read back from the bundle's cache file
+    /// (it was changed in place after it was written).
+    CacheDamaged(String),
 }
 
 impl fmt::Display for Error {
@@ -22,8 +25,15 @@ impl fmt::Display for Error {
             ),
             Error::InvalidArgument(m) => f.write_str(m),
             Error::Cancelled => f.write_str("the load was cancelled"),
+            Error::CacheDamaged(m) => f.write_str(m),
         }
     }
 }
 
 impl std::error::Error for Error {}
+
+impl From<crate::texts::TextError> for Error {
+    fn from(e: crate::texts::TextError) -> Self {
+        Error::CacheDamaged(e.0)
+    }
+}

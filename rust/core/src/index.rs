@@ -16,7 +16,9 @@ use rustc_hash::FxHashMap;
 use crate::concept::Concept;
 use crate::intern::Interner;
 use crate::progress::Progress;
+use crate::slab::Slab;
 use crate::text::{fold_into, for_each_folded_word};
+use crate::texts::TextError;
 use crate::trigram::Trigrams;
 
 /// The three scored fields of SPEC §3.2, with their weights.
@@ -32,33 +34,37 @@ pub enum Field {
 impl Field {
     /// Apply `f` to each piece of the field's text (SPEC §3.2). White space
     /// between pieces only separates words, so `tags_desc` needs no joining.
-    pub fn for_each_piece(self, c: &Concept, mut f: impl FnMut(&str)) {
+    /// The body may have to be read back from the cache file, which can fail.
+    pub fn for_each_piece(self, c: &Concept, mut f: impl FnMut(&str)) -> Result<(), TextError> {
         match self {
             Field::Title => f(c.title.as_deref().unwrap_or("")),
             Field::TagsDesc => {
                 c.tags.iter().for_each(|t| f(t));
                 f(c.description.as_deref().unwrap_or(""));
             }
-            Field::Body => f(&c.body),
+            Field::Body => f(&c.body()?),
         }
+        Ok(())
     }
 }
 
+/// Every array is a [`Slab`]: built in memory, or a view into the mapped
+/// cache file of a reopened bundle.
 #[derive(Default)]
 pub struct FieldIndex {
     /// Distinct folded words, each followed by `\n`.
-    pub vocab: Vec<u8>,
+    pub vocab: Slab<u8>,
     /// Start of word `i` in `vocab`; one extra entry at the end.
-    pub word_starts: Vec<u32>,
+    pub word_starts: Slab<u32>,
     /// Postings of sparse word `i`: `postings[post_starts[i]..post_starts[i + 1]]`,
     /// ascending concept positions (empty for dense words).
-    pub post_starts: Vec<u64>,
-    pub postings: Vec<u32>,
+    pub post_starts: Slab<u64>,
+    pub postings: Slab<u32>,
     /// Dense words — held by more than one concept in 32, where a bitset is
     /// smaller than a postings list — as bitsets: `dense_slot[i]` is the
     /// bitset's index in `dense_bits` (`NOT_DENSE` for sparse words).
-    pub dense_slot: Vec<u32>,
-    pub dense_bits: Vec<u64>,
+    pub dense_slot: Slab<u32>,
+    pub dense_bits: Slab<u64>,
     /// 64-bit words per bitset: `ceil(concepts / 64)`.
     pub bitset_words: usize,
     /// Substring lookup over `vocab`.
@@ -81,6 +87,8 @@ pub struct Chunk {
     words: Interner,
     starts: Vec<u32>,
     postings: Vec<u32>,
+    /// A body that could not be read back: the chunk stopped there.
+    error: Option<TextError>,
 }
 
 pub fn chunk_words(
@@ -95,13 +103,14 @@ pub fn chunk_words(
     // The last concept (position + 1) each word was recorded for.
     let mut last: Vec<u32> = Vec::new();
     let mut buf = Vec::new();
+    let mut error = None;
     for (k, c) in concepts.iter().enumerate() {
         // A cancelled load throws the index away: stop adding to it.
         if k % 1024 == 0 && progress.cancelled() {
             break;
         }
         let pos = base + k as u32;
-        field.for_each_piece(c, |piece| {
+        let read = field.for_each_piece(c, |piece| {
             for_each_folded_word(piece, &mut buf, |w| {
                 let (id, new) = words.intern(w);
                 if new {
@@ -114,6 +123,10 @@ pub fn chunk_words(
                 }
             });
         });
+        if let Err(e) = read {
+            error = Some(e);
+            break;
+        }
     }
     // Counting sort of the pairs by word; positions stay ascending.
     let mut starts = vec![0u32; words.len() + 1];
@@ -133,19 +146,71 @@ pub fn chunk_words(
         words,
         starts,
         postings,
+        error,
     }
 }
 
-pub fn build_field(concepts: &[Arc<Concept>], field: Field, progress: &Progress) -> FieldIndex {
+/// The chunks of all three fields for the concepts at positions
+/// `base..base + concepts.len()`, in parallel slices.
+pub fn chunk_fields(concepts: &[Arc<Concept>], base: u32, progress: &Progress) -> Chunks {
     let threads = rayon::current_num_threads().max(1);
-    let size = concepts.len().div_ceil(threads * 4).max(256);
-    let chunks: Vec<Chunk> = concepts
-        .par_chunks(size)
-        .enumerate()
-        .map(|(i, part)| chunk_words(part, (i * size) as u32, field, progress))
-        .collect();
+    let size = concepts.len().div_ceil(threads * 2).max(256);
+    let mut out = Chunks::default();
+    for (k, (field, _)) in FIELDS.iter().enumerate() {
+        out.0[k] = concepts
+            .par_chunks(size)
+            .enumerate()
+            .map(|(i, part)| chunk_words(part, base + (i * size) as u32, *field, progress))
+            .collect();
+    }
+    out
+}
+
+/// One chunk per field for concepts at positions `0..concepts.len()` (see
+/// [`Chunks::shift`]), built on the calling thread.
+pub fn chunk_slice(concepts: &[Arc<Concept>], progress: &Progress) -> Chunks {
+    let mut out = Chunks::default();
+    for (k, (field, _)) in FIELDS.iter().enumerate() {
+        out.0[k] = vec![chunk_words(concepts, 0, *field, progress)];
+    }
+    out
+}
+
+/// Per field, its chunks in position order.
+#[derive(Default)]
+pub struct Chunks(pub [Vec<Chunk>; 3]);
+
+impl Chunks {
+    /// Move every posting `by` positions on: for chunks indexed before the
+    /// position of their first concept was known.
+    pub fn shift(&mut self, by: u32) {
+        for ch in self.0.iter_mut().flatten() {
+            ch.postings.iter_mut().for_each(|p| *p += by);
+        }
+    }
+
+    pub fn append(&mut self, more: Chunks) {
+        for (a, b) in self.0.iter_mut().zip(more.0) {
+            a.extend(b);
+        }
+    }
+}
+
+/// One field's index from its chunks (in position order) over `n` concepts.
+pub fn merge_field(chunks: Vec<Chunk>, n: usize) -> Result<FieldIndex, TextError> {
+    if let Some(e) = chunks.iter().find_map(|c| c.error.clone()) {
+        return Err(e);
+    }
     // Global ids, and each chunk's local → global map.
-    let mut global = Interner::default();
+    let mut global = Interner::with_capacity(
+        chunks.iter().map(|c| c.words.len()).max().unwrap_or(0) * 2,
+        chunks
+            .iter()
+            .map(|c| c.words.arena.len())
+            .max()
+            .unwrap_or(0)
+            * 2,
+    );
     let remaps: Vec<Vec<u32>> = chunks
         .iter()
         .map(|ch| {
@@ -161,23 +226,45 @@ pub fn build_field(concepts: &[Arc<Concept>], field: Field, progress: &Progress)
             counts[g as usize] += u64::from(ch.starts[w + 1] - ch.starts[w]);
         }
     }
-    let bitset_words = concepts.len().div_ceil(64);
-    let mut fi = FieldIndex {
-        bitset_words,
-        ..FieldIndex::default()
-    };
-    fi.vocab.reserve(global.arena.len() + n_words);
-    fi.word_starts.reserve(n_words + 1);
+    let bitset_words = n.div_ceil(64);
+    let mut vocab = Vec::with_capacity(global.arena.len() + n_words);
+    let mut word_starts = Vec::with_capacity(n_words + 1);
     for w in 0..n_words as u32 {
-        fi.word_starts.push(fi.vocab.len() as u32);
-        fi.vocab.extend_from_slice(global.word(w));
-        fi.vocab.push(b'\n');
+        word_starts.push(vocab.len() as u32);
+        vocab.extend_from_slice(global.word(w));
+        vocab.push(b'\n');
     }
-    fi.word_starts.push(fi.vocab.len() as u32);
-    fi.trigrams = Trigrams::build(n_words, |w| global.word(w));
+    word_starts.push(vocab.len() as u32);
+    // The trigram lists and the postings are independent: build both at once.
+    let (trigrams, (dense_slot, dense_bits, post_starts, postings)) = rayon::join(
+        || Trigrams::build(n_words, |w| global.word(w)),
+        || place(chunks, &remaps, &counts, bitset_words),
+    );
+    Ok(FieldIndex {
+        vocab: vocab.into(),
+        word_starts: word_starts.into(),
+        post_starts: post_starts.into(),
+        postings: postings.into(),
+        dense_slot: dense_slot.into(),
+        dense_bits: dense_bits.into(),
+        bitset_words,
+        trigrams,
+    })
+}
+
+/// Postings and dense bitsets of a field: `counts[g]` concepts hold global
+/// word `g`; each chunk's words map to global ids through its `remap`.
+#[allow(clippy::type_complexity)]
+fn place(
+    chunks: Vec<Chunk>,
+    remaps: &[Vec<u32>],
+    counts: &[u64],
+    bitset_words: usize,
+) -> (Vec<u32>, Vec<u64>, Vec<u64>, Vec<u32>) {
+    let n_words = counts.len();
     // A bitset costs 8·bitset_words bytes, a postings list 4·count.
     let mut slots = 0u32;
-    fi.dense_slot = counts
+    let dense_slot: Vec<u32> = counts
         .iter()
         .map(|&c| {
             if c > 2 * bitset_words as u64 {
@@ -188,31 +275,31 @@ pub fn build_field(concepts: &[Arc<Concept>], field: Field, progress: &Progress)
             }
         })
         .collect();
-    fi.dense_bits = vec![0u64; slots as usize * bitset_words];
-    fi.post_starts.reserve(n_words + 1);
+    let mut dense_bits = vec![0u64; slots as usize * bitset_words];
+    let mut post_starts = Vec::with_capacity(n_words + 1);
     let mut acc = 0u64;
     for (w, &n) in counts.iter().enumerate() {
-        fi.post_starts.push(acc);
-        if fi.dense_slot[w] == NOT_DENSE {
+        post_starts.push(acc);
+        if dense_slot[w] == NOT_DENSE {
             acc += n;
         }
     }
-    fi.post_starts.push(acc);
-    fi.postings = vec![0; acc as usize];
+    post_starts.push(acc);
+    let mut postings = vec![0u32; acc as usize];
     // Chunks in order: each word's postings come out ascending.
-    let mut cursor: Vec<u64> = fi.post_starts[..n_words].to_vec();
-    for (ch, remap) in chunks.into_iter().zip(&remaps) {
+    let mut cursor: Vec<u64> = post_starts[..n_words].to_vec();
+    for (ch, remap) in chunks.into_iter().zip(remaps) {
         for (w, &g) in remap.iter().enumerate() {
             let list = &ch.postings[ch.starts[w] as usize..ch.starts[w + 1] as usize];
             let g = g as usize;
-            match fi.dense_slot[g] {
+            match dense_slot[g] {
                 NOT_DENSE => {
                     let at = cursor[g] as usize;
-                    fi.postings[at..at + list.len()].copy_from_slice(list);
+                    postings[at..at + list.len()].copy_from_slice(list);
                     cursor[g] += list.len() as u64;
                 }
                 slot => {
-                    let bits = &mut fi.dense_bits[slot as usize * bitset_words..][..bitset_words];
+                    let bits = &mut dense_bits[slot as usize * bitset_words..][..bitset_words];
                     for &p in list {
                         bits[p as usize >> 6] |= 1 << (p & 63);
                     }
@@ -220,25 +307,29 @@ pub fn build_field(concepts: &[Arc<Concept>], field: Field, progress: &Progress)
             }
         }
     }
-    fi
+    (dense_slot, dense_bits, post_starts, postings)
 }
 
 impl Index {
+    /// The index of concepts whose texts are in memory (a test helper: it
+    /// panics when a body must be read back and cannot be).
     pub fn build(concepts: &[Arc<Concept>]) -> Index {
-        Index::build_with(concepts, &Progress::default())
+        Index::build_with(concepts, &Progress::default()).expect("bodies readable")
     }
 
-    /// [`Index::build`], stopping early (with an unusable index) once
-    /// `progress` is cancelled.
-    pub fn build_with(concepts: &[Arc<Concept>], progress: &Progress) -> Index {
+    /// The index of `concepts`, stopping early (with an unusable index) once
+    /// `progress` is cancelled; an error when a stored body cannot be read.
+    pub fn build_with(concepts: &[Arc<Concept>], progress: &Progress) -> Result<Index, TextError> {
+        Index::from_chunks(chunk_fields(concepts, 0, progress), concepts)
+    }
+
+    /// The index of `concepts` from the chunks of all of them.
+    pub fn from_chunks(chunks: Chunks, concepts: &[Arc<Concept>]) -> Result<Index, TextError> {
+        let n = concepts.len();
+        let [a, b, c] = chunks.0;
         let (title, (tags_desc, body)) = rayon::join(
-            || build_field(concepts, Field::Title, progress),
-            || {
-                rayon::join(
-                    || build_field(concepts, Field::TagsDesc, progress),
-                    || build_field(concepts, Field::Body, progress),
-                )
-            },
+            || merge_field(a, n),
+            || rayon::join(|| merge_field(b, n), || merge_field(c, n)),
         );
         let mut tags: FxHashMap<String, Vec<u32>> = FxHashMap::default();
         for (pos, c) in concepts.iter().enumerate() {
@@ -251,10 +342,10 @@ impl Index {
                 }
             }
         }
-        Index {
-            fields: [title, tags_desc, body],
+        Ok(Index {
+            fields: [title?, tags_desc?, body?],
             tags,
-        }
+        })
     }
 }
 

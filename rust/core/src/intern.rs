@@ -37,7 +37,33 @@ impl Default for Interner {
     }
 }
 
+/// Byte equality, inlined for the short words that dominate a vocabulary
+/// (a `memcmp` call costs more than comparing a few bytes).
+#[inline]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len()
+        && if a.len() <= 16 {
+            a.iter().zip(b).all(|(x, y)| x == y)
+        } else {
+            a == b
+        }
+}
+
 impl Interner {
+    /// An interner that holds `n` words of `bytes` bytes in all without
+    /// growing.
+    pub fn with_capacity(n: usize, bytes: usize) -> Interner {
+        let size = (n * 2 + 2).next_power_of_two().max(1024);
+        let mut starts = Vec::with_capacity(n + 1);
+        starts.push(0);
+        Interner {
+            table: vec![0; size],
+            mask: size - 1,
+            arena: Vec::with_capacity(bytes),
+            starts,
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.starts.len() - 1
     }
@@ -62,7 +88,7 @@ impl Interner {
             }
             if e & 0xFFFF_FFFF_0000_0000 == tag {
                 let id = (e & 0xFFFF_FFFF) as u32 - 1;
-                if self.word(id) == w {
+                if same(self.word(id), w) {
                     return (id, false);
                 }
             }

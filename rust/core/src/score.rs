@@ -200,20 +200,23 @@ impl Sliced {
 
 /// Which fields each query term matched (SPEC §3.3), for `explain`: per term
 /// in query order (duplicates kept), `[title, tags_desc, body]`.
-pub fn explain(c: &crate::concept::Concept, text: &str) -> Vec<(String, [bool; 3])> {
+pub fn explain(
+    c: &crate::concept::Concept,
+    text: &str,
+) -> Result<Vec<(String, [bool; 3])>, crate::texts::TextError> {
     let title = fold(c.title.as_deref().unwrap_or(""));
     let mut tags_desc = fold(&c.tags.join(" "));
     tags_desc.push(' ');
     tags_desc.push_str(&fold(c.description.as_deref().unwrap_or("")));
-    let body = fold(&c.body);
-    split_ws(text)
+    let body = fold(&c.body()?);
+    Ok(split_ws(text)
         .map(|t| {
             let term = fold(t);
             let f = memmem::Finder::new(term.as_bytes());
             let hit = |h: &str| f.find(h.as_bytes()).is_some();
             (t.to_string(), [hit(&title), hit(&tags_desc), hit(&body)])
         })
-        .collect()
+        .collect())
 }
 
 /// SPEC §5.8 `pin_exact_title` for one concept: its trimmed title folds to
@@ -268,7 +271,7 @@ mod tests {
             "a",
             "---\ntitle: Straße plan\ntags: [ops]\ndescription: Night shift\n---\nThe PLAN body\n",
         );
-        let got = explain(&c, "plan STRASSE ops  shift zzz plan");
+        let got = explain(&c, "plan STRASSE ops  shift zzz plan").unwrap();
         let fields: Vec<(&str, [bool; 3])> = got.iter().map(|(t, f)| (t.as_str(), *f)).collect();
         assert_eq!(
             fields,

@@ -72,43 +72,72 @@ pub fn fold(s: &str) -> String {
     out
 }
 
+/// ASCII white space as SPEC §3.1 splits on it (`\t \n \v \f \r` and space).
+const fn ascii_ws_table() -> [bool; 128] {
+    let mut t = [false; 128];
+    let mut c = 0x09;
+    while c <= 0x0D {
+        t[c] = true;
+        c += 1;
+    }
+    t[0x20] = true;
+    t
+}
+static ASCII_WS: [bool; 128] = ascii_ws_table();
+
 /// Call `f` with each white-space-delimited word of `s`, folded, as UTF-8
-/// bytes. The index's hot loop: ASCII bytes are classified and upper-cased
-/// without decoding; other characters take the general path.
+/// bytes. The index's hot loop: a run of ASCII word bytes is found with a
+/// table lookup per byte and upper-cased in one pass; a word holding other
+/// characters takes the general path (decode, fold, re-encode).
 pub fn for_each_folded_word(s: &str, buf: &mut Vec<u8>, mut f: impl FnMut(&[u8])) {
     let b = s.as_bytes();
+    let n = b.len();
     let mut i = 0;
     buf.clear();
-    while i < b.len() {
-        let x = b[i];
-        if x < 0x80 {
-            if matches!(x, 0x09..=0x0D | 0x20) {
-                if !buf.is_empty() {
-                    f(buf);
-                    buf.clear();
-                }
-            } else {
-                buf.push(x.to_ascii_uppercase());
-            }
+    while i < n {
+        // Skip ASCII white space.
+        while i < n && b[i] < 0x80 && ASCII_WS[b[i] as usize] {
             i += 1;
+        }
+        let start = i;
+        while i < n && b[i] < 0x80 && !ASCII_WS[b[i] as usize] {
+            i += 1;
+        }
+        if i >= n || b[i] < 0x80 {
+            // A word of ASCII bytes only (or nothing).
+            if i > start {
+                buf.clear();
+                buf.extend(b[start..i].iter().map(u8::to_ascii_uppercase));
+                f(buf);
+            }
             continue;
         }
-        let c = s[i..].chars().next().expect("i is on a char boundary");
-        i += c.len_utf8();
-        if is_ws(c) {
-            if !buf.is_empty() {
-                f(buf);
-                buf.clear();
+        // The word goes on with a non-ASCII character: fold it char by char
+        // up to the next white space of any kind.
+        buf.clear();
+        buf.extend(b[start..i].iter().map(u8::to_ascii_uppercase));
+        let mut rest = s[i..].char_indices();
+        let mut end = n;
+        for (k, c) in rest.by_ref() {
+            if is_ws(c) {
+                end = i + k;
+                break;
             }
-        } else {
             let mut tmp = [0u8; 4];
             buf.extend_from_slice(fold_char(c).encode_utf8(&mut tmp).as_bytes());
         }
-    }
-    if !buf.is_empty() {
-        f(buf);
+        if !buf.is_empty() {
+            f(buf);
+        }
         buf.clear();
+        // Resume after the white-space character that ended the word.
+        i = if end < n {
+            end + s[end..].chars().next().map_or(1, char::len_utf8)
+        } else {
+            n
+        };
     }
+    buf.clear();
 }
 
 /// `contains_ci(h, n)`: `fold(n)` is a substring of `fold(h)`.

@@ -11,13 +11,15 @@
 
 use memchr::memmem;
 
+use crate::slab::Slab;
+
 #[derive(Default)]
 pub struct Trigrams {
     /// Sorted distinct trigram keys (three bytes, big-endian in a u32).
-    pub keys: Vec<u32>,
+    pub keys: Slab<u32>,
     /// Words holding key `i`: `words[starts[i]..starts[i + 1]]`, ascending.
-    pub starts: Vec<u32>,
-    pub words: Vec<u32>,
+    pub starts: Slab<u32>,
+    pub words: Slab<u32>,
 }
 
 fn key(t: &[u8]) -> u32 {
@@ -27,26 +29,35 @@ fn key(t: &[u8]) -> u32 {
 impl Trigrams {
     /// Index the words of a vocabulary (`words(i)` = the bytes of word `i`).
     pub fn build<'a>(n_words: usize, word: impl Fn(u32) -> &'a [u8]) -> Trigrams {
-        let mut pairs: Vec<u64> = Vec::new();
+        let total: usize = (0..n_words as u32)
+            .map(|w| word(w).len().saturating_sub(2))
+            .sum();
+        let mut pairs: Vec<u64> = Vec::with_capacity(total);
         for w in 0..n_words as u32 {
             for t in word(w).windows(3) {
                 pairs.push((u64::from(key(t)) << 32) | u64::from(w));
             }
         }
-        pairs.sort_unstable();
+        // Generated in word order, so a stable sort by key alone orders the
+        // pairs by (key, word): two 12-bit radix passes over the 24-bit key.
+        radix_by_key(&mut pairs);
         pairs.dedup();
-        let mut tg = Trigrams::default();
-        tg.words.reserve(pairs.len());
+        let (mut keys, mut starts) = (Vec::new(), Vec::new());
+        let mut words = Vec::with_capacity(pairs.len());
         for p in pairs {
             let k = (p >> 32) as u32;
-            if tg.keys.last() != Some(&k) {
-                tg.keys.push(k);
-                tg.starts.push(tg.words.len() as u32);
+            if keys.last() != Some(&k) {
+                keys.push(k);
+                starts.push(words.len() as u32);
             }
-            tg.words.push(p as u32);
+            words.push(p as u32);
         }
-        tg.starts.push(tg.words.len() as u32);
-        tg
+        starts.push(words.len() as u32);
+        Trigrams {
+            keys: keys.into(),
+            starts: starts.into(),
+            words: words.into(),
+        }
     }
 
     fn list(&self, t: &[u8]) -> Option<&[u32]> {
@@ -90,6 +101,27 @@ impl Trigrams {
     }
 }
 
+/// Stable sort of `(key << 32 | word)` pairs by their 24-bit key: least
+/// significant 12 bits first, then the most significant 12.
+fn radix_by_key(pairs: &mut Vec<u64>) {
+    let mut tmp = vec![0u64; pairs.len()];
+    for shift in [32u32, 44] {
+        let mut counts = vec![0usize; 4097];
+        for &p in pairs.iter() {
+            counts[((p >> shift) & 0xFFF) as usize + 1] += 1;
+        }
+        for i in 1..counts.len() {
+            counts[i] += counts[i - 1];
+        }
+        for &p in pairs.iter() {
+            let d = ((p >> shift) & 0xFFF) as usize;
+            tmp[counts[d]] = p;
+            counts[d] += 1;
+        }
+        std::mem::swap(pairs, &mut tmp);
+    }
+}
+
 /// Substring test for short haystacks (vocabulary words), where a plain
 /// window comparison beats setting up a SIMD searcher.
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
@@ -97,4 +129,47 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
         return memmem::find(hay, needle).is_some();
     }
     hay.windows(needle.len()).any(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn radix_order_equals_a_full_sort_of_pairs_made_in_word_order() {
+        // A small deterministic generator: keys over the whole 24-bit range.
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut pairs = Vec::new();
+        for w in 0..5000u64 {
+            for _ in 0..(w % 7) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                pairs.push(((x & 0xFF_FFFF) << 32) | w);
+            }
+        }
+        let mut want = pairs.clone();
+        want.sort_unstable();
+        radix_by_key(&mut pairs);
+        assert_eq!(pairs, want);
+    }
+
+    #[test]
+    fn lists_hold_exactly_the_words_with_each_trigram() {
+        let words: Vec<&[u8]> = vec![b"AAAA", b"BANANA", b"AB", b"NAN", b"\xC3\x9FNA"];
+        let tg = Trigrams::build(words.len(), |w| words[w as usize]);
+        for (i, &k) in tg.keys.iter().enumerate() {
+            let list = &tg.words[tg.starts[i] as usize..tg.starts[i + 1] as usize];
+            let want: Vec<u32> = (0..words.len() as u32)
+                .filter(|&w| words[w as usize].windows(3).any(|t| key(t) == k))
+                .collect();
+            assert_eq!(list, want.as_slice());
+        }
+        let mut out = Vec::new();
+        tg.filter_into(b"ANA", |w| words[w as usize], &mut out);
+        assert_eq!(out, vec![1]);
+        out.clear();
+        tg.filter_into(b"NANA", |w| words[w as usize], &mut out);
+        assert_eq!(out, vec![1]);
+    }
 }

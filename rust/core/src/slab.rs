@@ -1,0 +1,84 @@
+//! A read-only array that is either owned or a view into a memory-mapped
+//! cache file, so a reopened bundle uses its saved index in place: no copy,
+//! no decode, and pages the OS can drop and re-read from the file.
+//!
+//! Only plain little-endian integers are ever viewed (`u8`, `u32`, `u64`);
+//! the cache writer aligns each array, and [`Slab::mapped`] checks alignment
+//! and bounds (through `bytemuck`), so a view is never built from bytes that
+//! do not fit.
+
+use std::ops::Deref;
+use std::sync::Arc;
+
+use bytemuck::Pod;
+use memmap2::Mmap;
+
+pub enum Slab<T: Pod> {
+    Owned(Vec<T>),
+    Mapped {
+        map: Arc<Mmap>,
+        at: usize,
+        len: usize,
+    },
+}
+
+impl<T: Pod> Slab<T> {
+    /// A view of `len` items at byte offset `at` of `map`; `None` when that
+    /// range is out of bounds or misaligned for `T`.
+    pub fn mapped(map: &Arc<Mmap>, at: usize, len: usize) -> Option<Slab<T>> {
+        let bytes = len.checked_mul(std::mem::size_of::<T>())?;
+        let raw = map.get(at..at.checked_add(bytes)?)?;
+        bytemuck::try_cast_slice::<u8, T>(raw).ok()?;
+        Some(Slab::Mapped {
+            map: Arc::clone(map),
+            at,
+            len,
+        })
+    }
+}
+
+impl<T: Pod> Clone for Slab<T> {
+    fn clone(&self) -> Self {
+        match self {
+            Slab::Owned(v) => Slab::Owned(v.clone()),
+            Slab::Mapped { map, at, len } => Slab::Mapped {
+                map: Arc::clone(map),
+                at: *at,
+                len: *len,
+            },
+        }
+    }
+}
+
+impl<T: Pod> Default for Slab<T> {
+    fn default() -> Self {
+        Slab::Owned(Vec::new())
+    }
+}
+
+impl<T: Pod> From<Vec<T>> for Slab<T> {
+    fn from(v: Vec<T>) -> Self {
+        Slab::Owned(v)
+    }
+}
+
+impl<T: Pod> Deref for Slab<T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        match self {
+            Slab::Owned(v) => v,
+            Slab::Mapped { map, at, len } => {
+                let raw = &map[*at..*at + *len * std::mem::size_of::<T>()];
+                // Checked once in `mapped`; the mapping never changes size.
+                bytemuck::cast_slice(raw)
+            }
+        }
+    }
+}
+
+impl<T: Pod + std::fmt::Debug> std::fmt::Debug for Slab<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter().take(8)).finish()
+    }
+}

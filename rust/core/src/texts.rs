@@ -1,0 +1,142 @@
+//! Where a concept's long texts live: its body and its frontmatter source.
+//!
+//! Scoring needs neither (the index holds every word), so once a bundle has
+//! a cache file they are not kept in memory: each concept keeps only where
+//! its texts sit in the cache file's text section and their CRC-32, and
+//! [`Texts::read`] fetches them with one positioned read when a caller asks
+//! (an excerpt, a body, a concept's frontmatter). The file handle is held, so
+//! a snapshot keeps reading the cache file it was built from even after a
+//! later load has replaced that file (replacement is always by rename).
+//!
+//! A stored text whose checksum fails (the cache file was changed in place
+//! by something other than okfast) is an error naming the file, never wrong
+//! text; the damaged cache file is removed so the next load rebuilds it.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// An open cache file's text section.
+#[derive(Debug)]
+pub struct TextStore {
+    pub file: File,
+    /// Offset of the text section in the file.
+    pub base: u64,
+    pub path: PathBuf,
+}
+
+#[derive(Debug, Clone)]
+pub enum Texts {
+    /// Read from the concept file and kept (no cache, or not yet written).
+    Owned { body: String, frontmatter: Box<str> },
+    /// The frontmatter then the body, back to back at `at` in `store`.
+    Stored {
+        store: Arc<TextStore>,
+        at: u64,
+        frontmatter_len: u32,
+        body_len: u32,
+        crc: u32,
+    },
+}
+
+/// A stored text could not be read back intact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextError(pub String);
+
+impl std::fmt::Display for TextError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TextError {}
+
+/// The two texts of a concept, borrowed when owned, read when stored.
+pub struct Loaded<'a> {
+    pub frontmatter: Cow<'a, str>,
+    pub body: Cow<'a, str>,
+}
+
+impl Texts {
+    pub fn owned(body: String, frontmatter: Box<str>) -> Texts {
+        Texts::Owned { body, frontmatter }
+    }
+
+    pub fn is_stored(&self) -> bool {
+        matches!(self, Texts::Stored { .. })
+    }
+
+    /// Both texts; one positioned read (and a checksum) when stored.
+    pub fn read(&self) -> Result<Loaded<'_>, TextError> {
+        match self {
+            Texts::Owned { body, frontmatter } => Ok(Loaded {
+                frontmatter: Cow::Borrowed(frontmatter),
+                body: Cow::Borrowed(body),
+            }),
+            Texts::Stored {
+                store,
+                at,
+                frontmatter_len,
+                body_len,
+                crc,
+            } => {
+                let n = *frontmatter_len as usize + *body_len as usize;
+                let mut buf = vec![0u8; n];
+                let damaged = |why: &str| {
+                    remove_if_same(store);
+                    TextError(format!(
+                        "okfast cache file {} {why}: it has been removed, load the bundle again to rebuild it",
+                        store.path.display()
+                    ))
+                };
+                read_at(&store.file, &mut buf, store.base + at)
+                    .map_err(|e| damaged(&format!("could not be read ({e})")))?;
+                if crc32fast::hash(&buf) != *crc {
+                    return Err(damaged("was changed after it was written (text checksum)"));
+                }
+                let body = buf.split_off(*frontmatter_len as usize);
+                let text =
+                    |b: Vec<u8>| String::from_utf8(b).map_err(|_| damaged("holds invalid UTF-8"));
+                Ok(Loaded {
+                    frontmatter: Cow::Owned(text(buf)?),
+                    body: Cow::Owned(text(body)?),
+                })
+            }
+        }
+    }
+}
+
+#[cfg(unix)]
+fn read_at(f: &File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(f, buf, at)
+}
+
+#[cfg(windows)]
+fn read_at(f: &File, mut buf: &mut [u8], mut at: u64) -> std::io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    while !buf.is_empty() {
+        match f.seek_read(buf, at)? {
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            n => {
+                buf = &mut buf[n..];
+                at += n as u64;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Remove the damaged cache file, unless a newer one has replaced it.
+fn remove_if_same(store: &TextStore) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let (Ok(open), Ok(named)) = (store.file.metadata(), std::fs::metadata(&store.path)) else {
+            return;
+        };
+        if (open.dev(), open.ino()) == (named.dev(), named.ino()) {
+            let _ = std::fs::remove_file(&store.path);
+        }
+    }
+}
