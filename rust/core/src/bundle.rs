@@ -725,22 +725,30 @@ impl Bundle {
         let mut record: Vec<Option<usize>> = vec![None; found.len()];
         if let Some(o) = &opened {
             let trusted_before = o.written_ns.saturating_sub(RACY_NS);
-            let mut j = 0usize;
-            let matched = found.iter().enumerate().try_for_each(|(i, f)| {
-                while j < o.len() && id_cmp(o.file(j)?.0, &f.id) == std::cmp::Ordering::Less {
-                    j += 1;
-                }
-                if j < o.len() {
-                    let (id, st) = o.file(j)?;
-                    if id == f.id {
-                        if f.stamp == Some(st) && st.1 < trusted_before {
-                            record[i] = Some(j);
+            let file = |j: usize| (j < o.len()).then(|| o.file(j)).transpose();
+            let matched = (|| {
+                let mut j = 0usize;
+                let mut cur = file(0)?;
+                for (i, f) in found.iter().enumerate() {
+                    while let Some((id, _)) = cur {
+                        if id_cmp(id, &f.id) != std::cmp::Ordering::Less {
+                            break;
                         }
                         j += 1;
+                        cur = file(j)?;
+                    }
+                    if let Some((id, st)) = cur {
+                        if id == f.id {
+                            if f.stamp == Some(st) && st.1 < trusted_before {
+                                record[i] = Some(j);
+                            }
+                            j += 1;
+                            cur = file(j)?;
+                        }
                     }
                 }
                 Ok::<(), cache::Rejected>(())
-            });
+            })();
             if let Err(r) = matched {
                 report.status = "rebuilt";
                 report.detail = r.to_string();

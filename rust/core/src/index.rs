@@ -128,7 +128,8 @@ pub fn chunk_words(
             break;
         }
     }
-    // Counting sort of the pairs by word; positions stay ascending.
+    words.freeze(); // only read from now on: its table is dead weight
+                    // Counting sort of the pairs by word; positions stay ascending.
     let mut starts = vec![0u32; words.len() + 1];
     for &w in &pair_word {
         starts[w as usize + 1] += 1;

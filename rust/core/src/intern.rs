@@ -64,6 +64,13 @@ impl Interner {
         }
     }
 
+    /// Drop the lookup table, keeping the words: for an interner that will
+    /// only be read (a finished index chunk waiting to be merged). Interning
+    /// into it again builds a new table.
+    pub fn freeze(&mut self) {
+        self.table = Vec::new();
+    }
+
     pub fn len(&self) -> usize {
         self.starts.len() - 1
     }
@@ -78,6 +85,10 @@ impl Interner {
 
     /// The id of `w`, and whether it was new.
     pub fn intern(&mut self, w: &[u8]) -> (u32, bool) {
+        if self.table.is_empty() {
+            self.mask = self.len().max(512).next_power_of_two() - 1;
+            self.grow();
+        }
         let h = hash(w);
         let tag = h & 0xFFFF_FFFF_0000_0000;
         let mut i = h as usize & self.mask;
@@ -105,7 +116,7 @@ impl Interner {
     }
 
     fn grow(&mut self) {
-        let size = self.table.len() * 2;
+        let size = (self.mask + 1) * 2;
         let mut table = vec![0u64; size];
         let mask = size - 1;
         for id in 0..self.len() as u32 {
@@ -140,5 +151,12 @@ mod tests {
             assert_eq!(it.word(id), w.as_bytes());
         }
         assert_eq!(it.len(), 3000);
+        // A frozen interner keeps its words and ids, and can intern again.
+        it.freeze();
+        for w in &words {
+            assert_eq!(it.intern(w.as_bytes()).0, seen[w]);
+        }
+        assert!(it.intern(b"brand new").1);
+        assert_eq!(it.word(3000), b"brand new");
     }
 }
