@@ -90,16 +90,18 @@ const BAD_CHAR: &str =
     "Concept file name contains a control character or a backslash; rename the file";
 const BAD_UTF8: &str = "Concept file name is not valid UTF-8; rename the file";
 
-fn name_problem(name: &std::ffi::OsStr) -> (String, Option<&'static str>) {
+/// The name as text (lossy when it is not UTF-8; borrowed otherwise), and
+/// why it cannot be part of a concept id, if it cannot.
+fn name_problem(name: &std::ffi::OsStr) -> (std::borrow::Cow<'_, str>, Option<&'static str>) {
     match name.to_str() {
-        None => (name.to_string_lossy().into_owned(), Some(BAD_UTF8)),
-        Some(s)
-            if s.chars()
-                .any(|c| (c as u32) < 0x20 || c == '\u{7F}' || c == '\\') =>
-        {
-            (s.to_string(), Some(BAD_CHAR))
+        None => (name.to_string_lossy(), Some(BAD_UTF8)),
+        Some(s) => {
+            let bad = s
+                .bytes()
+                .any(|c| c < 0x20 || c == 0x7F || c == b'\\')
+                .then_some(BAD_CHAR);
+            (std::borrow::Cow::Borrowed(s), bad)
         }
-        Some(s) => (s.to_string(), None),
     }
 }
 
