@@ -521,7 +521,16 @@ pub struct CacheReport {
     pub reread: usize,
 }
 
-/// Load `found` in waves of [`WAVE`] files, writing a new cache file as it
+/// Where and how [`build_writing`] writes: the cache file, the bundle root it
+/// is recorded for, the instant it counts as written, and the files per wave.
+struct Writing<'a> {
+    cache_file: &'a Path,
+    root_key: &'a str,
+    written_ns: u128,
+    wave: usize,
+}
+
+/// Load `found` in waves of `wave` files, writing a new cache file as it
 /// goes: each wave is read (files `cached` yields are not read again), its
 /// words are indexed, and its texts are appended to the cache file and then
 /// served from it, so bodies never pile up in memory. The index is merged at
@@ -534,9 +543,15 @@ fn build_writing(
     walk_diagnostics: Vec<Diagnostic>,
     watch: Watch,
     cached: &(dyn Fn(usize) -> Option<Read> + Sync),
-    (cache_file, root_key, written_ns): (&Path, &str, u128),
+    to: Writing<'_>,
     progress: &Progress,
 ) -> Result<(Bundle, std::io::Result<()>), Error> {
+    let Writing {
+        cache_file,
+        root_key,
+        written_ns,
+        wave,
+    } = to;
     let tmp = cache_file.with_extension(format!("tmp-{}-{}", std::process::id(), now_ns()));
     // However this ends (cancelled, failed, renamed), no temporary file stays.
     let _cleanup = RemoveOnDrop(&tmp);
@@ -554,7 +569,7 @@ fn build_writing(
     let mut rest = found.into_iter();
     let mut first = 0usize;
     while first < total {
-        let wave: Vec<Found> = rest.by_ref().take(WAVE).collect();
+        let wave: Vec<Found> = rest.by_ref().take(wave.max(1)).collect();
         let reads = read_some(root, &wave, first, cached, progress);
         first += wave.len();
         progress.check()?;
@@ -677,11 +692,11 @@ impl Bundle {
             };
             return Ok((b, report));
         };
-        match Bundle::load_through(root, cache_file, progress) {
+        match Bundle::load_through(root, cache_file, progress, WAVE) {
             // A stored text that failed its checksum removed the cache file:
             // load again from the files alone.
             Err(Error::CacheDamaged(why)) => {
-                let (b, mut report) = Bundle::load_through(root, cache_file, progress)?;
+                let (b, mut report) = Bundle::load_through(root, cache_file, progress, WAVE)?;
                 report.status = "rebuilt";
                 report.detail = why;
                 Ok((b, report))
@@ -690,11 +705,13 @@ impl Bundle {
         }
     }
 
-    /// [`Bundle::load_with`] through `cache_file`.
+    /// [`Bundle::load_with`] through `cache_file`, reading `wave` files at a
+    /// time when the files must be read ([`build_writing`]).
     fn load_through(
         root: &Path,
         cache_file: &Path,
         progress: &Progress,
+        wave: usize,
     ) -> Result<(Bundle, CacheReport), Error> {
         let started = now_ns();
         let watch = Watch::new(root);
@@ -836,7 +853,12 @@ impl Bundle {
             walk_diagnostics,
             watch,
             &cached,
-            (cache_file, &root_key, started),
+            Writing {
+                cache_file,
+                root_key: &root_key,
+                written_ns: started,
+                wave,
+            },
             progress,
         )?;
         if damaged.into_inner() {
@@ -1183,6 +1205,96 @@ mod tests {
 #[cfg(test)]
 mod refresh_tests {
     use super::*;
+
+    #[test]
+    fn a_load_in_many_waves_equals_a_plain_load() {
+        let d = std::env::temp_dir().join(format!("okfast-waves-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(d.join("root/sub")).unwrap();
+        let root = d.join("root");
+        for i in 0..23 {
+            let dir = if i % 3 == 0 { "sub/" } else { "" };
+            let text = match i % 7 {
+                6 => "---\ntitle: [broken\n---\n".to_string(),
+                k => format!(
+                    "---\ntype: T\ntitle: t{i}\ntags: [k{k}]\n---\nbody {i} word{k}\r\nline\n"
+                ),
+            };
+            fs::write(root.join(format!("{dir}c{i:02}.md")), text).unwrap();
+        }
+        // Old enough that a reopen trusts every file.
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        for p in ["sub/c00", "c01", "sub/c03"]
+            .iter()
+            .map(|n| root.join(format!("{n}.md")))
+        {
+            fs::File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+        let plain = Bundle::load(&root).unwrap();
+        let file = d.join("c.okfc");
+        let view = |b: &Bundle| {
+            let texts: Vec<(String, Option<String>, String, usize)> = b
+                .concepts
+                .iter()
+                .map(|c| {
+                    let fm = c.frontmatter().unwrap().len();
+                    (
+                        c.id.clone(),
+                        c.title.clone(),
+                        c.body().unwrap().into_owned(),
+                        fm,
+                    )
+                })
+                .collect();
+            let hits: Vec<(Vec<u32>, Vec<u32>)> = ["word1", "body", "T1", "line", "zzz"]
+                .iter()
+                .map(|q| {
+                    let r = crate::score::search(b, q, None, None);
+                    (r.positions, r.scores)
+                })
+                .collect();
+            let tagged = crate::score::search(b, "body", Some("k2"), None).positions;
+            (
+                texts,
+                hits,
+                tagged,
+                b.diagnostics.clone(),
+                b.ordinal_rank.to_vec(),
+            )
+        };
+        for wave in [1, 4, 5, 100] {
+            let _ = fs::remove_file(&file);
+            let (b, report) =
+                Bundle::load_through(&root, &file, &Progress::default(), wave).unwrap();
+            assert_eq!(report.status, "miss");
+            assert!(
+                b.concepts.iter().all(|c| c.texts.is_stored()),
+                "wave {wave}"
+            );
+            assert_eq!(view(&b), view(&plain), "wave {wave}");
+            for (a, p) in b.index.fields.iter().zip(&plain.index.fields) {
+                assert_eq!(
+                    (&*a.postings, &*a.dense_bits),
+                    (&*p.postings, &*p.dense_bits)
+                );
+            }
+            // A reopen: the recent files are read again, the rest taken as cached.
+            let (again, report) =
+                Bundle::load_through(&root, &file, &Progress::default(), wave).unwrap();
+            assert_eq!(
+                (report.status, report.reread),
+                ("partial", 20),
+                "wave {wave}"
+            );
+            assert_eq!(view(&again), view(&plain), "wave {wave}");
+        }
+        let _ = fs::remove_dir_all(&d);
+    }
 
     #[test]
     fn refresh_rereads_only_what_changed() {
