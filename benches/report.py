@@ -207,17 +207,6 @@ def queries_for(name: str, root: Path, n: int) -> list[str]:
     return [" ".join(rng.sample(words, rng.randint(1, 3))) for _ in range(n)]
 
 
-def du_kib(root: Path) -> tuple[int, int]:
-    """(apparent, allocated) KiB of the corpus on disk."""
-    apparent = allocated = 0
-    for dirpath, _dirs, files in os.walk(root):
-        for f in files:
-            st = os.lstat(os.path.join(dirpath, f))
-            apparent += st.st_size
-            allocated += st.st_blocks * 512
-    return apparent // 1024, allocated // 1024
-
-
 def run_child(
     system: str, root: Path, queries: list[str], full: bool, timeout: float
 ) -> dict[str, Any]:
@@ -289,7 +278,7 @@ def measure(names: list[str], quick: bool, skip: set[str]) -> dict[str, Any]:
             continue
         n_q = 10 if quick else 40
         queries = queries_for(name, root, n_q)
-        apparent, allocated = du_kib(root)
+        apparent, allocated = (n // 1024 for n in corpus.disk_usage(root))
         entry: dict[str, Any] = {
             "root": str(root),
             "apparent_kib": apparent,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyUntypedArrayMethods, ToPyArray};
-use okfast_core::concept::{Actor, Concept};
+use okfast_core::concept::{parse_frontmatter, Actor, Concept};
 use okfast_core::order;
 use okfast_core::progress::Progress;
 use okfast_core::score::{self, query_terms};
@@ -156,9 +156,10 @@ fn concept_to_py<'py>(py: Python<'py>, c: &Concept) -> PyResult<Bound<'py, PyDic
     d.set_item("supersedes", g.supersedes)?;
     d.set_item("superseded_by", g.superseded_by)?;
     d.set_item("conflicts_with", g.conflicts_with)?;
+    // One read (and checksum) of a stored concept's texts serves both.
     let texts = c.texts.read().map_err(|e| to_py(py, e.into()))?;
     d.set_item("body", &*texts.body)?;
-    let frontmatter = c.frontmatter().map_err(|e| to_py(py, e.into()))?;
+    let frontmatter = parse_frontmatter(&texts.frontmatter);
     d.set_item("frontmatter", map_to_py(py, &frontmatter)?)?;
     Ok(d)
 }

@@ -692,17 +692,9 @@ impl Bundle {
             };
             return Ok((b, report));
         };
-        match Bundle::load_through(root, cache_file, progress, WAVE) {
-            // A stored text that failed its checksum removed the cache file:
-            // load again from the files alone.
-            Err(Error::CacheDamaged(why)) => {
-                let (b, mut report) = Bundle::load_through(root, cache_file, progress, WAVE)?;
-                report.status = "rebuilt";
-                report.detail = why;
-                Ok((b, report))
-            }
-            done => done,
-        }
+        // Never fails on a damaged stored text: texts kept from an old cache
+        // file are read back (checked) into memory, or their files re-read.
+        Bundle::load_through(root, cache_file, progress, WAVE)
     }
 
     /// [`Bundle::load_with`] through `cache_file`, reading `wave` files at a

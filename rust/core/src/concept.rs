@@ -132,14 +132,18 @@ impl Concept {
 
     /// Every frontmatter key as written, in file order (SPEC §1.4).
     pub fn frontmatter(&self) -> Result<Vec<(String, Value)>, TextError> {
-        let src = self.texts.read()?.frontmatter;
-        if src.is_empty() {
-            return Ok(Vec::new());
-        }
-        let lines: Vec<&str> = src.split('\n').collect();
-        // This text parsed when the concept was read; it cannot fail now.
-        Ok(yaml::parse(&lines).unwrap_or_default())
+        Ok(parse_frontmatter(&self.texts.read()?.frontmatter))
     }
+}
+
+/// A concept's frontmatter source (its YAML lines joined with `\n`) parsed
+/// again. This text parsed when the concept was read; it cannot fail now.
+pub fn parse_frontmatter(src: &str) -> Vec<(String, Value)> {
+    if src.is_empty() {
+        return Vec::new();
+    }
+    let lines: Vec<&str> = src.split('\n').collect();
+    yaml::parse(&lines).unwrap_or_default()
 }
 
 /// The result of reading one file: the concept (unless skipped) and its

@@ -167,29 +167,11 @@ pub fn chunk_fields(concepts: &[Arc<Concept>], base: u32, progress: &Progress) -
     out
 }
 
-/// One chunk per field for concepts at positions `0..concepts.len()` (see
-/// [`Chunks::shift`]), built on the calling thread.
-pub fn chunk_slice(concepts: &[Arc<Concept>], progress: &Progress) -> Chunks {
-    let mut out = Chunks::default();
-    for (k, (field, _)) in FIELDS.iter().enumerate() {
-        out.0[k] = vec![chunk_words(concepts, 0, *field, progress)];
-    }
-    out
-}
-
 /// Per field, its chunks in position order.
 #[derive(Default)]
 pub struct Chunks(pub [Vec<Chunk>; 3]);
 
 impl Chunks {
-    /// Move every posting `by` positions on: for chunks indexed before the
-    /// position of their first concept was known.
-    pub fn shift(&mut self, by: u32) {
-        for ch in self.0.iter_mut().flatten() {
-            ch.postings.iter_mut().for_each(|p| *p += by);
-        }
-    }
-
     pub fn append(&mut self, more: Chunks) {
         for (a, b) in self.0.iter_mut().zip(more.0) {
             a.extend(b);
