@@ -198,6 +198,7 @@ fn list(
     dirs: &mut Vec<Pending>,
     diags: &mut Vec<Diagnostic>,
 ) {
+    let mut files: Vec<(fs::DirEntry, Found)> = Vec::new();
     for entry in entries {
         let entry = match entry {
             Ok(e) => e,
@@ -207,7 +208,8 @@ fn list(
                     format!("Directory could not be listed: {e}"),
                     prefix.trim_end_matches('/'),
                 ));
-                return;
+                // Keep what was listed before the failure (stat it below).
+                break;
             }
         };
         let os_name = entry.file_name();
@@ -247,16 +249,24 @@ fn list(
             let mut id = String::with_capacity(prefix.len() + name.len() - 3);
             id.push_str(prefix);
             id.push_str(&name[..name.len() - 3]);
-            // `DirEntry::metadata` stats relative to the open directory, far
-            // cheaper than a stat of the full path.
-            let stamp = entry.metadata().ok().map(|m| stamp_of(&m));
-            items.push(Item::File(Found {
-                id,
-                bad_id: bad.or(name_bad),
-                stamp,
-            }));
+            files.push((
+                entry,
+                Found {
+                    id,
+                    bad_id: bad.or(name_bad),
+                    stamp: None,
+                },
+            ));
         }
     }
+    // Stat the files in parallel: `DirEntry::metadata` stats relative to the
+    // open directory, far cheaper than a stat of the full path, but a large
+    // directory still holds thousands of them.
+    files
+        .par_iter_mut()
+        .with_min_len(256)
+        .for_each(|(entry, f)| f.stamp = entry.metadata().ok().map(|m| stamp_of(&m)));
+    items.extend(files.into_iter().map(|(_, f)| Item::File(f)));
 }
 
 /// Read one found file of the bundle at `root`: its outcome and the stamp
@@ -286,7 +296,9 @@ fn read_found(root: &Path, f: &Found) -> (Read, Stamp) {
             return (skip(Code::FileTooLarge, too_large(len)), at);
         }
     }
-    let mut bytes = Vec::new();
+    // Room for the size the walk saw and one byte more, so the file is read
+    // in one call and its end seen in the next (no growing and copying).
+    let mut bytes = Vec::with_capacity(at.map_or(0, |(len, _)| len as usize + 1));
     // Read one byte past the limit so a file that grew since `metadata` is
     // still caught without reading all of it.
     if let Err(e) = (&mut file).take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes) {
@@ -505,7 +517,7 @@ fn finish(
 }
 
 /// Files read per step of a load that writes a cache file: their texts go to
-/// the file before the next step is read, so at most this many bodies are
+/// the file while the next step is indexed, so at most two steps' bodies are
 /// in memory at once.
 const WAVE: usize = 32 * 1024;
 
@@ -531,10 +543,11 @@ struct Writing<'a> {
 }
 
 /// Load `found` in waves of `wave` files, writing a new cache file as it
-/// goes: each wave is read (files `cached` yields are not read again), its
-/// words are indexed, and its texts are appended to the cache file and then
-/// served from it, so bodies never pile up in memory. The index is merged at
-/// the end and the cache file completed and renamed into place. A failure to
+/// goes: each wave is read (files `cached` yields are not read again) and its
+/// words are indexed while the previous wave's texts are appended to the
+/// cache file and then served from it, so bodies never pile up in memory. The
+/// index is merged at the end (while the last wave's texts are written) and
+/// the cache file completed and renamed into place. A failure to
 /// write the cache only leaves the texts in memory; it is returned beside the
 /// bundle.
 fn build_writing(
@@ -568,6 +581,10 @@ fn build_writing(
     let mut chunks = crate::index::Chunks::default();
     let mut rest = found.into_iter();
     let mut first = 0usize;
+    // The wave whose texts are still to be written: they are written while
+    // the next wave is indexed (or, for the last, while the index is merged),
+    // so the single-threaded write overlaps parallel work.
+    let mut unwritten = 0..0;
     while first < total {
         let wave: Vec<Found> = rest.by_ref().take(wave.max(1)).collect();
         let reads = read_some(root, &wave, first, cached, progress);
@@ -575,30 +592,22 @@ fn build_writing(
         progress.check()?;
         let base = g.concepts.len();
         g.add(wave, reads);
-        chunks.append(crate::index::chunk_fields(
-            &g.concepts[base..],
-            base as u32,
-            progress,
-        ));
+        let (more, ()) = rayon::join(
+            || crate::index::chunk_fields(&g.concepts[base..], base as u32, progress),
+            || write_texts(&mut sink, &g.concepts[unwritten.clone()], &mut refs),
+        );
+        chunks.append(more);
+        serve_stored(&mut sink, &mut g.concepts[unwritten], &refs, cache_file);
+        unwritten = base..g.concepts.len();
         progress.check()?;
-        if let Ok(s) = &mut sink {
-            let appended: std::io::Result<Vec<cache::TextRef>> =
-                g.concepts[base..].iter().map(|c| s.text(c)).collect();
-            match appended.and_then(|r| Ok((r, s.store(cache_file)?))) {
-                Ok((new_refs, store)) => {
-                    for (c, r) in g.concepts[base..].iter_mut().zip(&new_refs) {
-                        if let Some(c) = Arc::get_mut(c) {
-                            c.texts = stored(&store, r);
-                        }
-                    }
-                    refs.extend(new_refs);
-                }
-                Err(e) => sink = Err(e),
-            }
-        }
     }
     progress.start(Phase::Index, 0);
-    let index = Arc::new(Index::from_chunks(chunks, &g.concepts)?);
+    let (index, ()) = rayon::join(
+        || Index::from_chunks(chunks, &g.concepts),
+        || write_texts(&mut sink, &g.concepts[unwritten.clone()], &mut refs),
+    );
+    let index = Arc::new(index?);
+    serve_stored(&mut sink, &mut g.concepts[unwritten], &refs, cache_file);
     let ordinal = ordinal_ranks(&g.concepts);
     progress.check()?;
     let written = sink.and_then(|s| {
@@ -624,6 +633,48 @@ fn build_writing(
     let b = finish(root, g, walk_diagnostics, watch, (index, ordinal));
     progress.start(Phase::Done, 0);
     Ok((b, written))
+}
+
+/// Append the texts of `concepts` to the cache file being written, their
+/// references to `refs`. A failure ends the writing (`sink` becomes the
+/// error) and leaves the texts in memory.
+fn write_texts(
+    sink: &mut std::io::Result<cache::Sink>,
+    concepts: &[Arc<Concept>],
+    refs: &mut Vec<cache::TextRef>,
+) {
+    let Ok(s) = sink else { return };
+    let appended: std::io::Result<Vec<cache::TextRef>> =
+        concepts.iter().map(|c| s.text(c)).collect();
+    match appended {
+        Ok(new) => refs.extend(new),
+        Err(e) => *sink = Err(e),
+    }
+}
+
+/// Serve the texts of `concepts` (the last ones whose texts
+/// [`write_texts`] appended) from the cache file from now on, dropping them
+/// from memory. Nothing changes when writing has failed.
+fn serve_stored(
+    sink: &mut std::io::Result<cache::Sink>,
+    concepts: &mut [Arc<Concept>],
+    refs: &[cache::TextRef],
+    cache_file: &Path,
+) {
+    let Ok(s) = sink else { return };
+    let store = match s.store(cache_file) {
+        Ok(store) => store,
+        Err(e) => {
+            *sink = Err(e);
+            return;
+        }
+    };
+    let written = &refs[refs.len() - concepts.len()..];
+    for (c, r) in concepts.iter_mut().zip(written) {
+        if let Some(c) = Arc::get_mut(c) {
+            c.texts = stored(&store, r);
+        }
+    }
 }
 
 /// Removes a file when dropped (nothing happens if it is gone).

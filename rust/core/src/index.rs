@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::concept::Concept;
-use crate::intern::Interner;
+use crate::intern::{hash, Interner};
 use crate::progress::Progress;
 use crate::slab::Slab;
 use crate::text::{fold_into, for_each_folded_word};
@@ -184,25 +184,8 @@ pub fn merge_field(chunks: Vec<Chunk>, n: usize) -> Result<FieldIndex, TextError
     if let Some(e) = chunks.iter().find_map(|c| c.error.clone()) {
         return Err(e);
     }
-    // Global ids, and each chunk's local → global map.
-    let mut global = Interner::with_capacity(
-        chunks.iter().map(|c| c.words.len()).max().unwrap_or(0) * 2,
-        chunks
-            .iter()
-            .map(|c| c.words.arena.len())
-            .max()
-            .unwrap_or(0)
-            * 2,
-    );
-    let remaps: Vec<Vec<u32>> = chunks
-        .iter()
-        .map(|ch| {
-            (0..ch.words.len() as u32)
-                .map(|w| global.intern(ch.words.word(w)).0)
-                .collect()
-        })
-        .collect();
-    let n_words = global.len();
+    let (vocab, word_starts, remaps) = merge_words(&chunks, n);
+    let n_words = word_starts.len() - 1;
     let mut counts = vec![0u64; n_words];
     for (ch, remap) in chunks.iter().zip(&remaps) {
         for (w, &g) in remap.iter().enumerate() {
@@ -210,17 +193,11 @@ pub fn merge_field(chunks: Vec<Chunk>, n: usize) -> Result<FieldIndex, TextError
         }
     }
     let bitset_words = n.div_ceil(64);
-    let mut vocab = Vec::with_capacity(global.arena.len() + n_words);
-    let mut word_starts = Vec::with_capacity(n_words + 1);
-    for w in 0..n_words as u32 {
-        word_starts.push(vocab.len() as u32);
-        vocab.extend_from_slice(global.word(w));
-        vocab.push(b'\n');
-    }
-    word_starts.push(vocab.len() as u32);
+    let word =
+        |w: u32| &vocab[word_starts[w as usize] as usize..word_starts[w as usize + 1] as usize - 1];
     // The trigram lists and the postings are independent: build both at once.
     let (trigrams, (dense_slot, dense_bits, post_starts, postings)) = rayon::join(
-        || Trigrams::build(n_words, |w| global.word(w)),
+        || Trigrams::build(n_words, word),
         || place(chunks, &remaps, &counts, bitset_words),
     );
     Ok(FieldIndex {
@@ -233,6 +210,98 @@ pub fn merge_field(chunks: Vec<Chunk>, n: usize) -> Result<FieldIndex, TextError
         bitset_words,
         trigrams,
     })
+}
+
+/// Partitions of the vocabulary interned apart (and in parallel) when a
+/// field is merged: each partition's lookup table is a fraction of the whole,
+/// so it stays in cache. The count depends only on the data (never on the
+/// thread count), so the vocabulary's order — and the cache file — is the
+/// same on every machine.
+fn partitions(concepts: usize) -> usize {
+    if concepts < 4096 {
+        1
+    } else {
+        16
+    }
+}
+
+/// The field's vocabulary from its chunks' words: the buffer of distinct
+/// words (each followed by `\n`), where each starts (one extra entry at the
+/// end), and each chunk's local → global word ids.
+///
+/// Words are split into [`partitions`] by their hash and each partition is
+/// interned on its own, in chunk order; the vocabulary is the partitions one
+/// after another, each in order of first appearance.
+fn merge_words(chunks: &[Chunk], n: usize) -> (Vec<u8>, Vec<u32>, Vec<Vec<u32>>) {
+    let parts = partitions(n);
+    let part_of = |h: u64| ((h >> 40) as usize) & (parts - 1);
+    let hashes: Vec<Vec<u64>> = chunks
+        .par_iter()
+        .map(|ch| {
+            (0..ch.words.len() as u32)
+                .map(|w| hash(ch.words.word(w)))
+                .collect()
+        })
+        .collect();
+    let largest = chunks.iter().map(|c| c.words.len()).max().unwrap_or(0);
+    let bytes = chunks
+        .iter()
+        .map(|c| c.words.arena.len())
+        .max()
+        .unwrap_or(0);
+    // Per partition: its interner, and per chunk the ids of the chunk's words
+    // that fall in it, in the chunk's order.
+    let interned: Vec<(Interner, Vec<Vec<u32>>)> = (0..parts)
+        .into_par_iter()
+        .map(|p| {
+            let mut it = Interner::with_capacity(largest * 2 / parts, bytes * 2 / parts);
+            let ids = chunks
+                .iter()
+                .zip(&hashes)
+                .map(|(ch, hs)| {
+                    hs.iter()
+                        .enumerate()
+                        .filter(|&(_, &h)| part_of(h) == p)
+                        .map(|(w, &h)| it.intern_hashed(ch.words.word(w as u32), h).0)
+                        .collect()
+                })
+                .collect();
+            (it, ids)
+        })
+        .collect();
+    let mut base = Vec::with_capacity(parts);
+    let mut n_words = 0u32;
+    for (it, _) in &interned {
+        base.push(n_words);
+        n_words += it.len() as u32;
+    }
+    let remaps: Vec<Vec<u32>> = hashes
+        .par_iter()
+        .enumerate()
+        .map(|(c, hs)| {
+            let mut next = vec![0usize; parts];
+            hs.iter()
+                .map(|&h| {
+                    let p = part_of(h);
+                    let id = interned[p].1[c][next[p]];
+                    next[p] += 1;
+                    base[p] + id
+                })
+                .collect()
+        })
+        .collect();
+    let total: usize = interned.iter().map(|(it, _)| it.arena.len()).sum();
+    let mut vocab = Vec::with_capacity(total + n_words as usize);
+    let mut word_starts = Vec::with_capacity(n_words as usize + 1);
+    for (it, _) in &interned {
+        for w in 0..it.len() as u32 {
+            word_starts.push(vocab.len() as u32);
+            vocab.extend_from_slice(it.word(w));
+            vocab.push(b'\n');
+        }
+    }
+    word_starts.push(vocab.len() as u32);
+    (vocab, word_starts, remaps)
 }
 
 /// Postings and dense bitsets of a field: `counts[g]` concepts hold global
@@ -400,5 +469,83 @@ impl FieldIndex {
     pub fn postings(&self, word: u32) -> &[u32] {
         let w = word as usize;
         &self.postings[self.post_starts[w] as usize..self.post_starts[w + 1] as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::concept::read_concept;
+    use crate::text::{contains_ci, fold};
+
+    /// Concepts whose field `k` holds `term`, found through the index.
+    fn found(ix: &Index, k: usize, term: &str, n: usize) -> Vec<u32> {
+        let f = &ix.fields[k];
+        let mut words = Vec::new();
+        f.words_containing(fold(term).as_bytes(), &mut words);
+        let mut bits = vec![0u64; n.div_ceil(64)];
+        for &w in &words {
+            f.mark(w, &mut bits);
+        }
+        (0..n as u32)
+            .filter(|&p| bits[p as usize >> 6] >> (p & 63) & 1 == 1)
+            .collect()
+    }
+
+    /// Indexes over one partition (a few concepts) and over many (past the
+    /// threshold of [`partitions`]), built from several chunks, find exactly
+    /// the concepts a scan of each field's text finds, for terms of every
+    /// length (the memmem path and the trigram path).
+    #[test]
+    fn the_index_finds_what_a_scan_finds() {
+        let syllables = ["ka", "Lo", "mi", "ße", "NU", "ro", "é", "ti", "zu", "a-b"];
+        let mut rng = crate::testing::Rng(0x2545_F491_4F6C_DD1D);
+        let mut next = |m: usize| rng.below(m);
+        for n in [300usize, 5000] {
+            let mut word = || {
+                (0..1 + next(4))
+                    .map(|_| syllables[next(syllables.len())])
+                    .collect::<String>()
+            };
+            let concepts: Vec<Arc<Concept>> = (0..n)
+                .map(|i| {
+                    let (t, d, g, b1, b2) = (word(), word(), word(), word(), word());
+                    let src = format!(
+                        "---\ntype: t\ntitle: {t}\ndescription: {d} x\ntags: [{g}]\n---\n{b1} {b2}\n"
+                    );
+                    read_concept(&format!("c{i}"), "c.md", src.as_bytes())
+                        .concept
+                        .unwrap()
+                })
+                .collect();
+            let ix = Index::build(&concepts);
+            let texts = |c: &Concept| {
+                [
+                    c.title.clone().unwrap_or_default(),
+                    format!(
+                        "{} {}",
+                        c.tags.join(" "),
+                        c.description.clone().unwrap_or_default()
+                    ),
+                    c.body().unwrap().into_owned(),
+                ]
+            };
+            let fields: Vec<[String; 3]> = concepts.iter().map(|c| texts(c)).collect();
+            let mut terms: Vec<String> = syllables.iter().map(|s| s.to_string()).collect();
+            terms.extend((0..40).map(|_| word()));
+            terms.extend(["k", "AM", "zz", "ßen", "o"].map(String::from));
+            for term in &terms {
+                for (k, _) in FIELDS.iter().enumerate() {
+                    let want: Vec<u32> = (0..n as u32)
+                        .filter(|&p| contains_ci(&fields[p as usize][k], term))
+                        .collect();
+                    assert_eq!(
+                        found(&ix, k, term, n),
+                        want,
+                        "{n} concepts, field {k}, {term:?}"
+                    );
+                }
+            }
+        }
     }
 }

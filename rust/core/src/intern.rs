@@ -18,7 +18,8 @@ pub struct Interner {
     pub starts: Vec<u32>,
 }
 
-fn hash(w: &[u8]) -> u64 {
+/// The hash an interner files `w` under ([`Interner::intern_hashed`]).
+pub fn hash(w: &[u8]) -> u64 {
     let mut h = FxHasher::default();
     h.write(w);
     // FxHash's low bits are weak for short keys; mix before masking.
@@ -38,15 +39,30 @@ impl Default for Interner {
 }
 
 /// Byte equality, inlined for the short words that dominate a vocabulary
-/// (a `memcmp` call costs more than comparing a few bytes).
+/// (a `memcmp` call costs more): up to 16 bytes are compared as two
+/// overlapping 8- or 4-byte loads from each end.
 #[inline]
 fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len()
-        && if a.len() <= 16 {
-            a.iter().zip(b).all(|(x, y)| x == y)
-        } else {
-            a == b
-        }
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let u64_at = |s: &[u8], i: usize| {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(&s[i..i + 8]);
+        u64::from_le_bytes(x)
+    };
+    let u32_at = |s: &[u8], i: usize| {
+        let mut x = [0u8; 4];
+        x.copy_from_slice(&s[i..i + 4]);
+        u32::from_le_bytes(x)
+    };
+    match n {
+        0..=3 => a == b,
+        4..=7 => u32_at(a, 0) == u32_at(b, 0) && u32_at(a, n - 4) == u32_at(b, n - 4),
+        8..=16 => u64_at(a, 0) == u64_at(b, 0) && u64_at(a, n - 8) == u64_at(b, n - 8),
+        _ => a == b,
+    }
 }
 
 impl Interner {
@@ -84,12 +100,17 @@ impl Interner {
     }
 
     /// The id of `w`, and whether it was new.
+    #[inline]
     pub fn intern(&mut self, w: &[u8]) -> (u32, bool) {
+        self.intern_hashed(w, hash(w))
+    }
+
+    /// [`Interner::intern`] with `h = hash(w)` already at hand.
+    pub fn intern_hashed(&mut self, w: &[u8], h: u64) -> (u32, bool) {
         if self.table.is_empty() {
             self.mask = self.len().max(512).next_power_of_two() - 1;
             self.grow();
         }
-        let h = hash(w);
         let tag = h & 0xFFFF_FFFF_0000_0000;
         let mut i = h as usize & self.mask;
         loop {
@@ -135,6 +156,21 @@ impl Interner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every length up to 40 bytes, equal and differing at every position.
+    #[test]
+    fn same_is_byte_equality() {
+        for n in 0..40usize {
+            let a: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(37)).collect();
+            assert!(same(&a, &a.clone()));
+            for at in 0..n {
+                let mut b = a.clone();
+                b[at] ^= 0x20;
+                assert!(!same(&a, &b), "length {n}, differing at {at}");
+            }
+            assert!(!same(&a, &a[..n.saturating_sub(1)]) || n == 0);
+        }
+    }
 
     #[test]
     fn ids_are_dense_and_stable() {

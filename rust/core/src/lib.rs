@@ -14,6 +14,8 @@ pub mod progress;
 pub mod score;
 pub mod slab;
 pub mod stale;
+#[cfg(test)]
+mod testing;
 pub mod text;
 pub mod texts;
 pub mod trigram;

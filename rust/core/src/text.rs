@@ -72,70 +72,122 @@ pub fn fold(s: &str) -> String {
     out
 }
 
-/// ASCII white space as SPEC §3.1 splits on it (`\t \n \v \f \r` and space).
-const fn ascii_ws_table() -> [bool; 128] {
-    let mut t = [false; 128];
-    let mut c = 0x09;
-    while c <= 0x0D {
-        t[c] = true;
-        c += 1;
-    }
-    t[0x20] = true;
-    t
+/// `b` in every byte of a word.
+const fn bytes(b: u8) -> u64 {
+    b as u64 * 0x0101_0101_0101_0101
 }
-static ASCII_WS: [bool; 128] = ascii_ws_table();
+
+/// The high bit of each byte of `m` (all other bits clear), packed into one
+/// bit per byte: bit `k` of the result is byte `k`'s high bit. The multiply
+/// moves byte `k`'s bit to bit `56 + k` with no carries.
+#[inline(always)]
+fn pack_high_bits(m: u64) -> u64 {
+    (m >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56
+}
+
+/// For 8 bytes read little-endian: one bit per byte for ASCII white space,
+/// and one per non-ASCII byte. Byte-parallel arithmetic on one `u64` whose
+/// per-byte sums never carry into the next byte (portable, no `unsafe`).
+#[inline(always)]
+fn word_masks(x: u64) -> (u64, u64) {
+    const LOW7: u64 = bytes(0x7F);
+    const HIGH: u64 = bytes(0x80);
+    let low = x & LOW7;
+    // High bit set where a byte is exactly b' ' (where `y`'s byte is zero).
+    let y = x ^ bytes(b' ');
+    let space = !(((y & LOW7) + LOW7) | y | LOW7);
+    // High bit set where the low seven bits are 9..=13 (\t \n \v \f \r).
+    let control = (low + bytes(0x80 - 0x09)) & !(low + bytes(0x80 - 0x0E));
+    let ws = (space | (control & !x)) & HIGH;
+    (pack_high_bits(ws), pack_high_bits(x & HIGH))
+}
+
+/// Bit `k` of the first mask is set when byte `k` of the block is ASCII white
+/// space, of the second when it is not ASCII.
+#[inline(always)]
+fn block_masks(block: &[u8; 64]) -> (u64, u64) {
+    let mut ws = 0u64;
+    let mut high = 0u64;
+    for (w, chunk) in block.chunks_exact(8).enumerate() {
+        let mut eight = [0u8; 8];
+        eight.copy_from_slice(chunk);
+        let (a, b) = word_masks(u64::from_le_bytes(eight));
+        ws |= a << (8 * w);
+        high |= b << (8 * w);
+    }
+    (ws, high)
+}
 
 /// Call `f` with each white-space-delimited word of `s`, folded, as UTF-8
-/// bytes. The index's hot loop: a run of ASCII word bytes is found with a
-/// table lookup per byte and upper-cased in one pass; a word holding other
-/// characters takes the general path (decode, fold, re-encode).
+/// bytes — exactly `split_ws(s).map(fold)`.
+///
+/// The index's hot loop. The text is scanned 64 bytes at a time for ASCII
+/// white space; a run between two such bytes that is all ASCII is one word,
+/// upper-cased in one pass. A run holding other characters takes the general
+/// path: decoded, split on the rest of SPEC white space (U+0085, U+00A0, …),
+/// and folded character by character.
 pub fn for_each_folded_word(s: &str, buf: &mut Vec<u8>, mut f: impl FnMut(&[u8])) {
     let b = s.as_bytes();
     let n = b.len();
-    let mut i = 0;
-    buf.clear();
-    while i < n {
-        // Skip ASCII white space.
-        while i < n && b[i] < 0x80 && ASCII_WS[b[i] as usize] {
-            i += 1;
-        }
-        let start = i;
-        while i < n && b[i] < 0x80 && !ASCII_WS[b[i] as usize] {
-            i += 1;
-        }
-        if i >= n || b[i] < 0x80 {
-            // A word of ASCII bytes only (or nothing).
-            if i > start {
-                buf.clear();
-                buf.extend(b[start..i].iter().map(u8::to_ascii_uppercase));
-                f(buf);
-            }
-            continue;
-        }
-        // The word goes on with a non-ASCII character: fold it char by char
-        // up to the next white space of any kind.
+    // Start of the run in progress, and whether it holds a non-ASCII byte.
+    let mut run: Option<usize> = None;
+    let mut run_high = false;
+    let mut emit = |start: usize, end: usize, high: bool, buf: &mut Vec<u8>| {
         buf.clear();
-        buf.extend(b[start..i].iter().map(u8::to_ascii_uppercase));
-        let mut rest = s[i..].char_indices();
-        let mut end = n;
-        for (k, c) in rest.by_ref() {
-            if is_ws(c) {
-                end = i + k;
-                break;
-            }
-            let mut tmp = [0u8; 4];
-            buf.extend_from_slice(fold_char(c).encode_utf8(&mut tmp).as_bytes());
+        if !high {
+            buf.extend(b[start..end].iter().map(u8::to_ascii_uppercase));
+            f(buf);
+            return;
         }
-        if !buf.is_empty() {
+        // Runs start and end at ASCII bytes or the text's ends, so they are
+        // whole characters.
+        for piece in split_ws(&s[start..end]) {
+            buf.clear();
+            let mut tmp = [0u8; 4];
+            for c in piece.chars() {
+                buf.extend_from_slice(fold_char(c).encode_utf8(&mut tmp).as_bytes());
+            }
             f(buf);
         }
-        buf.clear();
-        // Resume after the white-space character that ended the word.
-        i = if end < n {
-            end + s[end..].chars().next().map_or(1, char::len_utf8)
-        } else {
-            n
-        };
+    };
+    let mut at = 0;
+    while at < n {
+        let len = (n - at).min(64);
+        let mut block = [b' '; 64];
+        block[..len].copy_from_slice(&b[at..at + len]);
+        let (ws, high) = block_masks(&block);
+        // Bits past the text read as white space (the padding), so a run
+        // that reaches the end of the text closes here.
+        let mut k = 0u32;
+        while k < 64 {
+            let Some(start) = run else {
+                // The next word byte at or after `k`.
+                let words = !ws >> k;
+                if words == 0 {
+                    break;
+                }
+                k += words.trailing_zeros();
+                run = Some(at + k as usize);
+                run_high = false;
+                continue;
+            };
+            // The next white-space byte at or after `k`.
+            let spaces = ws >> k;
+            if spaces == 0 {
+                // The run goes on into the next block.
+                run_high |= high >> k != 0;
+                break;
+            }
+            let end = k + spaces.trailing_zeros();
+            run_high |= (high >> k) & ((1u64 << (end - k)) - 1) != 0;
+            emit(start, at + end as usize, run_high, buf);
+            run = None;
+            k = end;
+        }
+        at += len;
+    }
+    if let Some(start) = run {
+        emit(start, n, run_high, buf);
     }
     buf.clear();
 }
@@ -265,6 +317,88 @@ mod tests {
                 got.push(String::from_utf8(w.to_vec()).unwrap())
             });
             let want: Vec<String> = split_ws(s).map(fold).collect();
+            assert_eq!(got, want, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn block_masks_mark_every_byte_value_at_every_offset() {
+        for v in 0..=255u8 {
+            for at in 0..64 {
+                let mut block = [b'a'; 64];
+                block[at] = v;
+                let (ws, high) = block_masks(&block);
+                let want_ws = if v == b' ' || (9..=13).contains(&v) {
+                    1u64 << at
+                } else {
+                    0
+                };
+                let want_high = if v >= 0x80 { 1u64 << at } else { 0 };
+                assert_eq!((ws, high), (want_ws, want_high), "byte {v:#x} at {at}");
+                // And among neighbours that set their own bits.
+                let mut block = [b' '; 64];
+                block[at] = v;
+                let (ws, _) = block_masks(&block);
+                assert_eq!(
+                    ws,
+                    !(1u64 << at) | want_ws,
+                    "byte {v:#x} among spaces at {at}"
+                );
+            }
+        }
+    }
+
+    /// Random texts over an alphabet of every kind of byte run the scanner
+    /// tells apart (ASCII letters and white space, multi-byte characters,
+    /// Unicode white space, characters whose uppercase is several), long
+    /// enough to cross its 64-byte blocks at every offset.
+    #[test]
+    fn folded_words_equal_fold_then_split_on_random_texts() {
+        let alphabet = [
+            "a",
+            "Z",
+            "q",
+            "7",
+            "-",
+            " ",
+            "  ",
+            "\t",
+            "\n",
+            "\r\n",
+            "\u{b}",
+            "\u{c}",
+            "ß",
+            "é",
+            "\u{85}",
+            "\u{a0}",
+            "\u{2003}",
+            "\u{3000}",
+            "漢",
+            "ﬁ",
+            "ı",
+            "\u{1F600}",
+            "\u{200B}",
+            "\u{7f}",
+            "\u{1}",
+        ];
+        let mut rng = crate::testing::Rng(0x9E37_79B9_7F4A_7C15);
+        let mut next = |m: usize| rng.below(m);
+        let mut buf = Vec::new();
+        for round in 0..4000 {
+            let len = next(if round % 10 == 0 { 400 } else { 140 });
+            let mut s = String::new();
+            for _ in 0..len {
+                // Mostly ASCII letters, as real text is.
+                let pick = if next(3) == 0 {
+                    next(alphabet.len())
+                } else {
+                    next(4)
+                };
+                s.push_str(alphabet[pick]);
+            }
+            let mut got: Vec<Vec<u8>> = Vec::new();
+            for_each_folded_word(&s, &mut buf, |w| got.push(w.to_vec()));
+            let want: Vec<Vec<u8>> = split_ws(&s).map(|w| fold(w).into_bytes()).collect();
             assert_eq!(got, want, "{s:?}");
         }
     }

@@ -154,6 +154,40 @@ mod tests {
         assert_eq!(pairs, want);
     }
 
+    /// Lists over many random words (more than one part per thread, repeated
+    /// trigrams within a word) equal a brute-force scan of the words.
+    #[test]
+    fn lists_equal_a_scan_over_many_random_words() {
+        let mut rng = crate::testing::Rng(0x9E37_79B9_7F4A_7C15);
+        let words: Vec<Vec<u8>> = (0..20_000)
+            .map(|_| {
+                let x = rng.bits();
+                let len = (x % 9) as usize;
+                (0..len)
+                    .map(|i| b"ABCA\xC3\x9F"[((x >> (8 + 3 * i)) % 6) as usize])
+                    .collect()
+            })
+            .collect();
+        let tg = Trigrams::build(words.len(), |w| &words[w as usize]);
+        let mut want: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
+        for (w, bytes) in words.iter().enumerate() {
+            for t in bytes.windows(3) {
+                let list = want.entry(key(t)).or_default();
+                if list.last() != Some(&(w as u32)) {
+                    list.push(w as u32);
+                }
+            }
+        }
+        let keys: Vec<u32> = want.keys().copied().collect();
+        assert_eq!(&tg.keys[..], keys.as_slice());
+        for (i, list) in want.values().enumerate() {
+            assert_eq!(
+                &tg.words[tg.starts[i] as usize..tg.starts[i + 1] as usize],
+                list.as_slice()
+            );
+        }
+    }
+
     #[test]
     fn lists_hold_exactly_the_words_with_each_trigram() {
         let words: Vec<&[u8]> = vec![b"AAAA", b"BANANA", b"AB", b"NAN", b"\xC3\x9FNA"];
