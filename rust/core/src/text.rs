@@ -102,60 +102,68 @@ fn word_masks(x: u64) -> (u64, u64) {
     (pack_high_bits(ws), pack_high_bits(x & HIGH))
 }
 
-/// Bit `k` of the first mask is set when byte `k` of the block is ASCII white
-/// space, of the second when it is not ASCII.
+/// ASCII `a`..=`z` of 8 bytes upper-cased (other bytes kept), byte-parallel
+/// like [`word_masks`].
 #[inline(always)]
-fn block_masks(block: &[u8; 64]) -> (u64, u64) {
+fn upper8(x: u64) -> u64 {
+    const LOW7: u64 = bytes(0x7F);
+    const HIGH: u64 = bytes(0x80);
+    let low = x & LOW7;
+    // High bit set where the byte is ASCII and in `a..=z`.
+    let lower = (low + bytes(0x80 - b'a')) & !(low + bytes(0x80 - b'z' - 1)) & !x & HIGH;
+    x - (lower >> 2)
+}
+
+/// For a 64-byte block: bit `k` of the first mask is set when byte `k` is
+/// ASCII white space, of the second when it is not ASCII; and the block with
+/// its ASCII letters upper-cased.
+#[inline(always)]
+fn block_masks(block: &[u8; 64]) -> (u64, u64, [u8; 64]) {
     let mut ws = 0u64;
     let mut high = 0u64;
-    for (w, chunk) in block.chunks_exact(8).enumerate() {
+    let mut up = [0u8; 64];
+    for (w, (chunk, out)) in block
+        .chunks_exact(8)
+        .zip(up.chunks_exact_mut(8))
+        .enumerate()
+    {
         let mut eight = [0u8; 8];
         eight.copy_from_slice(chunk);
-        let (a, b) = word_masks(u64::from_le_bytes(eight));
+        let x = u64::from_le_bytes(eight);
+        let (a, b) = word_masks(x);
         ws |= a << (8 * w);
         high |= b << (8 * w);
+        out.copy_from_slice(&upper8(x).to_le_bytes());
     }
-    (ws, high)
+    (ws, high, up)
 }
 
 /// Call `f` with each white-space-delimited word of `s`, folded, as UTF-8
 /// bytes — exactly `split_ws(s).map(fold)`.
 ///
 /// The index's hot loop. The text is scanned 64 bytes at a time for ASCII
-/// white space; a run between two such bytes that is all ASCII is one word,
-/// upper-cased in one pass. A run holding other characters takes the general
-/// path: decoded, split on the rest of SPEC white space (U+0085, U+00A0, …),
-/// and folded character by character.
+/// white space, and each block upper-cased as it is scanned; a run between
+/// two such bytes that is all ASCII is one word, handed out of the upper-cased
+/// block without a copy (or copied, when it spans blocks). A run holding other
+/// characters takes the general path: decoded, split on the rest of SPEC white
+/// space (U+0085, U+00A0, …), and folded character by character.
 pub fn for_each_folded_word(s: &str, buf: &mut Vec<u8>, mut f: impl FnMut(&[u8])) {
     let b = s.as_bytes();
     let n = b.len();
     // Start of the run in progress, and whether it holds a non-ASCII byte.
     let mut run: Option<usize> = None;
     let mut run_high = false;
-    let mut emit = |start: usize, end: usize, high: bool, buf: &mut Vec<u8>| {
-        buf.clear();
-        if !high {
-            buf.extend(b[start..end].iter().map(u8::to_ascii_uppercase));
-            f(buf);
-            return;
-        }
-        // Runs start and end at ASCII bytes or the text's ends, so they are
-        // whole characters.
-        for piece in split_ws(&s[start..end]) {
-            buf.clear();
-            let mut tmp = [0u8; 4];
-            for c in piece.chars() {
-                buf.extend_from_slice(fold_char(c).encode_utf8(&mut tmp).as_bytes());
-            }
-            f(buf);
-        }
-    };
     let mut at = 0;
     while at < n {
         let len = (n - at).min(64);
-        let mut block = [b' '; 64];
-        block[..len].copy_from_slice(&b[at..at + len]);
-        let (ws, high) = block_masks(&block);
+        let (ws, high, up) = match b[at..].first_chunk::<64>() {
+            Some(block) => block_masks(block),
+            None => {
+                let mut block = [b' '; 64];
+                block[..len].copy_from_slice(&b[at..]);
+                block_masks(&block)
+            }
+        };
         // Bits past the text read as white space (the padding), so a run
         // that reaches the end of the text closes here.
         let mut k = 0u32;
@@ -180,16 +188,48 @@ pub fn for_each_folded_word(s: &str, buf: &mut Vec<u8>, mut f: impl FnMut(&[u8])
             }
             let end = k + spaces.trailing_zeros();
             run_high |= (high >> k) & ((1u64 << (end - k)) - 1) != 0;
-            emit(start, at + end as usize, run_high, buf);
+            if start >= at && !run_high {
+                // An ASCII word inside this block: already upper-cased.
+                f(&up[start - at..end as usize]);
+            } else {
+                emit(s, start..at + end as usize, run_high, buf, &mut f);
+            }
             run = None;
             k = end;
         }
         at += len;
     }
     if let Some(start) = run {
-        emit(start, n, run_high, buf);
+        emit(s, start..n, run_high, buf, &mut f);
     }
     buf.clear();
+}
+
+/// Call `f` with the folded words of `s[run]`, a run between ASCII white
+/// space (or the text's ends), so whole characters; `high` when it holds a
+/// non-ASCII byte.
+fn emit(
+    s: &str,
+    run: std::ops::Range<usize>,
+    high: bool,
+    buf: &mut Vec<u8>,
+    f: &mut impl FnMut(&[u8]),
+) {
+    buf.clear();
+    if !high {
+        buf.extend(s.as_bytes()[run].iter().map(u8::to_ascii_uppercase));
+        f(buf);
+        return;
+    }
+    // Other SPEC white space (U+0085, U+00A0, …) splits it further.
+    for piece in split_ws(&s[run]) {
+        buf.clear();
+        let mut tmp = [0u8; 4];
+        for c in piece.chars() {
+            buf.extend_from_slice(fold_char(c).encode_utf8(&mut tmp).as_bytes());
+        }
+        f(buf);
+    }
 }
 
 /// `contains_ci(h, n)`: `fold(n)` is a substring of `fold(h)`.
@@ -327,7 +367,13 @@ mod tests {
             for at in 0..64 {
                 let mut block = [b'a'; 64];
                 block[at] = v;
-                let (ws, high) = block_masks(&block);
+                let (ws, high, up) = block_masks(&block);
+                let mut want_up = block;
+                want_up.make_ascii_uppercase();
+                if v >= 0x80 {
+                    want_up[at] = v;
+                }
+                assert_eq!(up, want_up, "byte {v:#x} at {at}");
                 let want_ws = if v == b' ' || (9..=13).contains(&v) {
                     1u64 << at
                 } else {
@@ -338,7 +384,7 @@ mod tests {
                 // And among neighbours that set their own bits.
                 let mut block = [b' '; 64];
                 block[at] = v;
-                let (ws, _) = block_masks(&block);
+                let (ws, _, _) = block_masks(&block);
                 assert_eq!(
                     ws,
                     !(1u64 << at) | want_ws,
