@@ -28,19 +28,11 @@ fn key(t: &[u8]) -> u32 {
 
 impl Trigrams {
     /// Index the words of a vocabulary (`words(i)` = the bytes of word `i`).
-    pub fn build<'a>(n_words: usize, word: impl Fn(u32) -> &'a [u8]) -> Trigrams {
-        let total: usize = (0..n_words as u32)
-            .map(|w| word(w).len().saturating_sub(2))
-            .sum();
-        let mut pairs: Vec<u64> = Vec::with_capacity(total);
-        for w in 0..n_words as u32 {
-            for t in word(w).windows(3) {
-                pairs.push((u64::from(key(t)) << 32) | u64::from(w));
-            }
-        }
-        // Generated in word order, so a stable sort by key alone orders the
-        // pairs by (key, word): two 12-bit radix passes over the 24-bit key.
-        radix_by_key(&mut pairs);
+    pub fn build<'a>(n_words: usize, word: impl Fn(u32) -> &'a [u8] + Sync) -> Trigrams {
+        let depth = rayon::current_num_threads()
+            .next_power_of_two()
+            .trailing_zeros();
+        let mut pairs = sorted_pairs(0..n_words as u32, &word, depth);
         pairs.dedup();
         let (mut keys, mut starts) = (Vec::new(), Vec::new());
         let mut words = Vec::with_capacity(pairs.len());
@@ -99,6 +91,53 @@ impl Trigrams {
             }
         }
     }
+}
+
+/// The `(key << 32 | word)` pairs of every trigram of the words in `words`,
+/// sorted (so by key, then word). Halves of the range are done in parallel
+/// (`depth` times over) and merged; the result is the same however it is
+/// split.
+fn sorted_pairs<'a, F>(words: std::ops::Range<u32>, word: &F, depth: u32) -> Vec<u64>
+where
+    F: Fn(u32) -> &'a [u8] + Sync,
+{
+    if depth > 0 && words.len() > 8192 {
+        let mid = words.start + (words.end - words.start) / 2;
+        let (a, b) = rayon::join(
+            || sorted_pairs(words.start..mid, word, depth - 1),
+            || sorted_pairs(mid..words.end, word, depth - 1),
+        );
+        return merge_sorted(&a, &b);
+    }
+    let total: usize = words.clone().map(|w| word(w).len().saturating_sub(2)).sum();
+    let mut pairs: Vec<u64> = Vec::with_capacity(total);
+    for w in words {
+        for t in word(w).windows(3) {
+            pairs.push((u64::from(key(t)) << 32) | u64::from(w));
+        }
+    }
+    // Generated in word order, so a stable sort by key alone orders the
+    // pairs by (key, word): two 12-bit radix passes over the 24-bit key.
+    radix_by_key(&mut pairs);
+    pairs
+}
+
+/// Two sorted lists merged into one.
+fn merge_sorted(a: &[u64], b: &[u64]) -> Vec<u64> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i] <= b[j] {
+            out.push(a[i]);
+            i += 1;
+        } else {
+            out.push(b[j]);
+            j += 1;
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
 }
 
 /// Stable sort of `(key << 32 | word)` pairs by their 24-bit key: least
@@ -169,6 +208,10 @@ mod tests {
             })
             .collect();
         let tg = Trigrams::build(words.len(), |w| &words[w as usize]);
+        // However the range is split, the sorted pairs are the same.
+        let word = |w: u32| words[w as usize].as_slice();
+        let whole = sorted_pairs(0..words.len() as u32, &word, 0);
+        assert_eq!(sorted_pairs(0..words.len() as u32, &word, 2), whole);
         let mut want: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
         for (w, bytes) in words.iter().enumerate() {
             for t in bytes.windows(3) {
