@@ -27,8 +27,9 @@ system's peak RSS is its own and nothing is shared through caches:
   each in its own virtual environment, through its own public API
   (``benches/okf_peers.py``).
 
-Load figures are medians over rounds (one child per round); query figures are
-medians over distinct queries. Every file of a corpus is read once, untimed,
+Load figures are medians over rounds (one child per round, each after an
+``os.sync`` so none pays for an earlier one's write-back; five rounds of each
+okfast row below 1M concepts); query figures are medians over distinct queries. Every file of a corpus is read once, untimed,
 before its first measurement, so every round of every system finds the file
 pages in the OS cache ("cold" means no okfast cache, not a cold disk).
 """
@@ -258,6 +259,7 @@ def _go(
     runs = []
     for _ in range(times):
         print(f"[report]   {system} ...", file=sys.stderr, flush=True)
+        os.sync()  # no round pays for an earlier round's (or system's) write-back
         r = run_child(system, root, qs, full, timeout)
         runs.append(r)
         if "error" in r:
@@ -285,7 +287,9 @@ def measure(names: list[str], quick: bool, skip: set[str]) -> dict[str, Any]:
             "allocated_kib": allocated,
         }
         big = SYNTH.get(name, 0) >= 1_000_000
-        rounds = 1 if big or quick else 3
+        # Five rounds: a cold load writes its cache file, and on a shared
+        # 2-core VM single rounds vary by a third.
+        rounds = 1 if big or quick else 5
         print(f"[report] {name}: {apparent / 1024:.0f} MiB, {n_q} queries", file=sys.stderr)
         systems: dict[str, list[dict[str, Any]]] = {}
         warm_page_cache(root)
