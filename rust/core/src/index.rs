@@ -234,7 +234,8 @@ fn partitions(concepts: usize) -> usize {
 /// after another, each in order of first appearance.
 fn merge_words(chunks: &[Chunk], n: usize) -> (Vec<u8>, Vec<u32>, Vec<Vec<u32>>) {
     let parts = partitions(n);
-    let part_of = |h: u64| ((h >> 40) as usize) & (parts - 1);
+    // Middle bits: the tables index by the low bits and tag by the top ones.
+    let part_of = |h: u64| ((h >> 32) as usize) & (parts - 1);
     let hashes: Vec<Vec<u64>> = chunks
         .par_iter()
         .map(|ch| {

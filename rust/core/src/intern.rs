@@ -1,18 +1,24 @@
 //! A string interner for the index build: folded words → dense ids.
 //!
 //! Words live back to back in one arena and the table holds (hash tag, id)
-//! pairs in one flat array, so a lookup touches two compact arrays instead of
-//! chasing a pointer to a separately allocated key. This is the hot loop of
-//! loading (one probe per token), so it is worth its own small table.
+//! pairs packed in one `u32` each, so a lookup touches compact arrays instead
+//! of chasing a pointer to a separately allocated key, and the table is half
+//! the size it would be with `u64` slots (more of it stays in cache). This is
+//! the hot loop of loading (one probe per token), so it is worth its own
+//! small table.
 
 use std::hash::Hasher;
 
 use rustc_hash::FxHasher;
 
 pub struct Interner {
-    /// `0` = empty; else `(hash >> 32) << 32 | (id + 1)`.
-    table: Vec<u64>,
+    /// `0` = empty; else the hash's top `32 - id_bits` bits above `id + 1`.
+    /// A table of `2^k` slots holds fewer than `2^(k-1)` words, so
+    /// `id_bits = k` always fits `id + 1`; the rest of the slot filters
+    /// probes before any word is compared.
+    table: Vec<u32>,
     mask: usize,
+    id_bits: u32,
     pub arena: Vec<u8>,
     /// Word `i` is `arena[starts[i]..starts[i + 1]]`.
     pub starts: Vec<u32>,
@@ -32,6 +38,7 @@ impl Default for Interner {
         Interner {
             table: vec![0; 1024],
             mask: 1023,
+            id_bits: 10,
             arena: Vec::new(),
             starts: vec![0],
         }
@@ -75,6 +82,7 @@ impl Interner {
         Interner {
             table: vec![0; size],
             mask: size - 1,
+            id_bits: size.trailing_zeros(),
             arena: Vec::with_capacity(bytes),
             starts,
         }
@@ -111,15 +119,16 @@ impl Interner {
             self.mask = self.len().max(512).next_power_of_two() - 1;
             self.grow();
         }
-        let tag = h & 0xFFFF_FFFF_0000_0000;
+        let tag = tag_of(h, self.id_bits);
+        let ids = u32::MAX >> (32 - self.id_bits);
         let mut i = h as usize & self.mask;
         loop {
             let e = self.table[i];
             if e == 0 {
                 break;
             }
-            if e & 0xFFFF_FFFF_0000_0000 == tag {
-                let id = (e & 0xFFFF_FFFF) as u32 - 1;
+            if e & !ids == tag {
+                let id = (e & ids) - 1;
                 if same(self.word(id), w) {
                     return (id, false);
                 }
@@ -129,7 +138,7 @@ impl Interner {
         let id = self.len() as u32;
         self.arena.extend_from_slice(w);
         self.starts.push(self.arena.len() as u32);
-        self.table[i] = tag | u64::from(id + 1);
+        self.table[i] = tag | (id + 1);
         if self.len() * 2 > self.table.len() {
             self.grow();
         }
@@ -138,7 +147,15 @@ impl Interner {
 
     fn grow(&mut self) {
         let size = (self.mask + 1) * 2;
-        let mut table = vec![0u64; size];
+        // Ids are `u32` (as are the arena offsets): past 2^31 words the table
+        // could not number them. A vocabulary that large does not fit the
+        // arena's offsets long before.
+        assert!(
+            size <= 1 << 32,
+            "okfast: more than 2^31 distinct words in one index part"
+        );
+        let id_bits = size.trailing_zeros();
+        let mut table = vec![0u32; size];
         let mask = size - 1;
         for id in 0..self.len() as u32 {
             let h = hash(self.word(id));
@@ -146,10 +163,22 @@ impl Interner {
             while table[i] != 0 {
                 i = (i + 1) & mask;
             }
-            table[i] = (h & 0xFFFF_FFFF_0000_0000) | u64::from(id + 1);
+            table[i] = tag_of(h, id_bits) | (id + 1);
         }
         self.table = table;
         self.mask = mask;
+        self.id_bits = id_bits;
+    }
+}
+
+/// The part of a slot that holds hash bits, for a table whose ids take
+/// `id_bits` bits: the hash's top `32 - id_bits` bits, shifted above the id
+/// (none when ids take the whole slot).
+#[inline]
+fn tag_of(h: u64, id_bits: u32) -> u32 {
+    match 32 - id_bits {
+        0 => 0,
+        tag_bits => ((h >> (64 - tag_bits)) as u32) << id_bits,
     }
 }
 
@@ -169,6 +198,31 @@ mod tests {
                 assert!(!same(&a, &b), "length {n}, differing at {at}");
             }
             assert!(!same(&a, &a[..n.saturating_sub(1)]) || n == 0);
+        }
+    }
+
+    #[test]
+    fn slots_hold_the_top_hash_bits_above_the_id() {
+        assert_eq!(tag_of(u64::MAX, 10), 0xFFFF_FC00);
+        assert_eq!(tag_of(0x8000_0000_0000_0000, 31), 0x8000_0000);
+        assert_eq!(tag_of(u64::MAX, 32), 0);
+        assert_eq!(tag_of(0x0000_FFFF_FFFF_FFFF, 16), 0);
+    }
+
+    /// Through many grows (tags shrink as ids widen), every word keeps its
+    /// id and is found again.
+    #[test]
+    fn ids_survive_growing_to_a_large_vocabulary() {
+        let mut it = Interner::default();
+        let words: Vec<String> = (0..300_000u32)
+            .map(|i| format!("{:x}", i.wrapping_mul(2_654_435_761)))
+            .collect();
+        for (i, w) in words.iter().enumerate() {
+            assert_eq!(it.intern(w.as_bytes()), (i as u32, true));
+        }
+        assert!(it.id_bits >= 20);
+        for (i, w) in words.iter().enumerate() {
+            assert_eq!(it.intern(w.as_bytes()), (i as u32, false));
         }
     }
 
