@@ -545,7 +545,7 @@ def targets(results: dict[str, Any]) -> list[str]:
 #: by hand from that run and profiles; update it with the code).
 WHY = """### Why the misses, and the thin margins
 
-- **1M warm reopen (3.5 s against 2 s).** The reopen is exact: every file's
+- **1M warm reopen (3.3 s against 2 s).** The reopen is exact: every file's
   size and modification time are compared with the cache, so a million files
   are stat'ed. On this VM one stat costs ~3.3 µs of kernel time (path lookup,
   attributes, security hook): `find ROOT -type f -printf '%s %T@'` over the
@@ -564,22 +564,26 @@ WHY = """### Why the misses, and the thin margins
   trusted-directories mode that would miss in-place edits, which okfast does
   not do silently — and, to go further, concept fields decoded from the
   mapped file on first use instead of at open.
-- **databricks load ratios (met, with a thin margin against okf-retrieve).**
-  Single rounds of the default cold load vary by a third on this shared
-  2-core VM (0.31–0.61 s in the run above; the first round after the corpus
-  is read is the slowest), so the median of five is what counts; the
-  `cache=False` load, which does the same work as the OKF libraries (read and
-  index, no cache file written), is steadier. Most of the CPU time is the
-  index build over ~2.6M body tokens: interning each token in a per-chunk hash
-  table (~19% of samples), scanning and upper-casing words 64 bytes at a
-  time (~7%), the per-concept postings (~6%), the trigram lists over the
-  93k-word body vocabulary (~6%); then the kernel (~20%: reading 29 MB,
-  writing the ~40 MB cache file, zeroing fresh memory) and the YAML
-  frontmatter parser (~5%). A warm reopen takes 0.03 s. The OKF libraries
-  spend their time in PyYAML's pure-Python parser.
+- **databricks load ratios against okf-retrieve (40× and 50×).** okfast's
+  default cold load takes 0.34 s (median of five rounds, 0.26–0.38 s; it
+  also writes the ~40 MB cache file) and 0.27 s with `cache=False`, which
+  does the same work as the OKF libraries (read and index). okf-retrieve's
+  single round took 13.6 s in this run, against 17.5–18.3 s in the three
+  runs before it the same day (where earlier okfast code reached 38–65×
+  against it): on this shared 2-core VM single rounds of
+  either side vary by a fifth to a third, so the ratio against okf-retrieve
+  sits on the 50× line rather than clearly above it; okflib and brainpick
+  are met in every run. Most of okfast's CPU time is the index build over
+  ~2.6M body tokens: interning each token in a per-chunk hash table (~19% of
+  samples), scanning and upper-casing words 64 bytes at a time (~7%), the
+  per-concept postings (~6%), the trigram lists over the 93k-word body
+  vocabulary (~6%); then the kernel (~20%: reading 29 MB, writing the cache
+  file, zeroing fresh memory) and the YAML frontmatter parser (~5%). A warm
+  reopen takes 0.03 s. The OKF libraries spend their time in PyYAML's
+  pure-Python parser.
 - **Memory with mimalloc.** At 1M the allocator is what brings the resident
   size down to 0.88× (glibc kept ~1.3 GiB of freed bodies and index chunks);
-  on small corpora it keeps more than glibc did (databricks: ~220 MiB
+  on small corpora it keeps more than glibc did (databricks: ~190 MiB
   resident against ~110 MiB), because it reserves per-thread pages it will
   reuse."""
 
