@@ -412,6 +412,13 @@ impl<'a> Reader<'a> {
     fn str(&mut self) -> R<String> {
         Ok(self.str_ref()?.to_string())
     }
+    /// A value stored as its index (one byte) in `all`.
+    fn code<T: Copy>(&mut self, all: &[T], what: &str) -> R<T> {
+        let x = self.u8()?;
+        all.get(usize::from(x))
+            .copied()
+            .ok_or_else(|| Rejected::Corrupt(format!("{what} {x}")))
+    }
     fn flag(&mut self) -> R<bool> {
         match self.u8()? {
             0 => Ok(false),
@@ -638,9 +645,7 @@ impl Opened {
         let nd = p.u32()? as usize;
         let mut diagnostics = Vec::with_capacity(nd.min(64));
         for _ in 0..nd {
-            let code = *Code::ALL
-                .get(p.u8()? as usize)
-                .ok_or_else(|| Rejected::Corrupt("diagnostic code".into()))?;
+            let code = p.code(&Code::ALL, "diagnostic code")?;
             diagnostics.push(Diagnostic::new(code, p.str()?, p.str()?));
         }
         let concept = if p.flag()? {
@@ -660,12 +665,7 @@ impl Opened {
         let description = p.opt()?;
         let tags = p.strs()?;
         let resource = p.opt()?;
-        let status = match p.u8()? {
-            0 => Status::Draft,
-            1 => Status::Stable,
-            2 => Status::Deprecated,
-            x => return Err(Rejected::Corrupt(format!("status {x}"))),
-        };
+        let status = p.code(&Status::ALL, "status")?;
         let status_known = p.flag()?;
         let stale_after = if p.flag()? {
             Some(p.u64()? as i64)
@@ -678,12 +678,7 @@ impl Opened {
             return Err(Rejected::Truncated);
         }
         let verified = (0..nv).map(|_| p.actor()).collect::<R<Vec<_>>>()?;
-        let trust_tier = match p.u8()? {
-            0 => TrustTier::Unverified,
-            1 => TrustTier::MachineConfirmed,
-            2 => TrustTier::HumanReviewed,
-            x => return Err(Rejected::Corrupt(format!("trust tier {x}"))),
-        };
+        let trust_tier = p.code(&TrustTier::ALL, "trust tier")?;
         let authority = p.opt()?;
         let governance = if p.flag()? {
             Some(Box::new(Governance {

@@ -20,6 +20,10 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, in declaration order (`ALL[s as usize] == s`): the
+    /// cache stores a status as its index here.
+    pub const ALL: [Status; 3] = [Status::Draft, Status::Stable, Status::Deprecated];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Draft => "draft",
@@ -37,6 +41,14 @@ pub enum TrustTier {
 }
 
 impl TrustTier {
+    /// Every tier, in declaration order (`ALL[t as usize] == t`): the cache
+    /// stores a tier as its index here.
+    pub const ALL: [TrustTier; 3] = [
+        TrustTier::Unverified,
+        TrustTier::MachineConfirmed,
+        TrustTier::HumanReviewed,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             TrustTier::Unverified => "unverified",
@@ -369,6 +381,16 @@ pub fn read_concept(id: &str, path: &str, bytes: &[u8]) -> Read {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn enum_lists_are_in_declaration_order() {
+        for (i, s) in Status::ALL.iter().enumerate() {
+            assert_eq!(*s as usize, i);
+        }
+        for (i, t) in TrustTier::ALL.iter().enumerate() {
+            assert_eq!(*t as usize, i);
+        }
+    }
 
     fn read(src: &str) -> Read {
         read_concept("x", "x.md", src.as_bytes())

@@ -193,8 +193,7 @@ pub fn merge_field(chunks: Vec<Chunk>, n: usize) -> Result<FieldIndex, TextError
         }
     }
     let bitset_words = n.div_ceil(64);
-    let word =
-        |w: u32| &vocab[word_starts[w as usize] as usize..word_starts[w as usize + 1] as usize - 1];
+    let word = |w: u32| vocab_word(&vocab, &word_starts, w);
     // The trigram lists and the postings are independent: build both at once.
     let (trigrams, (dense_slot, dense_bits, post_starts, postings)) = rayon::join(
         || Trigrams::build(n_words, word),
@@ -236,12 +235,18 @@ fn merge_words(chunks: &[Chunk], n: usize) -> (Vec<u8>, Vec<u32>, Vec<Vec<u32>>)
     let parts = partitions(n);
     // Middle bits: the tables index by the low bits and tag by the top ones.
     let part_of = |h: u64| ((h >> 32) as usize) & (parts - 1);
-    let hashes: Vec<Vec<u64>> = chunks
+    // Per chunk, per partition: the chunk's words that fall in it (local id
+    // and hash), in the chunk's order. Sorted once, so each partition reads
+    // only its own words.
+    let buckets: Vec<Vec<Vec<(u32, u64)>>> = chunks
         .par_iter()
         .map(|ch| {
-            (0..ch.words.len() as u32)
-                .map(|w| hash(ch.words.word(w)))
-                .collect()
+            let mut by_part = vec![Vec::new(); parts];
+            for w in 0..ch.words.len() as u32 {
+                let h = hash(ch.words.word(w));
+                by_part[part_of(h)].push((w, h));
+            }
+            by_part
         })
         .collect();
     let largest = chunks.iter().map(|c| c.words.len()).max().unwrap_or(0);
@@ -251,19 +256,18 @@ fn merge_words(chunks: &[Chunk], n: usize) -> (Vec<u8>, Vec<u32>, Vec<Vec<u32>>)
         .max()
         .unwrap_or(0);
     // Per partition: its interner, and per chunk the ids of the chunk's words
-    // that fall in it, in the chunk's order.
+    // in that partition (in bucket order).
     let interned: Vec<(Interner, Vec<Vec<u32>>)> = (0..parts)
         .into_par_iter()
         .map(|p| {
             let mut it = Interner::with_capacity(largest * 2 / parts, bytes * 2 / parts);
             let ids = chunks
                 .iter()
-                .zip(&hashes)
-                .map(|(ch, hs)| {
-                    hs.iter()
-                        .enumerate()
-                        .filter(|&(_, &h)| part_of(h) == p)
-                        .map(|(w, &h)| it.intern_hashed(ch.words.word(w as u32), h).0)
+                .zip(&buckets)
+                .map(|(ch, by_part)| {
+                    by_part[p]
+                        .iter()
+                        .map(|&(w, h)| it.intern_hashed(ch.words.word(w), h).0)
                         .collect()
                 })
                 .collect();
@@ -276,19 +280,17 @@ fn merge_words(chunks: &[Chunk], n: usize) -> (Vec<u8>, Vec<u32>, Vec<Vec<u32>>)
         base.push(n_words);
         n_words += it.len() as u32;
     }
-    let remaps: Vec<Vec<u32>> = hashes
+    let remaps: Vec<Vec<u32>> = buckets
         .par_iter()
         .enumerate()
-        .map(|(c, hs)| {
-            let mut next = vec![0usize; parts];
-            hs.iter()
-                .map(|&h| {
-                    let p = part_of(h);
-                    let id = interned[p].1[c][next[p]];
-                    next[p] += 1;
-                    base[p] + id
-                })
-                .collect()
+        .map(|(c, by_part)| {
+            let mut remap = vec![0u32; chunks[c].words.len()];
+            for (p, bucket) in by_part.iter().enumerate() {
+                for (&(w, _), &id) in bucket.iter().zip(&interned[p].1[c]) {
+                    remap[w as usize] = base[p] + id;
+                }
+            }
+            remap
         })
         .collect();
     let total: usize = interned.iter().map(|(it, _)| it.arena.len()).sum();
@@ -303,6 +305,12 @@ fn merge_words(chunks: &[Chunk], n: usize) -> (Vec<u8>, Vec<u32>, Vec<Vec<u32>>)
     }
     word_starts.push(vocab.len() as u32);
     (vocab, word_starts, remaps)
+}
+
+/// Word `w` of a vocabulary buffer (each word followed by `\n`) whose words
+/// start at `starts`.
+fn vocab_word<'a>(vocab: &'a [u8], starts: &[u32], w: u32) -> &'a [u8] {
+    &vocab[starts[w as usize] as usize..starts[w as usize + 1] as usize - 1]
 }
 
 /// Postings and dense bitsets of a field: `counts[g]` concepts hold global
@@ -409,8 +417,7 @@ impl FieldIndex {
 
     /// The bytes of word `w` (without its separator).
     pub fn word(&self, w: u32) -> &[u8] {
-        &self.vocab
-            [self.word_starts[w as usize] as usize..self.word_starts[w as usize + 1] as usize - 1]
+        vocab_word(&self.vocab, &self.word_starts, w)
     }
 
     /// Ids of the distinct words that contain the folded term, ascending.
