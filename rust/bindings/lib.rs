@@ -281,7 +281,7 @@ impl PyBundle {
         self.inner
             .concepts
             .iter()
-            .filter(|c| c.texts.is_stored())
+            .filter(|c| c.texts_stored())
             .count()
     }
 
@@ -297,7 +297,11 @@ impl PyBundle {
 
     #[getter]
     fn concept_ids(&self) -> Vec<String> {
-        self.inner.concepts.iter().map(|c| c.id.clone()).collect()
+        self.inner
+            .concepts
+            .iter()
+            .map(|c| c.id().to_string())
+            .collect()
     }
 
     /// `(code, message, path, severity)` rows in SPEC order.
@@ -372,25 +376,13 @@ impl PyBundle {
     /// `stale_after` of each concept in microseconds since the epoch (UTC);
     /// `i64::MAX` where there is none (never stale).
     fn stale_after_us<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
-        let v: Vec<i64> = self
-            .inner
-            .concepts
-            .iter()
-            .map(|c| c.stale_after.unwrap_or(i64::MAX))
-            .collect();
-        v.into_pyarray(py)
+        self.inner.columns.stale_after_us.to_pyarray(py)
     }
 
     /// Each concept's authority rank (SPEC §7): 0 `canonical` … 5
     /// `historical`, 6 an unknown value, 7 none declared.
     fn authority_ranks<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u8>> {
-        let v: Vec<u8> = self
-            .inner
-            .concepts
-            .iter()
-            .map(|c| c.authority_rank())
-            .collect();
-        v.into_pyarray(py)
+        self.inner.columns.authority_ranks.to_pyarray(py)
     }
 
     /// SPEC §5.8 pinning of each position: the trimmed title folds to
@@ -442,14 +434,14 @@ impl PyBundle {
     /// Concepts that declare supersession or conflicts (SPEC §7), in position
     /// order: `(position, supersedes, superseded_by, conflicts_with)`.
     fn governance(&self) -> Vec<GovernanceRow> {
-        self.inner
-            .concepts
+        let b = &self.inner;
+        b.columns
+            .governed
             .iter()
-            .enumerate()
-            .filter_map(|(i, c)| {
-                c.governance.as_deref().map(|g| {
+            .filter_map(|&i| {
+                b.concepts[i as usize].governance.as_deref().map(|g| {
                     (
-                        i as u32,
+                        i,
                         g.supersedes.clone(),
                         g.superseded_by.clone(),
                         g.conflicts_with.clone(),

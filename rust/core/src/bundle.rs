@@ -16,15 +16,19 @@ use crate::error::Error;
 use crate::index::Index;
 use crate::progress::{Phase, Progress};
 use crate::slab::Slab;
-use crate::text::id_cmp;
+use crate::slot::{ColumnsOf, Slot};
+use crate::text::{id_cmp, id_cmp_bytes};
 use crate::texts::{TextStore, Texts};
 use crate::watch::{Drained, Watch};
 use crate::yaml;
 
 pub struct Bundle {
     pub root: PathBuf,
-    /// Shared with the snapshots a refresh makes (unchanged concepts are not copied).
-    pub concepts: Vec<Arc<Concept>>,
+    /// Shared with the snapshots a refresh makes (unchanged concepts are not
+    /// copied); from a cache file, decoded when first used ([`Slot`]).
+    pub concepts: Vec<Slot>,
+    /// What the resolver reads for every concept, by position.
+    pub columns: ColumnsOf,
     pub diagnostics: Vec<Diagnostic>,
     pub okf_version: Option<String>,
     /// Shared between snapshots when a refresh changed nothing it indexes.
@@ -52,19 +56,24 @@ pub struct Bundle {
 /// again anyway.
 const FULL_CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// A file's size and modification time (ns): the change signal of a refresh.
-type Stamp = Option<(u64, u128)>;
+/// A file's size and modification time (ns since the epoch): the change
+/// signal of a refresh. `None` when it could not be read.
+type Stamp = Option<cache::FileStamp>;
 
-fn stamp_of(meta: &fs::Metadata) -> (u64, u128) {
+/// The stamp of a file's metadata; `None` (never trusted: the file is always
+/// read) for a modification time past what 64 bits of nanoseconds hold
+/// (the year 2554).
+fn stamp_of(meta: &fs::Metadata) -> Stamp {
     let t = meta
         .modified()
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
-    (meta.len(), t.map_or(0, |d| d.as_nanos()))
+    let ns = u64::try_from(t.map_or(0, |d| d.as_nanos())).ok()?;
+    Some((meta.len(), ns))
 }
 
 fn stamp(p: &Path) -> Stamp {
-    fs::symlink_metadata(p).ok().map(|m| stamp_of(&m))
+    fs::symlink_metadata(p).ok().and_then(|m| stamp_of(&m))
 }
 
 struct FileState {
@@ -265,7 +274,7 @@ fn list(
     files
         .par_iter_mut()
         .with_min_len(256)
-        .for_each(|(entry, f)| f.stamp = entry.metadata().ok().map(|m| stamp_of(&m)));
+        .for_each(|(entry, f)| f.stamp = entry.metadata().ok().and_then(|m| stamp_of(&m)));
     items.extend(files.into_iter().map(|(_, f)| Item::File(f)));
 }
 
@@ -426,7 +435,8 @@ fn assemble(
 /// Files' outcomes gathered in id order: the concepts, every file's state,
 /// and all diagnostics.
 struct Gathered {
-    concepts: Vec<Arc<Concept>>,
+    concepts: Vec<Slot>,
+    columns: ColumnsOf,
     diagnostics: Vec<Diagnostic>,
     files: Vec<FileState>,
 }
@@ -435,6 +445,7 @@ impl Gathered {
     fn new(walk_diagnostics: &[Diagnostic], files: usize) -> Gathered {
         Gathered {
             concepts: Vec::with_capacity(files),
+            columns: ColumnsOf::with_capacity(files),
             diagnostics: walk_diagnostics.to_vec(),
             files: Vec::with_capacity(files),
         }
@@ -444,7 +455,10 @@ impl Gathered {
         for (f, (r, st)) in found.into_iter().zip(reads) {
             let position = r.concept.is_some().then_some(self.concepts.len() as u32);
             self.diagnostics.extend(r.diagnostics.iter().cloned());
-            self.concepts.extend(r.concept);
+            if let Some(c) = r.concept {
+                self.columns.push(c.columns());
+                self.concepts.push(c);
+            }
             self.files.push(FileState {
                 id: f.id,
                 stamp: st,
@@ -455,10 +469,51 @@ impl Gathered {
     }
 }
 
+impl Gathered {
+    /// Files taken whole from the cache file `from` (into an empty
+    /// `Gathered`): file `i` is its record `record[i]`, which skimmed to
+    /// `skims[i]`. Built in parallel: a million files are a million of each.
+    fn add_stored(
+        &mut self,
+        found: Vec<Found>,
+        skims: Vec<(Vec<Diagnostic>, Option<crate::slot::Columns>)>,
+        record: &[Option<usize>],
+        from: &Arc<cache::Opened>,
+    ) {
+        let mut positions: Vec<Option<u32>> = Vec::with_capacity(skims.len());
+        for (diagnostics, columns) in &skims {
+            self.diagnostics.extend(diagnostics.iter().cloned());
+            positions.push(columns.map(|c| {
+                self.columns.push(c);
+                self.columns.authority_ranks.len() as u32 - 1
+            }));
+        }
+        self.concepts = record
+            .par_iter()
+            .zip(&positions)
+            .filter_map(|(r, p)| {
+                p.map(|_| Slot::stored(Arc::clone(from), r.unwrap_or(usize::MAX) as u32))
+            })
+            .collect();
+        found
+            .into_par_iter()
+            .zip(skims)
+            .zip(positions)
+            .map(|((f, (diagnostics, _)), position)| FileState {
+                id: f.id,
+                stamp: f.stamp,
+                position,
+                diagnostics,
+            })
+            .collect_into_vec(&mut self.files);
+    }
+}
+
 /// Each concept's rank in ordinal (code point) order of ids.
-fn ordinal_ranks(concepts: &[Arc<Concept>]) -> Slab<u32> {
+fn ordinal_ranks(concepts: &[Slot]) -> Slab<u32> {
     let mut by_ordinal: Vec<u32> = (0..concepts.len() as u32).collect();
-    by_ordinal.par_sort_unstable_by(|&a, &b| concepts[a as usize].id.cmp(&concepts[b as usize].id));
+    by_ordinal
+        .par_sort_unstable_by(|&a, &b| concepts[a as usize].id().cmp(concepts[b as usize].id()));
     let mut ordinal_rank = vec![0u32; concepts.len()];
     for (rank, &p) in by_ordinal.iter().enumerate() {
         ordinal_rank[p as usize] = rank as u32;
@@ -503,6 +558,7 @@ fn finish(
     Bundle {
         root: root.to_path_buf(),
         concepts: g.concepts,
+        columns: g.columns,
         diagnostics: g.diagnostics,
         okf_version: okf_version(root),
         index,
@@ -640,7 +696,7 @@ fn build_writing(
 /// error) and leaves the texts in memory.
 fn write_texts(
     sink: &mut std::io::Result<cache::Sink>,
-    concepts: &[Arc<Concept>],
+    concepts: &[Slot],
     refs: &mut Vec<cache::TextRef>,
 ) {
     let Ok(s) = sink else { return };
@@ -657,7 +713,7 @@ fn write_texts(
 /// from memory. Nothing changes when writing has failed.
 fn serve_stored(
     sink: &mut std::io::Result<cache::Sink>,
-    concepts: &mut [Arc<Concept>],
+    concepts: &mut [Slot],
     refs: &[cache::TextRef],
     cache_file: &Path,
 ) {
@@ -671,7 +727,7 @@ fn serve_stored(
     };
     let written = &refs[refs.len() - concepts.len()..];
     for (c, r) in concepts.iter_mut().zip(written) {
-        if let Some(c) = Arc::get_mut(c) {
+        if let Some(c) = c.get_mut() {
             c.texts = stored(&store, r);
         }
     }
@@ -705,6 +761,58 @@ fn now_ns() -> u128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos())
+}
+
+/// Match the found files with the records of the cache file `o`: both are in
+/// id order, so each part of `found` is matched in one pass from the first
+/// record not before it (a binary search), the parts in parallel. A record
+/// is trusted for a file with the same id and stamp, not modified within
+/// [`RACY_NS`] of the cache being written.
+fn match_records(
+    found: &[Found],
+    o: &cache::Opened,
+    record: &mut [Option<usize>],
+) -> Result<(), cache::Rejected> {
+    use std::cmp::Ordering::Less;
+    const PART: usize = 1 << 14;
+    let trusted_before = o.written_ns.saturating_sub(RACY_NS);
+    let file = |j: usize| (j < o.len()).then(|| o.file_bytes(j)).transpose();
+    record
+        .par_chunks_mut(PART)
+        .zip(found.par_chunks(PART))
+        .try_for_each(|(record, found)| {
+            let first = found.first().map_or(&[][..], |f| f.id.as_bytes());
+            let (mut lo, mut hi) = (0, o.len());
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if id_cmp_bytes(o.file_bytes(mid)?.0, first) == Less {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            let mut j = lo;
+            let mut cur = file(j)?;
+            for (slot, f) in record.iter_mut().zip(found) {
+                while let Some((id, _)) = cur {
+                    if id_cmp_bytes(id, f.id.as_bytes()) != Less {
+                        break;
+                    }
+                    j += 1;
+                    cur = file(j)?;
+                }
+                if let Some((id, st)) = cur {
+                    if id == f.id.as_bytes() {
+                        if f.stamp == Some(st) && u128::from(st.1) < trusted_before {
+                            *slot = Some(j);
+                        }
+                        j += 1;
+                        cur = file(j)?;
+                    }
+                }
+            }
+            Ok(())
+        })
 }
 
 impl Bundle {
@@ -782,36 +890,10 @@ impl Bundle {
                 None
             }
         };
-        // Both lists are in id order: match them in one pass. `record[i]` is
-        // the cache record of found file `i`, when it can be trusted.
+        // `record[i]` is the cache record of found file `i`, when it can be trusted.
         let mut record: Vec<Option<usize>> = vec![None; found.len()];
         if let Some(o) = &opened {
-            let trusted_before = o.written_ns.saturating_sub(RACY_NS);
-            let file = |j: usize| (j < o.len()).then(|| o.file(j)).transpose();
-            let matched = (|| {
-                let mut j = 0usize;
-                let mut cur = file(0)?;
-                for (i, f) in found.iter().enumerate() {
-                    while let Some((id, _)) = cur {
-                        if id_cmp(id, &f.id) != std::cmp::Ordering::Less {
-                            break;
-                        }
-                        j += 1;
-                        cur = file(j)?;
-                    }
-                    if let Some((id, st)) = cur {
-                        if id == f.id {
-                            if f.stamp == Some(st) && st.1 < trusted_before {
-                                record[i] = Some(j);
-                            }
-                            j += 1;
-                            cur = file(j)?;
-                        }
-                    }
-                }
-                Ok::<(), cache::Rejected>(())
-            })();
-            if let Err(r) = matched {
+            if let Err(r) = match_records(&found, o, &mut record) {
                 report.status = "rebuilt";
                 report.detail = r.to_string();
                 record.fill(None);
@@ -825,47 +907,39 @@ impl Bundle {
             .is_some_and(|o| used == found.len() && used == o.len());
         if all_cached {
             // Every file as cached: the saved index describes exactly these
-            // concepts, and their texts stay in the cache file.
-            let undecodable = std::sync::atomic::AtomicBool::new(false);
-            let reads = read_all(
-                root,
-                &found,
-                &|i| {
-                    let (o, r) = (opened.as_ref()?, record[i]?);
-                    o.read(r)
-                        .map_err(|_| undecodable.store(true, std::sync::atomic::Ordering::Relaxed))
-                        .ok()
-                },
-                progress,
-            )?;
-            let n = reads.iter().filter(|(r, _)| r.concept.is_some()).count();
-            let index = match (undecodable.into_inner(), opened.as_ref()) {
-                (false, Some(o)) => o.index(n),
-                _ => Err(cache::Rejected::Corrupt("a record does not decode".into())),
-            };
-            match index {
-                Ok((ix, ord)) => {
-                    let saved = Some((Arc::new(ix), ord));
-                    let b = assemble_with(
-                        root,
-                        found,
-                        reads,
-                        walk_diagnostics,
-                        watch,
-                        saved,
-                        progress,
-                    )?;
-                    progress.check()?;
-                    progress.start(Phase::Done, 0);
-                    return Ok((b, report));
-                }
-                Err(why) => {
-                    // Start again from the files alone, with a new cache file.
-                    report.status = "rebuilt";
-                    report.detail = why.to_string();
-                    report.reread = found.len();
-                    record.fill(None);
-                    opened = None;
+            // concepts. Each record is checked (and its columns read) but no
+            // concept is built: they are decoded when first used ([`Slot`]),
+            // and their texts stay in the cache file.
+            if let Some(o) = opened.take().map(Arc::new) {
+                progress.start(Phase::Read, found.len());
+                let skims: Result<Vec<_>, cache::Rejected> = record
+                    .par_iter()
+                    .map(|r| {
+                        progress.step();
+                        o.skim(r.unwrap_or(usize::MAX))
+                    })
+                    .collect();
+                progress.check()?;
+                let checked = skims.and_then(|skims| {
+                    let n = skims.iter().filter(|(_, c)| c.is_some()).count();
+                    Ok((skims, o.index(n)?))
+                });
+                match checked {
+                    Ok((skims, (ix, ord))) => {
+                        let mut g = Gathered::new(&walk_diagnostics, found.len());
+                        g.add_stored(found, skims, &record, &o);
+                        let b = finish(root, g, walk_diagnostics, watch, (Arc::new(ix), ord));
+                        progress.check()?;
+                        progress.start(Phase::Done, 0);
+                        return Ok((b, report));
+                    }
+                    Err(why) => {
+                        // Start again from the files alone, with a new cache file.
+                        report.status = "rebuilt";
+                        report.detail = why.to_string();
+                        report.reread = found.len();
+                        record.fill(None);
+                    }
                 }
             }
         }
@@ -878,7 +952,7 @@ impl Bundle {
         let cached = |i: usize| {
             let (o, r) = (opened.as_ref()?, record[i]?);
             let read = o.read(r).ok().and_then(|mut read| {
-                if let Some(c) = read.concept.as_mut().and_then(Arc::get_mut) {
+                if let Some(c) = read.concept.as_mut().and_then(Slot::get_mut) {
                     let t = c.texts.read().ok()?;
                     let texts = Texts::owned(t.body.into_owned(), t.frontmatter.into());
                     c.texts = texts;
@@ -982,7 +1056,7 @@ impl Bundle {
             .zip(&stamps)
             .map(|(f, st)| match self.file(&f.id) {
                 Some(old) if st.is_some() && old.stamp == *st => {
-                    let concept = old.position.map(|p| Arc::clone(&self.concepts[p as usize]));
+                    let concept = old.position.map(|p| self.concepts[p as usize].clone());
                     (
                         Read {
                             concept,
@@ -1011,7 +1085,7 @@ impl Bundle {
     /// kept in id order (no second copy of every id in a map).
     pub fn position(&self, id: &str) -> Option<u32> {
         self.concepts
-            .binary_search_by(|c| id_cmp(&c.id, id))
+            .binary_search_by(|c| id_cmp(c.id(), id))
             .ok()
             .map(|p| p as u32)
     }
@@ -1063,7 +1137,7 @@ impl Bundle {
         let mut now: Vec<(String, Option<Stamp>)> = Vec::with_capacity(changed.len());
         for id in changed {
             match fs::symlink_metadata(self.root.join(format!("{id}.md"))) {
-                Ok(m) if m.is_file() => now.push((id, Some(Some(stamp_of(&m))))),
+                Ok(m) if m.is_file() => now.push((id, Some(stamp_of(&m)))),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => now.push((id, None)),
                 _ => return None, // a link, a directory, an error: walk
             }
@@ -1114,7 +1188,7 @@ impl Bundle {
             .zip(&fresh)
             .map(|(f, &fresh)| match self.file(&f.id) {
                 Some(old) if !fresh => {
-                    let concept = old.position.map(|p| Arc::clone(&self.concepts[p as usize]));
+                    let concept = old.position.map(|p| self.concepts[p as usize].clone());
                     let diagnostics = old.diagnostics.clone();
                     (
                         Read {
@@ -1129,12 +1203,16 @@ impl Bundle {
             .collect();
         // The index can stay when the concepts are the same ones in the same
         // places with the same indexed text.
-        let loaded: Vec<&Concept> = reads
+        // (Ids only: a carried concept is not decoded for this.)
+        let loaded: Vec<&Slot> = reads
             .iter()
-            .filter_map(|(r, _)| r.concept.as_deref())
+            .filter_map(|(r, _)| r.concept.as_ref())
             .collect();
         let same_index = loaded.len() == self.concepts.len()
-            && loaded.iter().zip(&self.concepts).all(|(a, b)| a.id == b.id)
+            && loaded
+                .iter()
+                .zip(&self.concepts)
+                .all(|(a, b)| a.id() == b.id())
             && found
                 .iter()
                 .zip(&fresh)
@@ -1336,6 +1414,88 @@ mod refresh_tests {
             );
             assert_eq!(view(&again), view(&plain), "wave {wave}");
         }
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_warm_reopen_decodes_a_concept_only_when_it_is_used() {
+        let d = std::env::temp_dir().join(format!("okfast-lazy-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(d.join("root/sub")).unwrap();
+        let root = d.join("root");
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        for i in 0..12 {
+            let dir = if i % 3 == 0 { "sub/" } else { "" };
+            let text = match i % 4 {
+                0 => "---\ntitle: [broken\n---\n".to_string(),
+                1 => format!(
+                    "---\ntype: T\ntitle: t{i}\nauthority: canonical\nstale_after: 2020-01-0{}\nsupersedes: [c0{}]\n---\nbody {i}\n",
+                    1 + i % 9,
+                    i + 1
+                ),
+                k => format!("---\ntype: T\ntitle: t{i}\ntags: [k{k}]\n---\nbody {i} w{k}\n"),
+            };
+            let p = root.join(format!("{dir}c{i:02}.md"));
+            fs::write(&p, text).unwrap();
+            fs::File::options()
+                .write(true)
+                .open(&p)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+        let plain = Bundle::load(&root).unwrap();
+        let file = d.join("c.okfc");
+        let (_, report) = Bundle::load_cached(&root, &file).unwrap();
+        assert_eq!(report.status, "miss");
+        let (warm, report) = Bundle::load_cached(&root, &file).unwrap();
+        assert_eq!((report.status, report.reread), ("hit", 0));
+        assert_eq!(warm.len(), plain.len());
+        // Ids, positions, columns and diagnostics without decoding anything.
+        let ids = |b: &Bundle| {
+            b.concepts
+                .iter()
+                .map(|c| c.id().to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&warm), ids(&plain));
+        assert_eq!(warm.position("sub/c09"), plain.position("sub/c09"));
+        assert_eq!(warm.columns, plain.columns);
+        assert_eq!(warm.columns.governed.len(), 3);
+        assert_eq!(warm.diagnostics, plain.diagnostics);
+        assert!(warm.concepts.iter().all(|c| !c.is_decoded()));
+        // A search decodes nothing; a refresh that keeps the index carries
+        // the slots over as they are.
+        let hits = crate::score::search(&warm, "body", None, None);
+        assert_eq!(hits.positions.len(), plain.len());
+        let touched = root.join("c02.md");
+        fs::File::options()
+            .write(true)
+            .open(&touched)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now())
+            .unwrap();
+        let next = warm.refresh().unwrap().expect("a touched file is a change");
+        assert_eq!(next.made_by, "events, index kept");
+        let decoded: Vec<&str> = next
+            .concepts
+            .iter()
+            .filter(|c| c.is_decoded())
+            .map(|c| c.id())
+            .collect();
+        assert_eq!(decoded, ["c02"], "only the file read again is in memory");
+        // Decoded, each concept is the one a fresh load reads.
+        for (a, b) in warm.concepts.iter().zip(&plain.concepts) {
+            let (a, b): (&Concept, &Concept) = (a, b);
+            assert_eq!(
+                (&a.id, &a.title, &a.tags, a.stale_after, &a.authority),
+                (&b.id, &b.title, &b.tags, b.stale_after, &b.authority)
+            );
+            assert_eq!(a.governance, b.governance);
+            assert_eq!(a.body().unwrap(), b.body().unwrap());
+            assert!(a.texts.is_stored());
+        }
+        assert!(warm.concepts.iter().all(Slot::is_decoded));
         let _ = fs::remove_dir_all(&d);
     }
 

@@ -50,10 +50,11 @@ use memmap2::Mmap;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use crate::concept::{Actor, Concept, Governance, Read, Status, TrustTier};
+use crate::concept::{authority_rank, Actor, Concept, Governance, Read, Status, TrustTier};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::index::{FieldIndex, Index, NOT_DENSE};
 use crate::slab::Slab;
+use crate::slot::{Columns, Slot};
 use crate::texts::{TextStore, Texts};
 use crate::trigram::Trigrams;
 
@@ -63,7 +64,7 @@ pub const FORMAT: u32 = 2;
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// A file's size and modification time in ns — [`crate::bundle`]'s stamp.
-pub type FileStamp = (u64, u128);
+pub type FileStamp = (u64, u64);
 
 /// Why a cache file was not used.
 #[derive(Debug, PartialEq, Eq)]
@@ -262,7 +263,7 @@ impl Sink {
             offsets.push(rel(out));
             out.str(f.id)?;
             out.u64(f.stamp.0)?;
-            out.u128(f.stamp.1)?;
+            out.u128(u128::from(f.stamp.1))?;
             out.u32(f.diagnostics.len() as u32)?;
             for d in f.diagnostics {
                 let code = Code::ALL.iter().position(|c| *c == d.code).unwrap_or(0);
@@ -427,19 +428,22 @@ impl<'a> Reader<'a> {
         }
     }
     fn opt(&mut self) -> R<Option<String>> {
+        Ok(self.opt_ref()?.map(str::to_string))
+    }
+    fn opt_ref(&mut self) -> R<Option<&'a str>> {
         Ok(if self.flag()? {
-            Some(self.str()?)
+            Some(self.str_ref()?)
         } else {
             None
         })
     }
-    fn strs(&mut self) -> R<Vec<String>> {
+    fn strs_ref(&mut self) -> R<Vec<&'a str>> {
         let n = self.u32()? as usize;
         // Each string needs at least its 4-byte length: bound the allocation.
         if n > (self.b.len() - self.at) / 4 {
             return Err(Rejected::Truncated);
         }
-        (0..n).map(|_| self.str()).collect()
+        (0..n).map(|_| self.str_ref()).collect()
     }
     fn actor(&mut self) -> R<Actor> {
         Ok(Actor {
@@ -451,6 +455,28 @@ impl<'a> Reader<'a> {
         let n = (8 - self.at % 8) % 8;
         self.take(n).map(|_| ())
     }
+}
+
+/// A concept record's fields, borrowed from the mapping: parsed to check a
+/// record and take its [`Columns`], and again to build the concept when it
+/// is first used — one parser, so a record that checks always decodes.
+struct Fields<'a> {
+    kind: Option<&'a str>,
+    title: Option<&'a str>,
+    description: Option<&'a str>,
+    tags: Vec<&'a str>,
+    resource: Option<&'a str>,
+    status: Status,
+    status_known: bool,
+    stale_after: Option<i64>,
+    generated: Option<Actor>,
+    verified: Vec<Actor>,
+    trust_tier: TrustTier,
+    authority: Option<&'a str>,
+    /// `supersedes`, `superseded_by`, `conflicts_with`.
+    governance: Option<[Vec<&'a str>; 3]>,
+    /// Where the texts are: offset, frontmatter length, body length, CRC.
+    texts: (u64, u32, u32, u32),
 }
 
 /// An open, checked cache file.
@@ -627,29 +653,32 @@ impl Opened {
 
     /// File `i`'s id and stamp, without decoding the rest of its record.
     pub fn file(&self, i: usize) -> Result<(&str, FileStamp), Rejected> {
+        let (id, stamp) = self.file_bytes(i)?;
+        let id = std::str::from_utf8(id).map_err(|_| Rejected::Corrupt("invalid UTF-8".into()))?;
+        Ok((id, stamp))
+    }
+
+    /// [`Opened::file`] with the id's bytes as stored (not checked to be
+    /// UTF-8: equal to a `str`'s bytes, they are).
+    pub fn file_bytes(&self, i: usize) -> Result<(&[u8], FileStamp), Rejected> {
+        let at = self.records.get(i).ok_or(Rejected::Truncated)?;
         let mut p = Reader {
             b: self.core(),
-            at: self.records[i] as usize,
+            at: *at as usize,
         };
-        Ok((p.str_ref()?, (p.u64()?, p.u128()?)))
+        let n = p.u32()? as usize;
+        let (id, size) = (p.take(n)?, p.u64()?);
+        let mtime =
+            u64::try_from(p.u128()?).map_err(|_| Rejected::Corrupt("modification time".into()))?;
+        Ok((id, (size, mtime)))
     }
 
     /// File `i`'s diagnostics and concept; the concept's texts stay in the file.
     pub fn read(&self, i: usize) -> Result<Read, Rejected> {
-        let mut p = Reader {
-            b: self.core(),
-            at: self.records[i] as usize,
-        };
-        let id = p.str_ref()?;
-        p.take(24)?; // the stamp
-        let nd = p.u32()? as usize;
-        let mut diagnostics = Vec::with_capacity(nd.min(64));
-        for _ in 0..nd {
-            let code = p.code(&Code::ALL, "diagnostic code")?;
-            diagnostics.push(Diagnostic::new(code, p.str()?, p.str()?));
-        }
+        let (mut p, id, diagnostics) = self.head(i)?;
         let concept = if p.flag()? {
-            Some(Arc::new(self.concept_in(&mut p, id)?))
+            let f = self.fields(&mut p)?;
+            Some(Slot::loaded(Arc::new(self.concept_of(id, f))))
         } else {
             None
         };
@@ -659,12 +688,60 @@ impl Opened {
         })
     }
 
-    fn concept_in(&self, p: &mut Reader<'_>, id: &str) -> R<Concept> {
-        let kind = p.opt()?;
-        let title = p.opt()?;
-        let description = p.opt()?;
-        let tags = p.strs()?;
-        let resource = p.opt()?;
+    /// File `i`'s diagnostics and, when it holds a concept, that concept's
+    /// [`Columns`]: the record is checked exactly as [`Opened::concept`]
+    /// decodes it, so a record that skims decodes, without keeping anything.
+    pub fn skim(&self, i: usize) -> Result<(Vec<Diagnostic>, Option<Columns>), Rejected> {
+        let (mut p, _, diagnostics) = self.head(i)?;
+        let columns = if p.flag()? {
+            let f = self.fields(&mut p)?;
+            Some(Columns {
+                stale_after: f.stale_after,
+                authority_rank: authority_rank(f.authority),
+                governed: f.governance.is_some(),
+            })
+        } else {
+            None
+        };
+        Ok((diagnostics, columns))
+    }
+
+    /// The concept of file `i`, decoded (its texts stay in the file).
+    pub fn concept(&self, i: usize) -> Result<Concept, Rejected> {
+        let (mut p, id, _) = self.head(i)?;
+        if !p.flag()? {
+            return Err(Rejected::Corrupt("no concept in the record".into()));
+        }
+        let f = self.fields(&mut p)?;
+        Ok(self.concept_of(id, f))
+    }
+
+    /// Record `i` read up to its concept: the reader there, the id and the
+    /// file's diagnostics.
+    fn head(&self, i: usize) -> R<(Reader<'_>, &str, Vec<Diagnostic>)> {
+        let at = self.records.get(i).ok_or(Rejected::Truncated)?;
+        let mut p = Reader {
+            b: self.core(),
+            at: *at as usize,
+        };
+        let id = p.str_ref()?;
+        p.take(24)?; // the stamp
+        let nd = p.u32()? as usize;
+        let mut diagnostics = Vec::with_capacity(nd.min(64));
+        for _ in 0..nd {
+            let code = p.code(&Code::ALL, "diagnostic code")?;
+            diagnostics.push(Diagnostic::new(code, p.str()?, p.str()?));
+        }
+        Ok((p, id, diagnostics))
+    }
+
+    /// A concept record's fields, borrowed from the mapping and checked.
+    fn fields<'a>(&self, p: &mut Reader<'a>) -> R<Fields<'a>> {
+        let kind = p.opt_ref()?;
+        let title = p.opt_ref()?;
+        let description = p.opt_ref()?;
+        let tags = p.strs_ref()?;
+        let resource = p.opt_ref()?;
         let status = p.code(&Status::ALL, "status")?;
         let status_known = p.flag()?;
         let stale_after = if p.flag()? {
@@ -679,13 +756,9 @@ impl Opened {
         }
         let verified = (0..nv).map(|_| p.actor()).collect::<R<Vec<_>>>()?;
         let trust_tier = p.code(&TrustTier::ALL, "trust tier")?;
-        let authority = p.opt()?;
+        let authority = p.opt_ref()?;
         let governance = if p.flag()? {
-            Some(Box::new(Governance {
-                supersedes: p.strs()?,
-                superseded_by: p.strs()?,
-                conflicts_with: p.strs()?,
-            }))
+            Some([p.strs_ref()?, p.strs_ref()?, p.strs_ref()?])
         } else {
             None
         };
@@ -696,8 +769,7 @@ impl Opened {
         if end > self.texts_len {
             return Err(Rejected::Corrupt("text out of range".into()));
         }
-        Ok(Concept {
-            id: id.to_string(),
+        Ok(Fields {
             kind,
             title,
             description,
@@ -711,6 +783,35 @@ impl Opened {
             trust_tier,
             authority,
             governance,
+            texts: (at, frontmatter_len, body_len, crc),
+        })
+    }
+
+    fn concept_of(&self, id: &str, f: Fields<'_>) -> Concept {
+        let own = |s: Option<&str>| s.map(str::to_string);
+        let all = |v: Vec<&str>| v.into_iter().map(str::to_string).collect::<Vec<_>>();
+        let (at, frontmatter_len, body_len, crc) = f.texts;
+        Concept {
+            id: id.to_string(),
+            kind: own(f.kind),
+            title: own(f.title),
+            description: own(f.description),
+            tags: all(f.tags),
+            resource: own(f.resource),
+            status: f.status,
+            status_known: f.status_known,
+            stale_after: f.stale_after,
+            generated: f.generated,
+            verified: f.verified,
+            trust_tier: f.trust_tier,
+            authority: own(f.authority),
+            governance: f.governance.map(|[a, b, c]| {
+                Box::new(Governance {
+                    supersedes: all(a),
+                    superseded_by: all(b),
+                    conflicts_with: all(c),
+                })
+            }),
             texts: Texts::Stored {
                 store: Arc::clone(&self.store),
                 at,
@@ -718,7 +819,7 @@ impl Opened {
                 body_len,
                 crc,
             },
-        })
+        }
     }
 
     /// The saved index and ordinal ranks, as views into the mapping, checked
@@ -828,12 +929,12 @@ mod tests {
             .map(|(i, s)| {
                 let id = format!("c{i}");
                 let r = read_concept(&id, &format!("{id}.md"), s.as_bytes());
-                (id, (s.len() as u64, 1_000 + i as u128), r)
+                (id, (s.len() as u64, 1_000 + i as u64), r)
             })
             .collect()
     }
 
-    fn concepts(files: &[(String, FileStamp, Read)]) -> Vec<Arc<Concept>> {
+    fn concepts(files: &[(String, FileStamp, Read)]) -> Vec<Slot> {
         files.iter().filter_map(|f| f.2.concept.clone()).collect()
     }
 

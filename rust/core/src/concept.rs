@@ -119,17 +119,23 @@ pub const AUTHORITY_UNKNOWN: u8 = 6;
 /// Rank of a concept that declares no authority (the source's default applies).
 pub const AUTHORITY_ABSENT: u8 = 7;
 
+/// The rank of an `authority` value: its index in [`AUTHORITIES`],
+/// [`AUTHORITY_UNKNOWN`] or [`AUTHORITY_ABSENT`].
+pub fn authority_rank(authority: Option<&str>) -> u8 {
+    match authority {
+        None => AUTHORITY_ABSENT,
+        Some(a) => AUTHORITIES
+            .iter()
+            .position(|x| *x == a)
+            .map_or(AUTHORITY_UNKNOWN, |i| i as u8),
+    }
+}
+
 impl Concept {
     /// The authority's rank: its index in [`AUTHORITIES`],
     /// [`AUTHORITY_UNKNOWN`] or [`AUTHORITY_ABSENT`].
     pub fn authority_rank(&self) -> u8 {
-        match &self.authority {
-            None => AUTHORITY_ABSENT,
-            Some(a) => AUTHORITIES
-                .iter()
-                .position(|x| x == a)
-                .map_or(AUTHORITY_UNKNOWN, |i| i as u8),
-        }
+        authority_rank(self.authority.as_deref())
     }
 
     /// Relative path, `/`-separated, `.md` kept.
@@ -162,7 +168,7 @@ pub fn parse_frontmatter(src: &str) -> Vec<(String, Value)> {
 /// diagnostics in the documented order.
 #[derive(Default)]
 pub struct Read {
-    pub concept: Option<std::sync::Arc<Concept>>,
+    pub concept: Option<crate::slot::Slot>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -373,7 +379,7 @@ pub fn read_concept(id: &str, path: &str, bytes: &[u8]) -> Read {
         texts: Texts::owned(body, src),
     };
     Read {
-        concept: Some(std::sync::Arc::new(concept)),
+        concept: Some(crate::slot::Slot::loaded(std::sync::Arc::new(concept))),
         diagnostics,
     }
 }

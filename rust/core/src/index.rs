@@ -8,8 +8,6 @@
 //! that hold each word. A substring query is one SIMD `memmem` scan over the
 //! vocabulary — far smaller than the corpus — and a union of postings.
 
-use std::sync::Arc;
-
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
@@ -17,6 +15,7 @@ use crate::concept::Concept;
 use crate::intern::{hash, Interner};
 use crate::progress::Progress;
 use crate::slab::Slab;
+use crate::slot::Slot;
 use crate::text::{fold_into, for_each_folded_word};
 use crate::texts::TextError;
 use crate::trigram::Trigrams;
@@ -91,12 +90,7 @@ pub struct Chunk {
     error: Option<TextError>,
 }
 
-pub fn chunk_words(
-    concepts: &[Arc<Concept>],
-    base: u32,
-    field: Field,
-    progress: &Progress,
-) -> Chunk {
+pub fn chunk_words(concepts: &[Slot], base: u32, field: Field, progress: &Progress) -> Chunk {
     let mut words = Interner::default();
     let mut pair_word: Vec<u32> = Vec::new();
     let mut pair_pos: Vec<u32> = Vec::new();
@@ -153,7 +147,7 @@ pub fn chunk_words(
 
 /// The chunks of all three fields for the concepts at positions
 /// `base..base + concepts.len()`, in parallel slices.
-pub fn chunk_fields(concepts: &[Arc<Concept>], base: u32, progress: &Progress) -> Chunks {
+pub fn chunk_fields(concepts: &[Slot], base: u32, progress: &Progress) -> Chunks {
     let threads = rayon::current_num_threads().max(1);
     let size = concepts.len().div_ceil(threads * 2).max(256);
     let mut out = Chunks::default();
@@ -374,18 +368,18 @@ fn place(
 impl Index {
     /// The index of concepts whose texts are in memory (a test helper: it
     /// panics when a body must be read back and cannot be).
-    pub fn build(concepts: &[Arc<Concept>]) -> Index {
+    pub fn build(concepts: &[Slot]) -> Index {
         Index::build_with(concepts, &Progress::default()).expect("bodies readable")
     }
 
     /// The index of `concepts`, stopping early (with an unusable index) once
     /// `progress` is cancelled; an error when a stored body cannot be read.
-    pub fn build_with(concepts: &[Arc<Concept>], progress: &Progress) -> Result<Index, TextError> {
+    pub fn build_with(concepts: &[Slot], progress: &Progress) -> Result<Index, TextError> {
         Index::from_chunks(chunk_fields(concepts, 0, progress), concepts)
     }
 
     /// The index of `concepts` from the chunks of all of them.
-    pub fn from_chunks(chunks: Chunks, concepts: &[Arc<Concept>]) -> Result<Index, TextError> {
+    pub fn from_chunks(chunks: Chunks, concepts: &[Slot]) -> Result<Index, TextError> {
         let n = concepts.len();
         let [a, b, c] = chunks.0;
         let (title, (tags_desc, body)) = rayon::join(
@@ -515,7 +509,7 @@ mod tests {
                     .map(|_| syllables[next(syllables.len())])
                     .collect::<String>()
             };
-            let concepts: Vec<Arc<Concept>> = (0..n)
+            let concepts: Vec<Slot> = (0..n)
                 .map(|i| {
                     let (t, d, g, b1, b2) = (word(), word(), word(), word(), word());
                     let src = format!(

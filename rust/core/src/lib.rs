@@ -13,6 +13,7 @@ pub mod order;
 pub mod progress;
 pub mod score;
 pub mod slab;
+pub mod slot;
 pub mod stale;
 #[cfg(test)]
 mod testing;

@@ -259,7 +259,7 @@ mod tests {
     use super::*;
     use crate::concept::{read_concept, AUTHORITY_ABSENT, AUTHORITY_UNKNOWN};
 
-    fn concept(id: &str, src: &str) -> std::sync::Arc<crate::concept::Concept> {
+    fn concept(id: &str, src: &str) -> crate::slot::Slot {
         read_concept(id, &format!("{id}.md"), src.as_bytes())
             .concept
             .unwrap()
