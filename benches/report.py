@@ -550,45 +550,53 @@ def targets(results: dict[str, Any]) -> list[str]:
 #: by hand from that run and profiles; update it with the code).
 WHY = """### Why the misses, and the thin margins
 
-- **1M warm reopen (3.3 s against 2 s).** The reopen is exact: every file's
+- **1M warm reopen (3.2 s against 2 s).** The reopen is exact: every file's
   size and modification time are compared with the cache, so a million files
-  are stat'ed. On this VM one stat costs ~3.3 µs of kernel time (path lookup,
-  attributes, security hook): `find ROOT -type f -printf '%s %T@'` over the
-  1M corpus takes 4.4 s, 3.3 s of it in the kernel. okfast stats in parallel
-  on both cores, relative to each open directory, and its whole walk (listing
-  1,001 directories, sorting their entries, a million stats) takes ~2.2 s —
-  the floor for an exact check here. The rest is small: mapping and checking
-  the 696 MiB core (parallel CRC-32) ~0.1 s, matching a million records
-  ~0.2 s, decoding their fields ~0.4 s (much of it the kernel zeroing the
-  ~0.9 GiB of fresh memory the decoded concepts take), the saved index used
-  in place ~0.1 s, assembling the snapshot ~0.2 s. Repeated by hand the
-  reopen measures 3.2–3.8 s (5.6 s the first time after other work, while
-  the kernel's directory and inode caches refill). Under 2 s would need a
-  change signal that does not stat every file — the change queue of a running
-  process (what `refresh()` already uses, 0.04 s at 100k) or a
+  are stat'ed, and that walk alone takes 2.0–2.4 s here. One stat of a
+  cached file costs 1.8–2.7 µs on this VM, on ext4 and on tmpfs alike, of
+  which only ~0.3 µs is entering the kernel (a C loop of `fstatat` and
+  `statx` over one directory of the corpus; `getppid` for the entry cost):
+  the rest is path lookup, attributes and the security hook, so batching the
+  calls (io_uring) would not help. A bare parallel walk with nothing else
+  (no ids, no watches, no sorting; a scratch Rust program outside the repo)
+  takes 1.8–2.0 s, 2.6–3.0 s of kernel CPU on 2 cores, and ~1.75 s with raw
+  `getdents64` and `fstatat`. okfast's walk also builds each id, sorts each
+  directory and sets the change watches `refresh()` uses. The rest of the
+  reopen, timed by phase: mapping and CRC-checking the 696 MiB core 0.1 s,
+  matching a million records (in parallel parts) 0.1 s, checking every
+  record and reading its resolver columns 0.3 s, the saved index checked
+  and used in place 0.1 s, assembling the snapshot 0.2 s. Concepts are no
+  longer decoded at the reopen (each is decoded the first time a hit,
+  passage or read needs it), which took the reopen from 3.3 s to 3.2 s here
+  (2.8–3.1 s by hand) and its resident size from 1,670 MiB to 1,119 MiB
+  (anonymous memory ~950 → ~365 MiB): on this VM touching fresh memory costs
+  ~1.4 s per GiB (a C loop: first touch of 1 GiB 1.4 s, rewriting it
+  0.05 s), so memory not allocated is time saved. Under 2 s needs a change
+  signal that does not stat every file — the change queue of a running
+  process (what `refresh()` already uses, 0.06 s at 100k) or a
   trusted-directories mode that would miss in-place edits, which okfast does
-  not do silently — and, to go further, concept fields decoded from the
-  mapped file on first use instead of at open.
-- **databricks load ratios against okf-retrieve (40× and 50×).** okfast's
-  default cold load takes 0.34 s (median of five rounds, 0.26–0.38 s; it
-  also writes the ~40 MB cache file) and 0.27 s with `cache=False`, which
-  does the same work as the OKF libraries (read and index). okf-retrieve's
-  single round took 13.6 s in this run, against 17.5–18.3 s in the three
-  runs before it the same day (where earlier okfast code reached 38–65×
-  against it): on this shared 2-core VM single rounds of
-  either side vary by a fifth to a third, so the ratio against okf-retrieve
-  sits on the 50× line rather than clearly above it; okflib and brainpick
-  are met in every run. Most of okfast's CPU time is the index build over
-  ~2.6M body tokens: interning each token in a per-chunk hash table (~19% of
-  samples), scanning and upper-casing words 64 bytes at a time (~7%), the
-  per-concept postings (~6%), the trigram lists over the 93k-word body
-  vocabulary (~6%); then the kernel (~20%: reading 29 MB, writing the cache
-  file, zeroing fresh memory) and the YAML frontmatter parser (~5%). A warm
-  reopen takes 0.03 s. The OKF libraries spend their time in PyYAML's
-  pure-Python parser.
+  not do silently.
+- **databricks load ratios against okf-retrieve (44× and 43×).** The OKF
+  libraries now run three rounds each on databricks and the ratios compare
+  medians: okf-retrieve took 13.0, 15.7 and 17.4 s (median 15.7 s; a
+  single round was 13.6 s in the previous run and 17.5–18.3 s in the runs
+  before it). okfast's default cold load took 0.36 s here (five rounds,
+  0.29–0.53 s; it also writes the ~40 MB cache file) and 0.37 s with
+  `cache=False`, which does the same work as the OKF libraries (read and
+  index); by hand, medians of 9 fresh processes measure 0.26–0.33 s. At
+  0.31 s okfast meets 50× against this median, so the ratio sits on the line
+  rather than clearly above it; okflib (56×) and brainpick (94×) are met.
+  Most of okfast's CPU time is the index build over ~2.6M body tokens:
+  interning each token in a per-chunk hash table, scanning and upper-casing
+  words 64 bytes at a time, the per-concept postings, the trigram lists over
+  the 93k-word body vocabulary; then the kernel zeroing fresh memory for the
+  allocator (~20% of the samples of a whole run: the load raises the
+  resident size from ~40 to ~200 MiB), reading 29 MB and writing the cache
+  file, and the YAML frontmatter parser (~5%). A warm reopen takes 0.03 s.
+  The OKF libraries spend their time in PyYAML's pure-Python parser.
 - **Memory with mimalloc.** At 1M the allocator is what brings the resident
-  size down to 0.88× (glibc kept ~1.3 GiB of freed bodies and index chunks);
-  on small corpora it keeps more than glibc did (databricks: ~190 MiB
+  size down to 0.86× (glibc kept ~1.3 GiB of freed bodies and index chunks);
+  on small corpora it keeps more than glibc did (databricks: ~200 MiB
   resident against ~110 MiB), because it reserves per-thread pages it will
   reuse."""
 

@@ -1,7 +1,8 @@
 //! One concept of a snapshot: in memory, or a record of the bundle's cache
 //! file decoded the first time it is used. A warm reopen checks every record
-//! ([`crate::cache::Opened::skim`]) but builds no concept, so a million
-//! concepts cost a few bytes each until a search shows them. A decoded
+//! ([`crate::cache::Opened::skim`]) but builds no concept, so each of a
+//! million concepts costs a 32-byte slot until a hit, a passage or a read
+//! needs its fields (a search itself reads only the index). A decoded
 //! concept is kept (decoded once), and a refresh carries a slot over as it
 //! is, decoded or not.
 
