@@ -1151,6 +1151,7 @@ impl Bundle {
         // The new file list: ours, with the named files replaced, added or removed.
         let mut found: Vec<Found> = Vec::with_capacity(self.files.len() + now.len());
         let mut fresh: Vec<bool> = Vec::with_capacity(found.capacity());
+        let mut kept: Vec<Option<&FileState>> = Vec::with_capacity(found.capacity());
         let mut olds = self.files.iter().peekable();
         let mut news = now.into_iter().peekable();
         let mk = |id: &str, stamp: Stamp| Found {
@@ -1172,22 +1173,24 @@ impl Bundle {
                 }
                 found.push(mk(&o.id, o.stamp));
                 fresh.push(false);
+                kept.push(Some(o));
             } else {
                 let (id, st) = news.next()?;
                 if let Some(st) = st {
-                    let same = self
-                        .file(&id)
-                        .is_some_and(|f| f.stamp == st && st.is_some());
+                    let old = self.file(&id).filter(|f| f.stamp == st && st.is_some());
                     found.push(mk(&id, st));
-                    fresh.push(!same);
+                    fresh.push(old.is_none());
+                    kept.push(old);
                 }
             }
         }
+        // Unchanged files are carried over from the state beside them in
+        // `kept` (no lookups), the rest read.
         let reads: Vec<(Read, Stamp)> = found
             .par_iter()
-            .zip(&fresh)
-            .map(|(f, &fresh)| match self.file(&f.id) {
-                Some(old) if !fresh => {
+            .zip(&kept)
+            .map(|(f, old)| match old {
+                Some(old) => {
                     let concept = old.position.map(|p| self.concepts[p as usize].clone());
                     let diagnostics = old.diagnostics.clone();
                     (
@@ -1202,17 +1205,20 @@ impl Bundle {
             })
             .collect();
         // The index can stay when the concepts are the same ones in the same
-        // places with the same indexed text.
-        // (Ids only: a carried concept is not decoded for this.)
-        let loaded: Vec<&Slot> = reads
-            .iter()
-            .filter_map(|(r, _)| r.concept.as_ref())
-            .collect();
-        let same_index = loaded.len() == self.concepts.len()
-            && loaded
-                .iter()
-                .zip(&self.concepts)
-                .all(|(a, b)| a.id() == b.id())
+        // places with the same indexed text. A carried concept is in its
+        // place when its old position is its new one (no concept is touched
+        // for that); one read again must have the id of the concept that was
+        // there, and the same indexed text.
+        let mut at = 0usize;
+        let same_places = reads.iter().zip(&kept).all(|((r, _), old)| {
+            let Some(c) = &r.concept else { return true };
+            at += 1;
+            match old {
+                Some(old) => old.position == Some(at as u32 - 1),
+                None => self.concepts.get(at - 1).is_some_and(|b| b.id() == c.id()),
+            }
+        }) && at == self.concepts.len();
+        let same_index = same_places
             && found
                 .iter()
                 .zip(&fresh)
