@@ -913,10 +913,10 @@ impl Bundle {
             if let Some(o) = opened.take().map(Arc::new) {
                 progress.start(Phase::Read, found.len());
                 let skims: Result<Vec<_>, cache::Rejected> = record
-                    .par_iter()
-                    .map(|r| {
-                        progress.step();
-                        o.skim(r.unwrap_or(usize::MAX))
+                    .par_chunks(4096)
+                    .flat_map_iter(|part| {
+                        progress.advance(part.len());
+                        part.iter().map(|r| o.skim(r.unwrap_or(usize::MAX)))
                     })
                     .collect();
                 progress.check()?;

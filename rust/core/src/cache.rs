@@ -360,7 +360,7 @@ fn index_out<W: Write>(p: &mut Out<W>, index: &Index, ordinal: &[u32]) -> std::i
         p.array::<u32>(&f.trigrams.starts)?;
         p.array::<u32>(&f.trigrams.words)?;
     }
-    let mut tags: Vec<(&String, &Vec<u32>)> = index.tags.iter().collect();
+    let mut tags: Vec<(&String, &[u32])> = index.tags.iter().map(|(t, l)| (t, &**l)).collect();
     tags.sort_unstable(); // the map's order is not the file's: keep it deterministic
     p.u64(tags.len() as u64)?;
     for (t, list) in tags {
@@ -866,7 +866,7 @@ impl Opened {
             if list.iter().any(|&x| x as usize >= n) {
                 return Err(bad("tag posting out of range"));
             }
-            tags.insert(t, list.to_vec());
+            tags.insert(t, list);
         }
         let ordinal: Slab<u32> = self.array(&mut p)?;
         if ordinal.len() != n || ordinal.iter().any(|&x| x as usize >= n) || p.at != core.len() - 16

@@ -75,7 +75,7 @@ pub const NOT_DENSE: u32 = u32::MAX;
 pub struct Index {
     pub fields: [FieldIndex; 3],
     /// Folded tag → ascending positions of the concepts that carry it.
-    pub tags: FxHashMap<String, Vec<u32>>,
+    pub tags: FxHashMap<String, Slab<u32>>,
 }
 
 /// One chunk of concepts indexed on its own: its distinct folded words and a
@@ -399,7 +399,7 @@ impl Index {
         }
         Ok(Index {
             fields: [title?, tags_desc?, body?],
-            tags,
+            tags: tags.into_iter().map(|(t, l)| (t, l.into())).collect(),
         })
     }
 }

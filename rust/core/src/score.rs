@@ -55,7 +55,7 @@ pub fn search(b: &Bundle, text: &str, tag: Option<&str>, limit: Option<usize>) -
         Some(t) if !trim(t).is_empty() => match b.index.tags.get(&fold(t)) {
             Some(list) => {
                 let mut bits = vec![0u64; nw];
-                for &p in list {
+                for &p in list.iter() {
                     bits[p as usize >> 6] |= 1 << (p & 63);
                 }
                 Some(bits)

@@ -77,6 +77,13 @@ impl<T: Pod> Deref for Slab<T> {
     }
 }
 
+/// Equal when the items are (owned or mapped alike).
+impl<T: Pod + PartialEq> PartialEq for Slab<T> {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
 impl<T: Pod + std::fmt::Debug> std::fmt::Debug for Slab<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.iter().take(8)).finish()
