@@ -550,9 +550,9 @@ def targets(results: dict[str, Any]) -> list[str]:
 #: by hand from that run and profiles; update it with the code).
 WHY = """### Why the misses, and the thin margins
 
-- **1M warm reopen (3.2 s against 2 s).** The reopen is exact: every file's
+- **1M warm reopen (2.6 s against 2 s).** The reopen is exact: every file's
   size and modification time are compared with the cache, so a million files
-  are stat'ed, and that walk alone takes 2.0–2.4 s here. One stat of a
+  are stat'ed, and that walk alone takes 1.8–2.4 s here. One stat of a
   cached file costs 1.8–2.7 µs on this VM, on ext4 and on tmpfs alike, of
   which only ~0.3 µs is entering the kernel (a C loop of `fstatat` and
   `statx` over one directory of the corpus; `getppid` for the entry cost):
@@ -562,18 +562,19 @@ WHY = """### Why the misses, and the thin margins
   takes 1.8–2.0 s, 2.6–3.0 s of kernel CPU on 2 cores, and ~1.75 s with raw
   `getdents64` and `fstatat`. okfast's walk also builds each id, sorts each
   directory and sets the change watches `refresh()` uses. The rest of the
-  reopen, timed by phase: mapping and CRC-checking the 696 MiB core 0.1 s,
-  matching a million records (in parallel parts) 0.1 s, checking every
-  record and reading its resolver columns 0.3 s, the saved index checked
-  and used in place 0.1 s, assembling the snapshot 0.2 s. Concepts are no
-  longer decoded at the reopen (each is decoded the first time a hit,
-  passage or read needs it), which took the reopen from 3.3 s to 3.2 s here
-  (2.8–3.1 s by hand) and its resident size from 1,670 MiB to 1,119 MiB
-  (anonymous memory ~950 → ~365 MiB): on this VM touching fresh memory costs
+  reopen, timed by phase: mapping and CRC-checking the 696 MiB core 0.08 s,
+  matching a million records (in parallel parts) 0.07–0.1 s, checking every
+  record and reading its resolver columns 0.19–0.26 s, the saved index
+  checked and used in place 0.05–0.07 s, assembling the snapshot
+  0.16–0.2 s. Concepts are no longer decoded at the reopen (each is decoded
+  the first time a hit, passage or read needs it); with that and cheaper
+  matching and checking, the reopen went from 3.3 s to 2.6 s (2.5–2.9 s by
+  hand) and its resident size from 1,670 MiB to 1,146 MiB (anonymous memory
+  ~950 → ~365 MiB): on this VM touching fresh memory costs
   ~1.4 s per GiB (a C loop: first touch of 1 GiB 1.4 s, rewriting it
   0.05 s), so memory not allocated is time saved. Under 2 s needs a change
   signal that does not stat every file — the change queue of a running
-  process (what `refresh()` already uses, 0.06 s at 100k) or a
+  process (what `refresh()` already uses, 0.02 s at 100k) or a
   trusted-directories mode that would miss in-place edits, which okfast does
   not do silently.
 - **databricks load ratios against okf-retrieve (44× and 43×).** The OKF
@@ -595,7 +596,7 @@ WHY = """### Why the misses, and the thin margins
   file, and the YAML frontmatter parser (~5%). A warm reopen takes 0.03 s.
   The OKF libraries spend their time in PyYAML's pure-Python parser.
 - **Memory with mimalloc.** At 1M the allocator is what brings the resident
-  size down to 0.86× (glibc kept ~1.3 GiB of freed bodies and index chunks);
+  size down to 0.91× (glibc kept ~1.3 GiB of freed bodies and index chunks);
   on small corpora it keeps more than glibc did (databricks: ~200 MiB
   resident against ~110 MiB), because it reserves per-thread pages it will
   reuse."""
