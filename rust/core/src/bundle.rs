@@ -16,7 +16,7 @@ use crate::error::Error;
 use crate::index::Index;
 use crate::progress::{Phase, Progress};
 use crate::slab::Slab;
-use crate::slot::{ColumnsOf, Slot};
+use crate::slot::{Columns, ColumnsOf, Slot};
 use crate::text::{id_cmp, id_cmp_bytes};
 use crate::texts::{TextStore, Texts};
 use crate::watch::{Drained, Watch};
@@ -467,32 +467,28 @@ impl Gathered {
             });
         }
     }
-}
 
-impl Gathered {
     /// Files taken whole from the cache file `from` (into an empty
     /// `Gathered`): file `i` is its record `record[i]`, which skimmed to
     /// `skims[i]`. Built in parallel: a million files are a million of each.
     fn add_stored(
         &mut self,
         found: Vec<Found>,
-        skims: Vec<(Vec<Diagnostic>, Option<crate::slot::Columns>)>,
+        skims: Vec<(Vec<Diagnostic>, Option<Columns>)>,
         record: &[Option<usize>],
         from: &Arc<cache::Opened>,
     ) {
         let mut positions: Vec<Option<u32>> = Vec::with_capacity(skims.len());
         for (diagnostics, columns) in &skims {
             self.diagnostics.extend(diagnostics.iter().cloned());
-            positions.push(columns.map(|c| {
-                self.columns.push(c);
-                self.columns.authority_ranks.len() as u32 - 1
-            }));
+            positions.push(columns.map(|c| self.columns.push(c)));
         }
         self.concepts = record
             .par_iter()
-            .zip(&positions)
-            .filter_map(|(r, p)| {
-                p.map(|_| Slot::stored(Arc::clone(from), r.unwrap_or(usize::MAX) as u32))
+            .zip(&skims)
+            .filter_map(|(r, (_, columns))| {
+                let at = r.unwrap_or(usize::MAX) as u32;
+                columns.map(|c| Slot::stored(Arc::clone(from), at, c))
             })
             .collect();
         found
@@ -1490,6 +1486,7 @@ mod refresh_tests {
             .map(|c| c.id())
             .collect();
         assert_eq!(decoded, ["c02"], "only the file read again is in memory");
+        assert_eq!(next.columns, Bundle::load(&root).unwrap().columns);
         // Decoded, each concept is the one a fresh load reads.
         for (a, b) in warm.concepts.iter().zip(&plain.concepts) {
             let (a, b): (&Concept, &Concept) = (a, b);

@@ -50,7 +50,7 @@ use memmap2::Mmap;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use crate::concept::{authority_rank, Actor, Concept, Governance, Read, Status, TrustTier};
+use crate::concept::{Actor, Concept, Governance, Read, Status, TrustTier};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::index::{FieldIndex, Index, NOT_DENSE};
 use crate::slab::Slab;
@@ -695,11 +695,11 @@ impl Opened {
         let (mut p, _, diagnostics) = self.head(i)?;
         let columns = if p.flag()? {
             let f = self.fields(&mut p)?;
-            Some(Columns {
-                stale_after: f.stale_after,
-                authority_rank: authority_rank(f.authority),
-                governed: f.governance.is_some(),
-            })
+            Some(Columns::new(
+                f.stale_after,
+                f.authority,
+                f.governance.is_some(),
+            ))
         } else {
             None
         };
