@@ -10,6 +10,7 @@
 //! substring matches are exactly character-level ones.
 
 use memchr::memmem;
+use rayon::prelude::*;
 
 use crate::slab::Slab;
 
@@ -29,20 +30,54 @@ fn key(t: &[u8]) -> u32 {
 impl Trigrams {
     /// Index the words of a vocabulary (`words(i)` = the bytes of word `i`).
     pub fn build<'a>(n_words: usize, word: impl Fn(u32) -> &'a [u8] + Sync) -> Trigrams {
-        let depth = rayon::current_num_threads()
-            .next_power_of_two()
-            .trailing_zeros();
-        let mut pairs = sorted_pairs(0..n_words as u32, &word, depth);
-        pairs.dedup();
-        let (mut keys, mut starts) = (Vec::new(), Vec::new());
-        let mut words = Vec::with_capacity(pairs.len());
-        for p in pairs {
-            let k = (p >> 32) as u32;
-            if keys.last() != Some(&k) {
-                keys.push(k);
-                starts.push(words.len() as u32);
-            }
-            words.push(p as u32);
+        Trigrams::build_in(n_words, &word, PART)
+    }
+
+    /// [`Trigrams::build`] with the words taken `part` at a time in the first
+    /// pass. The result does not depend on `part`.
+    ///
+    /// Two passes, each parallel throughout (no serial merge at the end):
+    /// each part of the words lists its `(key << 32 | word)` pairs grouped by
+    /// the key's first byte, in word order; then each first byte gathers its
+    /// groups from every part (so still in word order), sorts them by the rest
+    /// of the key with a stable radix sort (so by key, then word), drops a
+    /// word's repeats of a trigram and lists the words under each key. The
+    /// 256 pieces are laid end to end.
+    fn build_in<'a, F>(n_words: usize, word: &F, part: usize) -> Trigrams
+    where
+        F: Fn(u32) -> &'a [u8] + Sync,
+    {
+        let part = part.max(1);
+        let grouped: Vec<Grouped> = (0..n_words.div_ceil(part))
+            .into_par_iter()
+            .map(|p| {
+                let end = ((p + 1) * part).min(n_words);
+                group_by_first_byte((p * part) as u32..end as u32, word)
+            })
+            .collect();
+        let pieces: Vec<Piece> = (0..256usize)
+            .into_par_iter()
+            .map(|b| {
+                let len = grouped.iter().map(|g| g.at[b + 1] - g.at[b]).sum();
+                let mut pairs: Vec<u64> = Vec::with_capacity(len);
+                for g in &grouped {
+                    pairs.extend_from_slice(&g.pairs[g.at[b]..g.at[b + 1]]);
+                }
+                sort_by_key_tail(&mut pairs);
+                Piece::of(&pairs)
+            })
+            .collect();
+        drop(grouped);
+        let n_keys: usize = pieces.iter().map(|p| p.keys.len()).sum();
+        let n_listed: usize = pieces.iter().map(|p| p.words.len()).sum();
+        let mut keys = Vec::with_capacity(n_keys);
+        let mut starts = Vec::with_capacity(n_keys + 1);
+        let mut words = Vec::with_capacity(n_listed);
+        for p in pieces {
+            let base = words.len() as u32;
+            keys.extend_from_slice(&p.keys);
+            starts.extend(p.starts.iter().map(|s| base + s));
+            words.extend_from_slice(&p.words);
         }
         starts.push(words.len() as u32);
         Trigrams {
@@ -93,71 +128,105 @@ impl Trigrams {
     }
 }
 
-/// The `(key << 32 | word)` pairs of every trigram of the words in `words`,
-/// sorted (so by key, then word). Halves of the range are done in parallel
-/// (`depth` times over) and merged; the result is the same however it is
-/// split.
-fn sorted_pairs<'a, F>(words: std::ops::Range<u32>, word: &F, depth: u32) -> Vec<u64>
+/// Words per part in the first pass of [`Trigrams::build`]: enough that a
+/// part's work dwarfs its scheduling, few enough that a vocabulary of tens of
+/// thousands of words is shared among the threads.
+const PART: usize = 8192;
+
+/// The trigram pairs of some words, grouped by the key's first byte:
+/// group `b` is `pairs[at[b]..at[b + 1]]`, in word order.
+struct Grouped {
+    pairs: Vec<u64>,
+    at: Vec<usize>,
+}
+
+/// The `(key << 32 | word)` pairs of every trigram of `words`, grouped by the
+/// key's first byte (a counting sort: counted, then placed).
+fn group_by_first_byte<'a, F>(words: std::ops::Range<u32>, word: &F) -> Grouped
 where
     F: Fn(u32) -> &'a [u8] + Sync,
 {
-    if depth > 0 && words.len() > 8192 {
-        let mid = words.start + (words.end - words.start) / 2;
-        let (a, b) = rayon::join(
-            || sorted_pairs(words.start..mid, word, depth - 1),
-            || sorted_pairs(mid..words.end, word, depth - 1),
-        );
-        return merge_sorted(&a, &b);
+    let mut at = vec![0usize; 257];
+    for w in words.clone() {
+        let bytes = word(w);
+        for &b in &bytes[..bytes.len().saturating_sub(2)] {
+            at[b as usize + 1] += 1;
+        }
     }
-    let total: usize = words.clone().map(|w| word(w).len().saturating_sub(2)).sum();
-    let mut pairs: Vec<u64> = Vec::with_capacity(total);
+    for i in 1..at.len() {
+        at[i] += at[i - 1];
+    }
+    let mut pairs = vec![0u64; at[256]];
+    let mut next = at.clone();
     for w in words {
         for t in word(w).windows(3) {
-            pairs.push((u64::from(key(t)) << 32) | u64::from(w));
+            let slot = &mut next[t[0] as usize];
+            pairs[*slot] = (u64::from(key(t)) << 32) | u64::from(w);
+            *slot += 1;
         }
     }
-    // Generated in word order, so a stable sort by key alone orders the
-    // pairs by (key, word): two 12-bit radix passes over the 24-bit key.
-    radix_by_key(&mut pairs);
-    pairs
+    Grouped { pairs, at }
 }
 
-/// Two sorted lists merged into one.
-fn merge_sorted(a: &[u64], b: &[u64]) -> Vec<u64> {
-    let mut out = Vec::with_capacity(a.len() + b.len());
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() && j < b.len() {
-        if a[i] <= b[j] {
-            out.push(a[i]);
-            i += 1;
-        } else {
-            out.push(b[j]);
-            j += 1;
-        }
+/// Stable sort of pairs that share the key's first byte by the key's other
+/// two bytes: the third byte, then the second (least significant first).
+/// Pairs in word order come out ordered by key, then word.
+fn sort_by_key_tail(pairs: &mut Vec<u64>) {
+    if pairs.len() < 2 {
+        return;
     }
-    out.extend_from_slice(&a[i..]);
-    out.extend_from_slice(&b[j..]);
-    out
-}
-
-/// Stable sort of `(key << 32 | word)` pairs by their 24-bit key: least
-/// significant 12 bits first, then the most significant 12.
-fn radix_by_key(pairs: &mut Vec<u64>) {
     let mut tmp = vec![0u64; pairs.len()];
-    for shift in [32u32, 44] {
-        let mut counts = vec![0usize; 4097];
+    for shift in [32u32, 40] {
+        let mut at = [0usize; 257];
         for &p in pairs.iter() {
-            counts[((p >> shift) & 0xFFF) as usize + 1] += 1;
+            at[((p >> shift) & 0xFF) as usize + 1] += 1;
         }
-        for i in 1..counts.len() {
-            counts[i] += counts[i - 1];
+        if at[1..].contains(&pairs.len()) {
+            continue; // one value of this byte: already in order
+        }
+        for i in 1..at.len() {
+            at[i] += at[i - 1];
         }
         for &p in pairs.iter() {
-            let d = ((p >> shift) & 0xFFF) as usize;
-            tmp[counts[d]] = p;
-            counts[d] += 1;
+            let d = ((p >> shift) & 0xFF) as usize;
+            tmp[at[d]] = p;
+            at[d] += 1;
         }
         std::mem::swap(pairs, &mut tmp);
+    }
+}
+
+/// The lists of some keys: `words[starts[i]..starts[i + 1]]` hold `keys[i]`
+/// (the last list ends at `words.len()`).
+struct Piece {
+    keys: Vec<u32>,
+    starts: Vec<u32>,
+    words: Vec<u32>,
+}
+
+impl Piece {
+    /// The lists of pairs sorted by key, then word; a repeated pair (a word
+    /// holding a trigram twice) is listed once.
+    fn of(pairs: &[u64]) -> Piece {
+        let mut piece = Piece {
+            keys: Vec::new(),
+            starts: Vec::new(),
+            words: Vec::with_capacity(pairs.len()),
+        };
+        let mut last = None;
+        for &p in pairs {
+            if last == Some(p) {
+                continue;
+            }
+            last = Some(p);
+            let k = (p >> 32) as u32;
+            if piece.keys.last() != Some(&k) {
+                piece.keys.push(k);
+                piece.starts.push(piece.words.len() as u32);
+            }
+            piece.words.push(p as u32);
+        }
+        piece
     }
 }
 
@@ -175,8 +244,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn radix_order_equals_a_full_sort_of_pairs_made_in_word_order() {
-        // A small deterministic generator: keys over the whole 24-bit range.
+    fn key_tail_order_equals_a_full_sort_of_pairs_made_in_word_order() {
+        // A small deterministic generator: one first byte, the rest random.
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
         let mut pairs = Vec::new();
         for w in 0..5000u64 {
@@ -184,13 +253,21 @@ mod tests {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                pairs.push(((x & 0xFF_FFFF) << 32) | w);
+                pairs.push(((0x41_0000 | (x & 0xFFFF)) << 32) | w);
             }
         }
         let mut want = pairs.clone();
         want.sort_unstable();
-        radix_by_key(&mut pairs);
+        sort_by_key_tail(&mut pairs);
         assert_eq!(pairs, want);
+        // One value of a byte (the pass is skipped) still sorts by the other.
+        let mut same_third: Vec<u64> = (0..300u64)
+            .map(|w| ((0x41_0041 | ((w * 37 % 256) << 8)) << 32) | w)
+            .collect();
+        let mut want = same_third.clone();
+        want.sort_unstable();
+        sort_by_key_tail(&mut same_third);
+        assert_eq!(same_third, want);
     }
 
     /// Lists over many random words (more than one part per thread, repeated
@@ -208,10 +285,14 @@ mod tests {
             })
             .collect();
         let tg = Trigrams::build(words.len(), |w| &words[w as usize]);
-        // However the range is split, the sorted pairs are the same.
+        // However the words are split into parts, the lists are the same.
         let word = |w: u32| words[w as usize].as_slice();
-        let whole = sorted_pairs(0..words.len() as u32, &word, 0);
-        assert_eq!(sorted_pairs(0..words.len() as u32, &word, 2), whole);
+        for part in [1, 7, 1000, 1 << 20] {
+            let other = Trigrams::build_in(words.len(), &word, part);
+            assert_eq!(other.keys, tg.keys, "part {part}");
+            assert_eq!(other.starts, tg.starts, "part {part}");
+            assert_eq!(other.words, tg.words, "part {part}");
+        }
         let mut want: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
         for (w, bytes) in words.iter().enumerate() {
             for t in bytes.windows(3) {
