@@ -92,8 +92,11 @@ pub struct Chunk {
 
 pub fn chunk_words(concepts: &[Slot], base: u32, field: Field, progress: &Progress) -> Chunk {
     let mut words = Interner::default();
+    // The (word, concept) pairs, concept by concept: concept `k`'s words are
+    // `pair_word[ends[k - 1]..ends[k]]` (its position is implicit, which
+    // halves the largest buffer of the build).
     let mut pair_word: Vec<u32> = Vec::new();
-    let mut pair_pos: Vec<u32> = Vec::new();
+    let mut ends: Vec<usize> = Vec::with_capacity(concepts.len());
     // The last concept (position + 1) each word was recorded for.
     let mut last: Vec<u32> = Vec::new();
     let mut buf = Vec::new();
@@ -113,7 +116,6 @@ pub fn chunk_words(concepts: &[Slot], base: u32, field: Field, progress: &Progre
                 if last[id as usize] != pos + 1 {
                     last[id as usize] = pos + 1;
                     pair_word.push(id);
-                    pair_pos.push(pos);
                 }
             });
         });
@@ -121,9 +123,13 @@ pub fn chunk_words(concepts: &[Slot], base: u32, field: Field, progress: &Progre
             error = Some(e);
             break;
         }
+        ends.push(pair_word.len());
     }
-    words.freeze(); // only read from now on: its table is dead weight
-                    // Counting sort of the pairs by word; positions stay ascending.
+    // Only read from now on: its table is dead weight.
+    words.freeze();
+    // A concept cut short (its body unreadable) adds no pairs.
+    pair_word.truncate(ends.last().copied().unwrap_or(0));
+    // Counting sort of the pairs by word; positions stay ascending.
     let mut starts = vec![0u32; words.len() + 1];
     for &w in &pair_word {
         starts[w as usize + 1] += 1;
@@ -133,9 +139,14 @@ pub fn chunk_words(concepts: &[Slot], base: u32, field: Field, progress: &Progre
     }
     let mut cursor = starts.clone();
     let mut postings = vec![0u32; pair_word.len()];
-    for (&w, &p) in pair_word.iter().zip(&pair_pos) {
-        postings[cursor[w as usize] as usize] = p;
-        cursor[w as usize] += 1;
+    let mut from = 0;
+    for (k, &end) in ends.iter().enumerate() {
+        let pos = base + k as u32;
+        for &w in &pair_word[from..end] {
+            postings[cursor[w as usize] as usize] = pos;
+            cursor[w as usize] += 1;
+        }
+        from = end;
     }
     Chunk {
         words,
