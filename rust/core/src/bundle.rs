@@ -654,30 +654,21 @@ fn build_writing(
         progress.check()?;
     }
     progress.start(Phase::Index, 0);
+    // The file records need no index: they are written (after the last
+    // texts) while the index is merged, leaving only the index to write after.
     let (index, ()) = rayon::join(
         || Index::from_chunks(chunks, &g.concepts),
-        || write_texts(&mut sink, &g.concepts[unwritten.clone()], &mut refs),
+        || {
+            write_texts(&mut sink, &g.concepts[unwritten.clone()], &mut refs);
+            write_records(&mut sink, &g, &refs, written_ns);
+        },
     );
     let index = Arc::new(index?);
     serve_stored(&mut sink, &mut g.concepts[unwritten], &refs, cache_file);
     let ordinal = ordinal_ranks(&g.concepts);
     progress.check()?;
     let written = sink.and_then(|s| {
-        let files: Vec<cache::FileOut<'_>> = g
-            .files
-            .iter()
-            .filter_map(|f| {
-                Some(cache::FileOut {
-                    id: &f.id,
-                    stamp: f.stamp?,
-                    concept: f
-                        .position
-                        .map(|p| (&*g.concepts[p as usize], refs[p as usize])),
-                    diagnostics: &f.diagnostics,
-                })
-            })
-            .collect();
-        s.finish(&files, &index, &ordinal, written_ns)?;
+        s.finish(&index, &ordinal)?;
         fs::rename(&tmp, cache_file)
     });
     // On failure the temporary file is removed; texts already served from it
@@ -701,6 +692,34 @@ fn write_texts(
     match appended {
         Ok(new) => refs.extend(new),
         Err(e) => *sink = Err(e),
+    }
+}
+
+/// Write the file records of `g` (every text written, at `refs`) to the
+/// cache file being written. A failure ends the writing.
+fn write_records(
+    sink: &mut std::io::Result<cache::Sink>,
+    g: &Gathered,
+    refs: &[cache::TextRef],
+    written_ns: u128,
+) {
+    let Ok(s) = sink else { return };
+    let files: Vec<cache::FileOut<'_>> = g
+        .files
+        .iter()
+        .filter_map(|f| {
+            Some(cache::FileOut {
+                id: &f.id,
+                stamp: f.stamp?,
+                concept: f
+                    .position
+                    .map(|p| (&*g.concepts[p as usize], refs[p as usize])),
+                diagnostics: &f.diagnostics,
+            })
+        })
+        .collect();
+    if let Err(e) = s.records(&files, written_ns) {
+        *sink = Err(e);
     }
 }
 

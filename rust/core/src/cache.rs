@@ -186,6 +186,17 @@ pub struct Sink {
     texts_base: u64,
     /// The file's own handle, for reading texts back.
     file: File,
+    /// Set by [`Sink::records`]: the core is under way.
+    core: Option<CoreStart>,
+}
+
+/// Where the core starts and what its first part ([`Sink::records`]) left
+/// for [`Sink::finish`].
+struct CoreStart {
+    texts_len: u64,
+    core_at: u64,
+    /// Each file record's offset from the core's start.
+    offsets: Vec<u64>,
 }
 
 impl Sink {
@@ -210,11 +221,15 @@ impl Sink {
             prefix,
             texts_base,
             file,
+            core: None,
         })
     }
 
     /// Append a concept's texts.
     pub fn text(&mut self, c: &Concept) -> std::io::Result<TextRef> {
+        if self.core.is_some() {
+            return Err(std::io::Error::other("cache texts after the records"));
+        }
         let t = c.texts.read().map_err(std::io::Error::other)?;
         let mut h = crc32fast::Hasher::new();
         h.update(t.frontmatter.as_bytes());
@@ -241,15 +256,13 @@ impl Sink {
         }))
     }
 
-    /// Write the core — `files` in id order, the index and the ordinal
-    /// ranks — and the header, stamped as written at `written_ns`.
-    pub fn finish(
-        mut self,
-        files: &[FileOut<'_>],
-        index: &Index,
-        ordinal: &[u32],
-        written_ns: u128,
-    ) -> std::io::Result<()> {
+    /// End the texts and write the core's first part: `files` in id order,
+    /// stamped as written at `written_ns`. It needs no index, so it can be
+    /// written while the index is merged; [`Sink::finish`] writes the rest.
+    pub fn records(&mut self, files: &[FileOut<'_>], written_ns: u128) -> std::io::Result<()> {
+        if self.core.is_some() {
+            return Err(std::io::Error::other("cache records written twice"));
+        }
         let out = &mut self.out;
         let texts_len = out.at - self.texts_base;
         out.pad()?;
@@ -279,6 +292,27 @@ impl Sink {
                 None => out.u8(0)?,
             }
         }
+        self.core = Some(CoreStart {
+            texts_len,
+            core_at,
+            offsets,
+        });
+        Ok(())
+    }
+
+    /// Write the rest of the core — the record table, the index and the
+    /// ordinal ranks — and the header. [`Sink::records`] must come first.
+    pub fn finish(mut self, index: &Index, ordinal: &[u32]) -> std::io::Result<()> {
+        let Some(CoreStart {
+            texts_len,
+            core_at,
+            offsets,
+        }) = self.core.take()
+        else {
+            return Err(std::io::Error::other("cache records not written"));
+        };
+        let out = &mut self.out;
+        let rel = |out: &Out<_>| out.at - core_at;
         out.pad()?;
         let table_at = rel(out);
         out.array(&offsets)?;
@@ -969,7 +1003,8 @@ mod tests {
                 diagnostics: &r.diagnostics,
             })
             .collect();
-        sink.finish(&outs, &index, &ordinal, 42).unwrap();
+        sink.records(&outs, 42).unwrap();
+        sink.finish(&index, &ordinal).unwrap();
         std::fs::read(path).unwrap()
     }
 
