@@ -10,7 +10,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use crate::cache;
-use crate::concept::{read_concept, split_frontmatter, Concept, Read, MAX_FILE_BYTES};
+use crate::concept::{read_concept_from, split_frontmatter, Concept, Read, MAX_FILE_BYTES};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::error::Error;
 use crate::index::Index;
@@ -320,7 +320,7 @@ fn read_found(root: &Path, f: &Found) -> (Read, Stamp) {
         let n = file.metadata().map_or(bytes.len() as u64, |m| m.len());
         return (skip(Code::FileTooLarge, too_large(n)), at);
     }
-    (read_concept(&f.id, &path, &bytes), at)
+    (read_concept_from(&f.id, &path, bytes), at)
 }
 
 /// Read every found file in parallel, except those `cached` yields (it is
@@ -969,7 +969,7 @@ impl Bundle {
             let read = o.read(r).ok().and_then(|mut read| {
                 if let Some(c) = read.concept.as_mut().and_then(Slot::get_mut) {
                     let t = c.texts.read().ok()?;
-                    let texts = Texts::owned(t.body.into_owned(), t.frontmatter.into());
+                    let texts = Texts::owned(&t.body, &t.frontmatter);
                     c.texts = texts;
                 }
                 Some(read)

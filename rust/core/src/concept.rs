@@ -160,8 +160,7 @@ pub fn parse_frontmatter(src: &str) -> Vec<(String, Value)> {
     if src.is_empty() {
         return Vec::new();
     }
-    let lines: Vec<&str> = src.split('\n').collect();
-    yaml::parse(&lines).unwrap_or_default()
+    yaml::parse_joined(src).unwrap_or_default()
 }
 
 /// The result of reading one file: the concept (unless skipped) and its
@@ -200,10 +199,14 @@ fn actor(map: &[(String, Value)]) -> Actor {
 #[derive(Debug)]
 pub struct Unterminated;
 
+/// A concept file's text split: its frontmatter lines and its body.
+pub type Split<'a> = (Vec<&'a str>, Cow<'a, str>);
+
 /// Split a text into (frontmatter lines, body). `Ok(None)` = no frontmatter.
 /// Lines are those of [`lines`]; the body is the lines after the closing
-/// `---` joined with `\n`, one leading empty line dropped.
-pub fn split_frontmatter(text: &str) -> Result<Option<(Vec<&str>, String)>, Unterminated> {
+/// `---` joined with `\n`, one leading empty line dropped — a slice of
+/// `text` unless it held a `\r`.
+pub fn split_frontmatter(text: &str) -> Result<Option<Split<'_>>, Unterminated> {
     // Lines one at a time, each with the offset just past its `\n`.
     let mut at = 0usize;
     let mut next_line = || -> Option<(&str, usize)> {
@@ -234,13 +237,13 @@ pub fn split_frontmatter(text: &str) -> Result<Option<(Vec<&str>, String)>, Unte
     let body = if memchr::memchr(b'\r', rest.as_bytes()).is_none() {
         // Without `\r`, joining the lines gives the text minus one final `\n`.
         let b = rest.strip_suffix('\n').unwrap_or(rest);
-        b.strip_prefix('\n').unwrap_or(b).to_string()
+        Cow::Borrowed(b.strip_prefix('\n').unwrap_or(b))
     } else {
         let body = lines(rest).join("\n");
-        match body.strip_prefix('\n') {
+        Cow::Owned(match body.strip_prefix('\n') {
             Some(b) => b.to_string(),
             None => body,
-        }
+        })
     };
     Ok(Some((fm, body)))
 }
@@ -248,24 +251,33 @@ pub fn split_frontmatter(text: &str) -> Result<Option<(Vec<&str>, String)>, Unte
 /// Read a concept from its file bytes. The id and size checks come first and
 /// belong to the caller (the walk); this does UTF-8, frontmatter and fields.
 pub fn read_concept(id: &str, path: &str, bytes: &[u8]) -> Read {
+    read_concept_from(id, path, bytes.to_vec())
+}
+
+/// [`read_concept`] that keeps the file's bytes as the concept's texts: the
+/// body and frontmatter are slices of them, not copies (unless the file has
+/// `\r` line ends).
+pub fn read_concept_from(id: &str, path: &str, bytes: Vec<u8>) -> Read {
     let mut diagnostics = Vec::new();
     let skip = |code, msg: String| Read {
         concept: None,
         diagnostics: vec![Diagnostic::new(code, msg, path)],
     };
-    let text = match std::str::from_utf8(bytes) {
+    let file = match String::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => {
             return skip(
                 Code::InvalidUtf8,
                 format!(
                 "File is not valid UTF-8 (first invalid byte at offset {}); re-save it as UTF-8",
-                e.valid_up_to()
+                e.utf8_error().valid_up_to()
             ),
             )
         }
     };
-    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
+    let text = file.strip_prefix('\u{FEFF}').unwrap_or(&file);
+    // Where a slice of `file` starts in it.
+    let offset = |s: &str| s.as_ptr() as usize - file.as_ptr() as usize;
     let (frontmatter, body, src) = match split_frontmatter(text) {
         Err(Unterminated) => {
             return skip(
@@ -273,16 +285,32 @@ pub fn read_concept(id: &str, path: &str, bytes: &[u8]) -> Read {
                 "Unterminated YAML frontmatter block".into(),
             )
         }
-        Ok(None) => (Vec::new(), text.to_string(), Box::from("")),
-        Ok(Some((fm_lines, body))) => match yaml::parse(&fm_lines) {
-            Ok(m) => (m, body, fm_lines.join("\n").into_boxed_str()),
-            Err(e) => {
-                return skip(
-                    Code::InvalidFrontmatter,
-                    format!("Invalid YAML frontmatter: {e}"),
-                )
+        Ok(None) => (Vec::new(), Cow::Borrowed(text), Cow::Borrowed("")),
+        Ok(Some((fm_lines, body))) => {
+            // The lines joined with `\n` are the file's own slice from the
+            // first to the last when every line ended in a bare `\n`.
+            let src = match (fm_lines.first(), fm_lines.last()) {
+                (Some(a), Some(z)) => {
+                    let span = offset(a)..offset(z) + z.len();
+                    let joined = fm_lines.iter().map(|l| l.len() + 1).sum::<usize>() - 1;
+                    if span.len() == joined {
+                        Cow::Borrowed(&file[span])
+                    } else {
+                        Cow::Owned(fm_lines.join("\n"))
+                    }
+                }
+                _ => Cow::Borrowed(""),
+            };
+            match yaml::parse_joined(&src) {
+                Ok(m) => (m, body, src),
+                Err(e) => {
+                    return skip(
+                        Code::InvalidFrontmatter,
+                        format!("Invalid YAML frontmatter: {e}"),
+                    )
+                }
             }
-        },
+        }
     };
     let fm = &frontmatter;
     let kind = display(get(fm, "type"));
@@ -361,6 +389,16 @@ pub fn read_concept(id: &str, path: &str, bytes: &[u8]) -> Read {
     } else {
         TrustTier::MachineConfirmed
     };
+    // Slices of the file's text keep it, whole, as the concept's texts.
+    let span = |t: &Cow<'_, str>| match t {
+        Cow::Borrowed("") => Some(0..0),
+        Cow::Borrowed(t) => Some(offset(t)..offset(t) + t.len()),
+        Cow::Owned(_) => None,
+    };
+    let texts = match (span(&src), span(&body)) {
+        (Some(f), Some(b)) => Texts::within(file, f, b),
+        _ => Texts::owned(&body, &src),
+    };
     let concept = Concept {
         id: id.to_string(),
         kind,
@@ -376,7 +414,7 @@ pub fn read_concept(id: &str, path: &str, bytes: &[u8]) -> Read {
         trust_tier,
         authority: display(get(fm, "authority")),
         governance,
-        texts: Texts::owned(body, src),
+        texts,
     };
     Read {
         concept: Some(crate::slot::Slot::loaded(std::sync::Arc::new(concept))),
@@ -426,6 +464,44 @@ mod tests {
         let body = ls[end + 2..].join("\n");
         let body = body.strip_prefix('\n').map_or(body.clone(), str::to_string);
         Ok(Some((ls[1..end + 1].to_vec(), body)))
+    }
+
+    /// A concept's texts are its frontmatter lines joined with `\n` and the
+    /// body of [`split_by_lines`], whatever the line ends; with bare `\n`
+    /// line ends they are slices of the file's own text, kept whole.
+    #[test]
+    fn texts_are_the_split_parts_and_slices_of_the_file_when_they_can_be() {
+        let files = [
+            ("---\ntype: a\nt: [x,\n  y]\n---\n\nBody\n\nmore\n", true),
+            ("\u{FEFF}---\ntype: a\n---\nBody", true),
+            ("---\n---\nBody\n", true),
+            ("---\ntype: a\n---\n", true),
+            ("no frontmatter\nat all\n", true),
+            ("", true),
+            ("---\r\ntype: a\r\n---\r\nBody\r\nmore", false),
+            ("---\ntype: a\r\n---\nBody\n", true),
+            ("---\ntype: a\r\nb: c\n---\nBody\n", false),
+            ("---\ntype: a\n---\nBo\rdy\n", false),
+        ];
+        for (file, sliced) in files {
+            let r = read_concept_from("x", "x.md", file.as_bytes().to_vec());
+            let c = r.concept.as_deref().expect("a concept");
+            let t = c.texts.read().unwrap();
+            let text = file.strip_prefix('\u{FEFF}').unwrap_or(file);
+            let (fm, body) = match split_by_lines(text).unwrap() {
+                Some((lines, body)) => (lines.join("\n"), body),
+                None => (String::new(), text.to_string()),
+            };
+            assert_eq!(
+                (&*t.frontmatter, &*t.body),
+                (fm.as_str(), body.as_str()),
+                "{file:?}"
+            );
+            match &c.texts {
+                Texts::Owned { text, .. } => assert_eq!(text == file, sliced, "{file:?}"),
+                Texts::Stored { .. } => panic!("a read concept's texts are in memory"),
+            }
+        }
     }
 
     #[test]

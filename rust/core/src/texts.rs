@@ -28,8 +28,14 @@ pub struct TextStore {
 
 #[derive(Debug, Clone)]
 pub enum Texts {
-    /// Read from the concept file and kept (no cache, or not yet written).
-    Owned { body: String, frontmatter: Box<str> },
+    /// Read from the concept file and kept (no cache, or not yet written):
+    /// `text[frontmatter[0]..frontmatter[1]]` and `text[body[0]..body[1]]`.
+    /// `text` is usually the file's own text, so neither is copied out of it.
+    Owned {
+        text: String,
+        frontmatter: [u32; 2],
+        body: [u32; 2],
+    },
     /// The frontmatter then the body, back to back at `at` in `store`.
     Stored {
         store: Arc<TextStore>,
@@ -59,8 +65,31 @@ pub struct Loaded<'a> {
 }
 
 impl Texts {
-    pub fn owned(body: String, frontmatter: Box<str>) -> Texts {
-        Texts::Owned { body, frontmatter }
+    pub fn owned(body: &str, frontmatter: &str) -> Texts {
+        let text = format!("{frontmatter}{body}");
+        let n = text.len() as u32;
+        let f = frontmatter.len() as u32;
+        Texts::Owned {
+            text,
+            frontmatter: [0, f],
+            body: [f, n],
+        }
+    }
+
+    /// The texts at `frontmatter` and `body` (byte ranges on character
+    /// boundaries, each at most 4 GiB in) of `text`, kept whole.
+    pub fn within(
+        text: String,
+        frontmatter: std::ops::Range<usize>,
+        body: std::ops::Range<usize>,
+    ) -> Texts {
+        debug_assert!(text.get(frontmatter.clone()).is_some() && text.get(body.clone()).is_some());
+        let r = |r: std::ops::Range<usize>| [r.start as u32, r.end as u32];
+        Texts::Owned {
+            text,
+            frontmatter: r(frontmatter),
+            body: r(body),
+        }
     }
 
     pub fn is_stored(&self) -> bool {
@@ -70,9 +99,13 @@ impl Texts {
     /// Both texts; one positioned read (and a checksum) when stored.
     pub fn read(&self) -> Result<Loaded<'_>, TextError> {
         match self {
-            Texts::Owned { body, frontmatter } => Ok(Loaded {
-                frontmatter: Cow::Borrowed(frontmatter),
-                body: Cow::Borrowed(body),
+            Texts::Owned {
+                text,
+                frontmatter: [f0, f1],
+                body: [b0, b1],
+            } => Ok(Loaded {
+                frontmatter: Cow::Borrowed(&text[*f0 as usize..*f1 as usize]),
+                body: Cow::Borrowed(&text[*b0 as usize..*b1 as usize]),
             }),
             Texts::Stored {
                 store,

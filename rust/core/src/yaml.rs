@@ -815,17 +815,16 @@ impl Flow<'_> {
 
 /// Parse frontmatter lines into a mapping (file order, first key wins).
 pub fn parse(lines: &[&str]) -> Result<Vec<(String, Value)>, String> {
-    let mut text = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
-    let mut starts = Vec::with_capacity(lines.len());
-    for (i, l) in lines.iter().enumerate() {
-        if i > 0 {
-            text.push('\n');
-        }
-        starts.push(text.len());
-        text.push_str(l);
-    }
+    parse_joined(&lines.join("\n"))
+}
+
+/// [`parse`] of the lines of `text` (split at each `\n`): the frontmatter
+/// source as a concept keeps it.
+pub fn parse_joined(text: &str) -> Result<Vec<(String, Value)>, String> {
+    let mut starts = vec![0];
+    starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
     let mut p = Parser {
-        text: &text,
+        text,
         starts,
         pos: 0,
         virt: None,
