@@ -76,6 +76,34 @@ fn cut_comment(s: &str) -> (&str, bool) {
     (s, false)
 }
 
+/// The keys of a mapping being parsed, so the first of a repeated key wins.
+/// A mapping's keys are compared one by one while it is small (frontmatter
+/// mappings hold a dozen keys, where hashing each costs more than the
+/// comparisons); past [`Keys::SMALL`] a hash set keeps a mapping of many
+/// thousands of keys linear.
+#[derive(Default)]
+struct Keys {
+    set: Option<HashSet<String>>,
+}
+
+impl Keys {
+    const SMALL: usize = 16;
+
+    /// Add `(key, value)` to `entries` unless `key` is already there.
+    fn push_first(&mut self, entries: &mut Vec<(String, Value)>, key: String, value: Value) {
+        let new = match &mut self.set {
+            Some(set) => set.insert(key.clone()),
+            None => !entries.iter().any(|(k, _)| *k == key),
+        };
+        if new {
+            entries.push((key, value));
+            if self.set.is_none() && entries.len() > Self::SMALL {
+                self.set = Some(entries.iter().map(|(k, _)| k.clone()).collect());
+            }
+        }
+    }
+}
+
 fn plain_value(text: &str) -> Value {
     match text {
         "" | "null" | "Null" | "NULL" | "~" => Value::Null,
@@ -337,7 +365,7 @@ impl<'a> Parser<'a> {
 
     fn block_map(&mut self, m: usize, depth: usize) -> Res<Value> {
         let mut entries: Vec<(String, Value)> = Vec::new();
-        let mut seen: HashSet<String> = HashSet::new();
+        let mut seen = Keys::default();
         loop {
             let (ind, c, line) = self.peek().expect("a line at indent m");
             self.depth_check(depth, line)?;
@@ -345,9 +373,7 @@ impl<'a> Parser<'a> {
             let (key, rest) =
                 map_entry(c, line)?.ok_or_else(|| at("expected 'key: value'", line))?;
             let v = self.value_text(rest, line, m as isize, true, depth + 1)?;
-            if seen.insert(key.clone()) {
-                entries.push((key, v));
-            }
+            seen.push_first(&mut entries, key, v);
             self.skip_ignorable();
             match self.peek() {
                 None => break,
@@ -768,7 +794,7 @@ impl Flow<'_> {
         }
         self.i += 1;
         let mut entries: Vec<(String, Value)> = Vec::new();
-        let mut seen: HashSet<String> = HashSet::new();
+        let mut seen = Keys::default();
         loop {
             self.skip();
             match self.peek() {
@@ -796,9 +822,7 @@ impl Flow<'_> {
             } else {
                 Value::Null
             };
-            if seen.insert(key.clone()) {
-                entries.push((key, value));
-            }
+            seen.push_first(&mut entries, key, value);
             self.skip();
             match self.peek() {
                 None => return Err(FlowErr::Incomplete),
@@ -974,6 +998,26 @@ mod tests {
     #[test]
     fn first_duplicate_wins_and_depth_is_capped() {
         assert_eq!(one("a: 1\na: 2", "a"), s("1"));
+        // Below and past the size where keys go into a hash set, in block
+        // and flow mappings: each key once, its first value, in file order.
+        for n in [3, Keys::SMALL, Keys::SMALL + 1, 40] {
+            let keys: Vec<String> = (0..n).map(|i| format!("k{}", (i * 7) % n)).collect();
+            let block: String = (0..2 * n)
+                .map(|i| format!("{}: {i}\n", keys[i % n]))
+                .collect();
+            let flow = format!(
+                "m: {{{}}}",
+                (0..2 * n)
+                    .map(|i| format!("{}: {i}", keys[i % n]))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            let want: Vec<(String, Value)> = (0..n)
+                .map(|i| (keys[i].clone(), s(&i.to_string())))
+                .collect();
+            assert_eq!(p(&block).unwrap(), want, "block, {n} keys");
+            assert_eq!(one(&flow, "m"), Value::Map(want), "flow, {n} keys");
+        }
         let deep = "[".repeat(64) + &"]".repeat(64);
         assert!(p(&format!("a: {deep}")).is_err());
         let ok = "[".repeat(63) + &"]".repeat(63);
