@@ -550,7 +550,7 @@ def targets(results: dict[str, Any]) -> list[str]:
 #: by hand from that run and profiles; update it with the code).
 WHY = """### Why the misses, and the thin margins
 
-- **1M warm reopen (2.6 s against 2 s).** The reopen is exact: every file's
+- **1M warm reopen (2.8 s against 2 s).** The reopen is exact: every file's
   size and modification time are compared with the cache, so a million files
   are stat'ed, and that walk alone takes 1.8–2.4 s here. One stat of a
   cached file costs 1.8–2.7 µs on this VM, on ext4 and on tmpfs alike, of
@@ -566,38 +566,43 @@ WHY = """### Why the misses, and the thin margins
   matching a million records (in parallel parts) 0.07–0.1 s, checking every
   record and reading its resolver columns 0.19–0.26 s, the saved index
   checked and used in place 0.05–0.07 s, assembling the snapshot
-  0.16–0.2 s. Concepts are no longer decoded at the reopen (each is decoded
-  the first time a hit, passage or read needs it); with that and cheaper
-  matching and checking, the reopen went from 3.3 s to 2.6 s (2.5–2.9 s by
-  hand) and its resident size from 1,670 MiB to 1,146 MiB (anonymous memory
-  ~950 → ~365 MiB): on this VM touching fresh memory costs
-  ~1.4 s per GiB (a C loop: first touch of 1 GiB 1.4 s, rewriting it
-  0.05 s), so memory not allocated is time saved. Under 2 s needs a change
-  signal that does not stat every file — the change queue of a running
-  process (what `refresh()` already uses, 0.02 s at 100k) or a
-  trusted-directories mode that would miss in-place edits, which okfast does
-  not do silently.
-- **databricks load ratios against okf-retrieve (44× and 43×).** The OKF
-  libraries now run three rounds each on databricks and the ratios compare
-  medians: okf-retrieve took 13.0, 15.7 and 17.4 s (median 15.7 s; a
-  single round was 13.6 s in the previous run and 17.5–18.3 s in the runs
-  before it). okfast's default cold load took 0.36 s here (five rounds,
-  0.29–0.53 s; it also writes the ~40 MB cache file) and 0.37 s with
-  `cache=False`, which does the same work as the OKF libraries (read and
-  index); by hand, medians of 9 fresh processes measure 0.26–0.33 s. At
-  0.31 s okfast meets 50× against this median, so the ratio sits on the line
-  rather than clearly above it; okflib (56×) and brainpick (94×) are met.
-  Most of okfast's CPU time is the index build over ~2.6M body tokens:
-  interning each token in a per-chunk hash table, scanning and upper-casing
-  words 64 bytes at a time, the per-concept postings, the trigram lists over
-  the 93k-word body vocabulary; then the kernel zeroing fresh memory for the
-  allocator (~20% of the samples of a whole run: the load raises the
-  resident size from ~40 to ~200 MiB), reading 29 MB and writing the cache
-  file, and the YAML frontmatter parser (~5%). A warm reopen takes 0.03 s.
-  The OKF libraries spend their time in PyYAML's pure-Python parser.
+  0.16–0.2 s. Running the cache checks beside the walk was tried and gave
+  nothing: the walk already keeps ~1.75 of the 2 cores busy, so the reopen
+  is bound by CPU time, not by waiting. Concepts are not decoded at the
+  reopen (each is decoded the first time a hit, passage or read needs it);
+  with that and cheaper matching and checking, the reopen went from 3.3 s
+  to 2.6–2.8 s (the rounds of one run spread by ±15% on this VM) and its
+  resident size from 1,670 MiB to ~1,100 MiB (anonymous memory ~950 →
+  ~365 MiB): on this VM touching fresh memory costs ~1.4 s per GiB (a C
+  loop: first touch of 1 GiB 1.4 s, rewriting it 0.05 s; the kernel's
+  `clear_page` is ~12% of the reopen's samples), so memory not allocated is
+  time saved. Under 2 s needs a change signal that does not stat every
+  file — the change queue of a running process (what `refresh()` already
+  uses, 0.03 s at 100k) or a trusted-directories mode that would miss
+  in-place edits, which okfast does not do silently.
+- **databricks load ratios (61× against okf-retrieve, the closest).** The
+  OKF libraries run three rounds each on databricks and the ratios compare
+  medians: okf-retrieve took 17.1, 16.1 and 19.4 s (median 17.1 s; 15.7 s
+  in the run before). okfast's default cold load took 0.28 s here (five
+  rounds, 0.23–0.44 s; it also writes the ~40 MB cache file) and 0.24 s
+  with `cache=False`, which does the same work as the OKF libraries (read
+  and index). It was 0.36 s a run earlier, when okf-retrieve sat at 44×;
+  since then the trigram lists are built in two fully parallel passes, index
+  chunks keep only words (positions implicit), the cache's file records are
+  written beside the index merge, a concept's texts are ranges of its file's
+  text rather than copies, YAML keys are checked for repeats without
+  hashing, and case folding scans 16 bytes at a time with SSE2 (by hand,
+  medians of 15 fresh processes: 0.347 → 0.277 s, 0.575 → 0.502 s of CPU).
+  What is left of the CPU time: the index build over ~2.6M body tokens
+  (interning each token in a per-chunk hash table, the per-concept
+  postings, the trigram lists over the 93k-word body vocabulary), the
+  frontmatter YAML parser (~16 µs a file, ~85 ms of one core), the kernel
+  zeroing fresh memory, reading 29 MB and writing the cache file. A warm
+  reopen takes 0.03 s. The OKF libraries spend their time in PyYAML's
+  pure-Python parser.
 - **Memory with mimalloc.** At 1M the allocator is what brings the resident
-  size down to 0.91× (glibc kept ~1.3 GiB of freed bodies and index chunks);
-  on small corpora it keeps more than glibc did (databricks: ~200 MiB
+  size down to 0.92× (glibc kept ~1.3 GiB of freed bodies and index chunks);
+  on small corpora it keeps more than glibc did (databricks: ~190 MiB
   resident against ~110 MiB), because it reserves per-thread pages it will
   reuse."""
 
