@@ -19,6 +19,7 @@ use crate::slab::Slab;
 use crate::slot::{Columns, ColumnsOf, Slot};
 use crate::text::{id_cmp, id_cmp_bytes};
 use crate::texts::{TextStore, Texts};
+use crate::walk::{stamp, stamp_of, walk_sorted, Found, Prior, Stamp, Walked, RACY_NS};
 use crate::watch::{Drained, Watch};
 use crate::yaml;
 
@@ -56,226 +57,12 @@ pub struct Bundle {
 /// again anyway.
 const FULL_CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// A file's size and modification time (ns since the epoch): the change
-/// signal of a refresh. `None` when it could not be read.
-type Stamp = Option<cache::FileStamp>;
-
-/// The stamp of a file's metadata; `None` (never trusted: the file is always
-/// read) for a modification time past what 64 bits of nanoseconds hold
-/// (the year 2554).
-fn stamp_of(meta: &fs::Metadata) -> Stamp {
-    let t = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
-    let ns = u64::try_from(t.map_or(0, |d| d.as_nanos())).ok()?;
-    Some((meta.len(), ns))
-}
-
-fn stamp(p: &Path) -> Stamp {
-    fs::symlink_metadata(p).ok().and_then(|m| stamp_of(&m))
-}
-
 struct FileState {
     id: String,
     stamp: Stamp,
     /// The concept's position in `concepts`, when it loaded.
     position: Option<u32>,
     diagnostics: Vec<Diagnostic>,
-}
-
-/// A concept file found by the walk. Its path is the id plus `.md`: a name
-/// that is not valid UTF-8 gets a lossy id, but also `bad_id`, and such a
-/// file is never opened.
-struct Found {
-    id: String,
-    /// Why the id is unusable, when it is.
-    bad_id: Option<&'static str>,
-    /// Size and modification time when the walk saw it.
-    stamp: Stamp,
-}
-
-const BAD_CHAR: &str =
-    "Concept file name contains a control character or a backslash; rename the file";
-const BAD_UTF8: &str = "Concept file name is not valid UTF-8; rename the file";
-
-/// The name as text (lossy when it is not UTF-8; borrowed otherwise), and
-/// why it cannot be part of a concept id, if it cannot.
-fn name_problem(name: &std::ffi::OsStr) -> (std::borrow::Cow<'_, str>, Option<&'static str>) {
-    match name.to_str() {
-        None => (name.to_string_lossy(), Some(BAD_UTF8)),
-        Some(s) => {
-            let bad = s
-                .bytes()
-                .any(|c| c < 0x20 || c == 0x7F || c == b'\\')
-                .then_some(BAD_CHAR);
-            (std::borrow::Cow::Borrowed(s), bad)
-        }
-    }
-}
-
-/// A directory still to list: absolute path, relative prefix (`a/b/`), and a
-/// bad-name reason inherited from a parent.
-type Pending = (PathBuf, String, Option<&'static str>);
-
-/// One directory's concept files, in id order (each sub-directory's files
-/// sit where their ids sort), and the diagnostics met on the way.
-type Listed = (Vec<Found>, Vec<Diagnostic>);
-
-/// Walk the tree below `root` without following symbolic links: the concept
-/// files in id order, without a global sort. Ids order with `/` lowest
-/// ([`id_cmp`]), so every id under a sub-directory `s` sorts after the id
-/// `s` and before any other entry of its parent: each directory's entries
-/// are sorted once, and sub-directories are walked in parallel and spliced
-/// in at their place. Only the root failing to list is an error; below it,
-/// failures are diagnostics.
-fn walk(root: &Path, watch: &Watch, progress: &Progress) -> std::io::Result<Listed> {
-    let entries = fs::read_dir(root)?;
-    Ok(walk_listed(entries, "", None, watch, progress))
-}
-
-/// List a pending directory (watching it first, so no change can fall
-/// between the two) and walk below it.
-fn walk_dir((dir, prefix, bad): Pending, watch: &Watch, progress: &Progress) -> Listed {
-    if progress.cancelled() {
-        return (Vec::new(), Vec::new());
-    }
-    watch.add_dir(&dir);
-    match fs::read_dir(&dir) {
-        Ok(entries) => walk_listed(entries, &prefix, bad, watch, progress),
-        Err(e) => (
-            Vec::new(),
-            vec![Diagnostic::new(
-                Code::UnreadableDirectory,
-                format!("Directory could not be listed: {e}"),
-                prefix.trim_end_matches('/'),
-            )],
-        ),
-    }
-}
-
-/// One directory entry worth keeping, with the id it sorts by.
-enum Item {
-    File(Found),
-    /// A sub-directory: its index in the list of pending directories.
-    Dir(String, usize),
-}
-
-fn walk_listed(
-    entries: fs::ReadDir,
-    prefix: &str,
-    bad: Option<&'static str>,
-    watch: &Watch,
-    progress: &Progress,
-) -> Listed {
-    let (mut items, mut diags, mut dirs) = (Vec::new(), Vec::new(), Vec::new());
-    list(entries, prefix, bad, &mut items, &mut dirs, &mut diags);
-    fn key(it: &Item) -> &str {
-        match it {
-            Item::File(f) => &f.id,
-            Item::Dir(k, _) => k,
-        }
-    }
-    items.sort_unstable_by(|a, b| id_cmp(key(a), key(b)));
-    let below: Vec<Listed> = dirs
-        .into_par_iter()
-        .map(|d| walk_dir(d, watch, progress))
-        .collect();
-    let mut below: Vec<Option<Listed>> = below.into_iter().map(Some).collect();
-    let mut files = Vec::with_capacity(items.len());
-    for it in items {
-        match it {
-            Item::File(f) => files.push(f),
-            Item::Dir(_, k) => {
-                if let Some((f, d)) = below[k].take() {
-                    files.extend(f);
-                    diags.extend(d);
-                }
-            }
-        }
-    }
-    (files, diags)
-}
-
-/// Sort one directory's entries into concept files, sub-directories to
-/// visit, skipped symbolic links and ignored files.
-fn list(
-    entries: fs::ReadDir,
-    prefix: &str,
-    bad: Option<&'static str>,
-    items: &mut Vec<Item>,
-    dirs: &mut Vec<Pending>,
-    diags: &mut Vec<Diagnostic>,
-) {
-    let mut files: Vec<(fs::DirEntry, Found)> = Vec::new();
-    for entry in entries {
-        let entry = match entry {
-            Ok(e) => e,
-            Err(e) => {
-                diags.push(Diagnostic::new(
-                    Code::UnreadableDirectory,
-                    format!("Directory could not be listed: {e}"),
-                    prefix.trim_end_matches('/'),
-                ));
-                // Keep what was listed before the failure (stat it below).
-                break;
-            }
-        };
-        let os_name = entry.file_name();
-        if os_name.as_encoded_bytes().first() == Some(&b'.') {
-            continue;
-        }
-        let ft = match entry.file_type() {
-            Ok(ft) => ft,
-            Err(e) => {
-                let (name, _) = name_problem(&os_name);
-                diags.push(Diagnostic::new(
-                    Code::UnreadableFile,
-                    format!("File could not be read: {e}"),
-                    format!("{prefix}{name}"),
-                ));
-                continue;
-            }
-        };
-        let bytes = os_name.as_encoded_bytes();
-        let concept_file =
-            ft.is_file() && bytes.ends_with(b".md") && bytes != b"index.md" && bytes != b"log.md";
-        if ft.is_file() && !concept_file {
-            continue;
-        }
-        let (name, name_bad) = name_problem(&os_name);
-        if ft.is_symlink() {
-            diags.push(Diagnostic::new(
-                Code::SymlinkSkipped,
-                "Symbolic link not followed",
-                format!("{prefix}{name}"),
-            ));
-        } else if ft.is_dir() {
-            let rel = format!("{prefix}{name}/");
-            items.push(Item::Dir(rel.clone(), dirs.len()));
-            dirs.push((entry.path(), rel, bad.or(name_bad)));
-        } else if concept_file {
-            let mut id = String::with_capacity(prefix.len() + name.len() - 3);
-            id.push_str(prefix);
-            id.push_str(&name[..name.len() - 3]);
-            files.push((
-                entry,
-                Found {
-                    id,
-                    bad_id: bad.or(name_bad),
-                    stamp: None,
-                },
-            ));
-        }
-    }
-    // Stat the files in parallel: `DirEntry::metadata` stats relative to the
-    // open directory, far cheaper than a stat of the full path, but a large
-    // directory still holds thousands of them.
-    files
-        .par_iter_mut()
-        .with_min_len(256)
-        .for_each(|(entry, f)| f.stamp = entry.metadata().ok().and_then(|m| stamp_of(&m)));
-    items.extend(files.into_iter().map(|(_, f)| Item::File(f)));
 }
 
 /// Read one found file of the bundle at `root`: its outcome and the stamp
@@ -384,33 +171,6 @@ fn okf_version(root: &Path) -> Option<String> {
     yaml::get(&map, "okf_version")
         .and_then(yaml::Value::display)
         .map(str::to_string)
-}
-
-/// Walk `root` (which must be a readable directory): the concept files in id
-/// order and the walk's own diagnostics.
-fn walk_sorted(
-    root: &Path,
-    watch: &Watch,
-    progress: &Progress,
-) -> Result<(Vec<Found>, Vec<Diagnostic>), Error> {
-    progress.start(Phase::Walk, 0);
-    let not_found = |reason: String| Error::BundleNotFound {
-        path: root.display().to_string(),
-        reason,
-    };
-    let meta = fs::metadata(root).map_err(|e| not_found(e.to_string()))?;
-    if !meta.is_dir() {
-        return Err(not_found("not a directory".into()));
-    }
-    let (mut found, mut diagnostics) =
-        walk(root, watch, progress).map_err(|e| not_found(e.to_string()))?;
-    progress.check()?;
-    // The walk yields id order; should a name ever break that, sort.
-    if !found.is_sorted_by(|a, b| id_cmp(&a.id, &b.id).is_le()) {
-        found.par_sort_unstable_by(|a, b| id_cmp(&a.id, &b.id));
-    }
-    diagnostics.sort_by(|a, b| id_cmp(&a.path, &b.path).then_with(|| a.message.cmp(&b.message)));
-    Ok((found, diagnostics))
 }
 
 /// Build a snapshot from the files' outcomes (in `found`'s id order).
@@ -583,6 +343,9 @@ pub struct CacheReport {
     pub detail: String,
     /// Files read from disk rather than taken from the cache.
     pub reread: usize,
+    /// Directories listed from disk rather than taken from the cache (an
+    /// unchanged directory's recorded listing is reused: [`crate::walk`]).
+    pub listed: usize,
 }
 
 /// Where and how [`build_writing`] writes: the cache file, the bundle root it
@@ -592,6 +355,8 @@ struct Writing<'a> {
     root_key: &'a str,
     written_ns: u128,
     wave: usize,
+    /// The walk's directories, whose listings the file records.
+    dirs: &'a [crate::walk::DirFound],
 }
 
 /// Load `found` in waves of `wave` files, writing a new cache file as it
@@ -616,6 +381,7 @@ fn build_writing(
         root_key,
         written_ns,
         wave,
+        dirs,
     } = to;
     let tmp = cache_file.with_extension(format!("tmp-{}-{}", std::process::id(), now_ns()));
     // However this ends (cancelled, failed, renamed), no temporary file stays.
@@ -660,7 +426,7 @@ fn build_writing(
         || Index::from_chunks(chunks, &g.concepts),
         || {
             write_texts(&mut sink, &g.concepts[unwritten.clone()], &mut refs);
-            write_records(&mut sink, &g, &refs, written_ns);
+            write_records(&mut sink, &g, &refs, dirs, written_ns);
         },
     );
     let index = Arc::new(index?);
@@ -701,6 +467,7 @@ fn write_records(
     sink: &mut std::io::Result<cache::Sink>,
     g: &Gathered,
     refs: &[cache::TextRef],
+    dirs: &[crate::walk::DirFound],
     written_ns: u128,
 ) {
     let Ok(s) = sink else { return };
@@ -718,7 +485,9 @@ fn write_records(
             })
         })
         .collect();
-    if let Err(e) = s.records(&files, written_ns) {
+    let ids: Vec<&str> = g.files.iter().map(|f| f.id.as_str()).collect();
+    let dirs = crate::walk::listings(dirs, &ids);
+    if let Err(e) = s.records(&files, &dirs, written_ns) {
         *sink = Err(e);
     }
 }
@@ -766,11 +535,6 @@ fn stored(store: &Arc<TextStore>, r: &cache::TextRef) -> Texts {
         crc: r.crc,
     }
 }
-
-/// A cached file is trusted only if it was last modified this long before the
-/// cache was written: a change within the same coarse timestamp tick could
-/// otherwise keep its size and modification time (the "racy" case).
-const RACY_NS: u128 = 2_000_000_000;
 
 fn now_ns() -> u128 {
     std::time::SystemTime::now()
@@ -854,7 +618,12 @@ impl Bundle {
     ) -> Result<(Bundle, CacheReport), Error> {
         let Some(cache_file) = cache_file else {
             let watch = Watch::new(root);
-            let (found, walk_diagnostics) = walk_sorted(root, &watch, progress)?;
+            let Walked {
+                found,
+                diagnostics: walk_diagnostics,
+                listed,
+                ..
+            } = walk_sorted(root, &watch, progress, None)?;
             let reads = read_all(root, &found, &|_| None, progress)?;
             let b = assemble_with(root, found, reads, walk_diagnostics, watch, None, progress)?;
             progress.check()?;
@@ -863,6 +632,7 @@ impl Bundle {
                 status: "off",
                 detail: String::new(),
                 reread: b.files.len(),
+                listed,
             };
             return Ok((b, report));
         };
@@ -881,12 +651,12 @@ impl Bundle {
     ) -> Result<(Bundle, CacheReport), Error> {
         let started = now_ns();
         let watch = Watch::new(root);
-        let (found, walk_diagnostics) = walk_sorted(root, &watch, progress)?;
         let root_key = root.to_string_lossy();
         let mut report = CacheReport {
             status: "hit",
             detail: String::new(),
             reread: 0,
+            listed: 0,
         };
         let mut opened = match cache::Opened::open(cache_file, &root_key) {
             Ok(o) => Some(o),
@@ -905,6 +675,32 @@ impl Bundle {
                 None
             }
         };
+        // The walk reuses the recorded listings of unchanged directories.
+        let listings = opened.as_ref().map(|o| o.listings()).transpose();
+        let prior = match listings {
+            Ok(l) => l.map(|listings| Prior {
+                listings,
+                trusted_before: opened
+                    .as_ref()
+                    .map_or(0, |o| o.written_ns.saturating_sub(RACY_NS)),
+            }),
+            Err(r) => {
+                report.status = "rebuilt";
+                report.detail = r.to_string();
+                None
+            }
+        };
+        let Walked {
+            found,
+            diagnostics: walk_diagnostics,
+            dirs,
+            listed,
+        } = walk_sorted(root, &watch, progress, prior.as_ref())?;
+        drop(prior);
+        if report.status == "rebuilt" {
+            opened = None;
+        }
+        report.listed = listed;
         // `record[i]` is the cache record of found file `i`, when it can be trusted.
         let mut record: Vec<Option<usize>> = vec![None; found.len()];
         if let Some(o) = &opened {
@@ -990,6 +786,7 @@ impl Bundle {
                 root_key: &root_key,
                 written_ns: started,
                 wave,
+                dirs: &dirs,
             },
             progress,
         )?;
@@ -1047,7 +844,11 @@ impl Bundle {
             }
         }
         let watch = Watch::new(&self.root);
-        let (found, walk_diagnostics) = walk_sorted(&self.root, &watch, &Progress::default())?;
+        let Walked {
+            found,
+            diagnostics: walk_diagnostics,
+            ..
+        } = walk_sorted(&self.root, &watch, &Progress::default(), None)?;
         let stamps: Vec<Stamp> = found.iter().map(|f| f.stamp).collect();
         // Both lists are in id order: compare them in step, no lookups.
         let same = found.len() == self.files.len()
@@ -1306,25 +1107,6 @@ mod tests {
             .message
             .starts_with("File could not be read: "));
         assert_eq!(r.diagnostics[0].severity(), "error");
-    }
-
-    #[test]
-    fn a_directory_that_cannot_be_listed_is_reported_and_the_rest_walked() {
-        let d = scratch("gone");
-        fs::create_dir_all(d.join("ok")).unwrap();
-        fs::write(d.join("ok/a.md"), "---\ntype: T\n---\n").unwrap();
-        let (watch, progress) = (Watch::new(&d), Progress::default());
-        let ok = walk_dir((d.join("ok"), "ok/".into(), None), &watch, &progress);
-        let gone = walk_dir((d.join("gone"), "gone/".into(), None), &watch, &progress);
-        let files: Vec<Found> = ok.0.into_iter().chain(gone.0).collect();
-        let diags: Vec<Diagnostic> = ok.1.into_iter().chain(gone.1).collect();
-        assert_eq!(files.len(), 1);
-        assert_eq!(diags.len(), 1);
-        assert_eq!(
-            (diags[0].code, diags[0].path.as_str()),
-            (Code::UnreadableDirectory, "gone")
-        );
-        assert_eq!(diags[0].severity(), "error");
     }
 
     #[test]

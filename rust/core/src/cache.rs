@@ -23,10 +23,15 @@
 //!           id, size u64, mtime ns u128, diagnostics, concept flag, concept
 //!           (its fields, and where its texts are: offset u64, frontmatter
 //!           length u32, body length u32, CRC-32 u32 of both)
+//!         directories: count u64, then per directory whose listing can be
+//!           reused: prefix, device, inode, mtime ns, ctime ns (u64 each),
+//!           entry count u32, entries byte length u64, entries (kind u8:
+//!           0 file, 1 directory; name) in id order
 //!         record offsets u64 × files (8-aligned)
 //!         index: per field each array as length u64 + items + zero pad to 8;
 //!         tags; ordinal ranks
-//!         tail: record-offsets table offset u64, index offset u64
+//!         tail: record-offsets table offset u64, index offset u64,
+//!         directories offset u64
 //! ```
 //!
 //! The header and the core are checked when the file is opened (the core's
@@ -60,11 +65,19 @@ use crate::trigram::Trigrams;
 
 const MAGIC: &[u8; 8] = b"OKFASTC\0";
 /// Bump whenever the layout or the meaning of a field changes.
-pub const FORMAT: u32 = 2;
+pub const FORMAT: u32 = 3;
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// A file's size and modification time in ns — [`crate::bundle`]'s stamp.
 pub type FileStamp = (u64, u64);
+
+/// A directory's device, inode, modification and status-change times (ns):
+/// what must not have changed for its listing to be reused ([`crate::walk`]).
+pub type DirStamp = [u64; 4];
+
+/// Bytes of the core's tail: the offsets of the record table, the index and
+/// the directories.
+const TAIL: usize = 24;
 
 /// Why a cache file was not used.
 #[derive(Debug, PartialEq, Eq)]
@@ -158,6 +171,15 @@ pub struct TextRef {
     pub crc: u32,
 }
 
+/// A directory's listing as the cache records it: its prefix (`a/b/`, the
+/// root's is empty), its stamp, and its entries in id order (whether each is
+/// a directory, and its name; a file's name without its `.md`).
+pub struct DirOut<'a> {
+    pub prefix: &'a str,
+    pub stamp: DirStamp,
+    pub entries: Vec<(bool, &'a str)>,
+}
+
 /// One file as the cache records it, with where its concept's texts are.
 pub struct FileOut<'a> {
     pub id: &'a str,
@@ -197,6 +219,8 @@ struct CoreStart {
     core_at: u64,
     /// Each file record's offset from the core's start.
     offsets: Vec<u64>,
+    /// Where the directories start, from the core's start.
+    dirs_at: u64,
 }
 
 impl Sink {
@@ -257,9 +281,15 @@ impl Sink {
     }
 
     /// End the texts and write the core's first part: `files` in id order,
-    /// stamped as written at `written_ns`. It needs no index, so it can be
-    /// written while the index is merged; [`Sink::finish`] writes the rest.
-    pub fn records(&mut self, files: &[FileOut<'_>], written_ns: u128) -> std::io::Result<()> {
+    /// stamped as written at `written_ns`, and the directory listings `dirs`.
+    /// It needs no index, so it can be written while the index is merged;
+    /// [`Sink::finish`] writes the rest.
+    pub fn records(
+        &mut self,
+        files: &[FileOut<'_>],
+        dirs: &[DirOut<'_>],
+        written_ns: u128,
+    ) -> std::io::Result<()> {
         if self.core.is_some() {
             return Err(std::io::Error::other("cache records written twice"));
         }
@@ -292,10 +322,13 @@ impl Sink {
                 None => out.u8(0)?,
             }
         }
+        let dirs_at = rel(out);
+        dirs_out(out, dirs)?;
         self.core = Some(CoreStart {
             texts_len,
             core_at,
             offsets,
+            dirs_at,
         });
         Ok(())
     }
@@ -307,6 +340,7 @@ impl Sink {
             texts_len,
             core_at,
             offsets,
+            dirs_at,
         }) = self.core.take()
         else {
             return Err(std::io::Error::other("cache records not written"));
@@ -320,6 +354,7 @@ impl Sink {
         index_out(out, index, ordinal)?;
         out.u64(table_at)?;
         out.u64(index_at)?;
+        out.u64(dirs_at)?;
         let core_len = rel(out);
         let core_crc = out.crc.clone().finalize();
         out.w.flush()?;
@@ -379,6 +414,32 @@ fn concept_out<W: Write>(p: &mut Out<W>, c: &Concept, r: &TextRef) -> std::io::R
     p.u32(r.frontmatter_len)?;
     p.u32(r.body_len)?;
     p.u32(r.crc)
+}
+
+fn dirs_out<W: Write>(out: &mut Out<W>, dirs: &[DirOut<'_>]) -> std::io::Result<()> {
+    out.u64(dirs.len() as u64)?;
+    for d in dirs {
+        out.str(d.prefix)?;
+        d.stamp.iter().try_for_each(|&v| out.u64(v))?;
+        out.u32(d.entries.len() as u32)?;
+        let bytes: usize = d
+            .entries
+            .iter()
+            .map(|&(dir, n)| 5 + n.len() + if dir { 0 } else { 3 })
+            .sum();
+        out.u64(bytes as u64)?;
+        for &(dir, name) in &d.entries {
+            out.u8(u8::from(dir))?;
+            if dir {
+                out.str(name)?;
+            } else {
+                out.u32(name.len() as u32 + 3)?;
+                out.raw(name.as_bytes())?;
+                out.raw(b".md")?;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn index_out<W: Write>(p: &mut Out<W>, index: &Index, ordinal: &[u32]) -> std::io::Result<()> {
@@ -525,6 +586,19 @@ pub struct Opened {
     /// Each file's record, as an offset into the core.
     records: Slab<u64>,
     index_at: usize,
+    dirs_at: usize,
+}
+
+/// Where a checked cache file's parts are ([`Opened::check`]).
+struct Layout {
+    core_at: usize,
+    core_len: usize,
+    texts_base: u64,
+    texts_len: u64,
+    written_ns: u128,
+    table_at: usize,
+    index_at: usize,
+    dirs_at: usize,
 }
 
 /// Why a cache file could not be opened: missing, unreadable or rejected.
@@ -537,6 +611,91 @@ pub enum OpenError {
 impl From<Rejected> for OpenError {
     fn from(r: Rejected) -> Self {
         OpenError::Rejected(r)
+    }
+}
+
+/// The directory listings of a cache file ([`Opened::listings`]), by prefix.
+pub struct Listings<'a> {
+    by_prefix: FxHashMap<&'a str, Listing<'a>>,
+}
+
+impl<'a> Listings<'a> {
+    /// The listings written by [`dirs_out`] at the start of `b`.
+    fn read(b: &'a [u8]) -> R<Listings<'a>> {
+        let mut p = Reader { b, at: 0 };
+        let n = usize::try_from(p.u64()?).map_err(|_| Rejected::Truncated)?;
+        // Each directory takes at least 48 bytes.
+        if n > b.len() / 48 {
+            return Err(Rejected::Truncated);
+        }
+        let mut by_prefix = FxHashMap::default();
+        by_prefix.reserve(n);
+        for _ in 0..n {
+            let prefix = p.str_ref()?;
+            let stamp = [p.u64()?, p.u64()?, p.u64()?, p.u64()?];
+            let count = p.u32()?;
+            let len = usize::try_from(p.u64()?).map_err(|_| Rejected::Truncated)?;
+            let entries = p.take(len)?;
+            by_prefix.insert(
+                prefix,
+                Listing {
+                    stamp,
+                    count,
+                    entries,
+                },
+            );
+        }
+        Ok(Listings { by_prefix })
+    }
+
+    /// `dirs` as a cache file records them, to read back with
+    /// [`Listings::parse`] (for tests of the walk).
+    #[cfg(test)]
+    pub fn encode(dirs: &[DirOut<'_>]) -> Vec<u8> {
+        let mut out = Out {
+            w: Vec::new(),
+            at: 0,
+            crc: crc32fast::Hasher::new(),
+            hashing: false,
+        };
+        dirs_out(&mut out, dirs).expect("writing to memory");
+        out.w
+    }
+
+    /// The listings in `b`, from [`Listings::encode`].
+    #[cfg(test)]
+    pub fn parse(b: &'a [u8]) -> Option<Listings<'a>> {
+        Listings::read(b).ok()
+    }
+
+    /// The listing recorded for the directory at `prefix` (`a/b/`; the
+    /// root's is empty).
+    pub fn get(&self, prefix: &str) -> Option<Listing<'a>> {
+        self.by_prefix.get(prefix).copied()
+    }
+}
+
+/// One recorded directory listing: the directory's stamp then, and its
+/// entries.
+#[derive(Clone, Copy)]
+pub struct Listing<'a> {
+    pub stamp: DirStamp,
+    count: u32,
+    entries: &'a [u8],
+}
+
+impl<'a> Listing<'a> {
+    /// The entries in id order — whether each is a directory, and its name (a
+    /// file's with its `.md`) — or `None` when they do not read back whole.
+    pub fn entries(&self) -> Option<Vec<(bool, &'a str)>> {
+        let mut p = Reader {
+            b: self.entries,
+            at: 0,
+        };
+        let all = (0..self.count)
+            .map(|_| Some((p.flag().ok()?, p.str_ref().ok()?)))
+            .collect::<Option<Vec<_>>>()?;
+        (p.at == self.entries.len()).then_some(all)
     }
 }
 
@@ -572,13 +731,13 @@ impl Opened {
         // SAFETY: the file is only ever replaced by rename, never changed in
         // place (module docs); every view into the map is bounds-checked.
         let map = unsafe { Mmap::map(&file) }.map_err(OpenError::Unreadable)?;
-        let (core_at, core_len, texts_base, texts_len, written_ns, table_at, index_at) =
-            Opened::check(&map, root)?;
+        let l = Opened::check(&map, root)?;
+        let (core_at, core_len) = (l.core_at, l.core_len);
         let map = Arc::new(map);
-        let n = (core_len - 16) / 8; // an upper bound, checked by `mapped`
+        let n = (core_len - TAIL) / 8; // an upper bound, checked by `mapped`
         let mut r = Reader {
             b: &map[core_at..],
-            at: table_at,
+            at: l.table_at,
         };
         let n = usize::try_from(r.u64()?)
             .ok()
@@ -586,13 +745,13 @@ impl Opened {
             .ok_or(Rejected::Truncated)?;
         let records = Slab::<u64>::mapped(&map, core_at + r.at, n)
             .ok_or_else(|| Rejected::Corrupt("record table".into()))?;
-        let tail = core_len - 16;
-        if records.iter().any(|&o| o as usize >= tail) || index_at >= tail {
+        let tail = core_len - TAIL;
+        if records.iter().any(|&o| o as usize >= tail) || l.index_at >= tail || l.dirs_at >= tail {
             return Err(Rejected::Corrupt("record offsets".into()).into());
         }
         let store = Arc::new(TextStore {
             file,
-            base: texts_base,
+            base: l.texts_base,
             path: path.to_path_buf(),
         });
         Ok(Opened {
@@ -600,17 +759,17 @@ impl Opened {
             store,
             core_at,
             core_len,
-            texts_len,
-            written_ns,
+            texts_len: l.texts_len,
+            written_ns: l.written_ns,
             records,
-            index_at,
+            index_at: l.index_at,
+            dirs_at: l.dirs_at,
         })
     }
 
     /// Check the header and the core's checksum: where the core and the
     /// texts are, when the file was written, where its tables are.
-    #[allow(clippy::type_complexity)]
-    fn check(b: &[u8], root: &str) -> R<(usize, usize, u64, u64, u128, usize, usize)> {
+    fn check(b: &[u8], root: &str) -> R<Layout> {
         let mut h = Reader { b, at: 0 };
         if h.take(MAGIC.len())? != MAGIC {
             return Err(Rejected::Foreign("another program (wrong magic)".into()));
@@ -658,9 +817,10 @@ impl Opened {
         let mut p = Reader { b: core, at: 0 };
         let n = p.u64()?;
         let written_ns = p.u128()?;
-        let tail = core_len.checked_sub(16).ok_or(Rejected::Truncated)?;
+        let tail = core_len.checked_sub(TAIL).ok_or(Rejected::Truncated)?;
         let mut t = Reader { b: core, at: tail };
-        let (table_at, index_at) = (t.u64()? as usize, t.u64()? as usize);
+        let (table_at, index_at, dirs_at) =
+            (t.u64()? as usize, t.u64()? as usize, t.u64()? as usize);
         let mut r = Reader {
             b: core,
             at: table_at,
@@ -668,9 +828,16 @@ impl Opened {
         if table_at >= tail || r.u64()? != n {
             return Err(Rejected::Corrupt("record table".into()));
         }
-        Ok((
-            core_at, core_len, texts_base, texts_len, written_ns, table_at, index_at,
-        ))
+        Ok(Layout {
+            core_at,
+            core_len,
+            texts_base,
+            texts_len,
+            written_ns,
+            table_at,
+            index_at,
+            dirs_at,
+        })
     }
 
     fn core(&self) -> &[u8] {
@@ -903,12 +1070,19 @@ impl Opened {
             tags.insert(t, list);
         }
         let ordinal: Slab<u32> = self.array(&mut p)?;
-        if ordinal.len() != n || ordinal.iter().any(|&x| x as usize >= n) || p.at != core.len() - 16
+        if ordinal.len() != n
+            || ordinal.iter().any(|&x| x as usize >= n)
+            || p.at != core.len() - TAIL
         {
             return Err(bad("ordinal ranks"));
         }
         let fields: [FieldIndex; 3] = fields.try_into().map_err(|_| bad("fields"))?;
         Ok((Index { fields, tags }, ordinal))
+    }
+
+    /// The directory listings the file recorded, by prefix.
+    pub fn listings(&self) -> Result<Listings<'_>, Rejected> {
+        Listings::read(&self.core()[self.dirs_at..])
     }
 
     /// The array at `p` as a view (its length, items, pad).
@@ -1003,7 +1177,7 @@ mod tests {
                 diagnostics: &r.diagnostics,
             })
             .collect();
-        sink.records(&outs, 42).unwrap();
+        sink.records(&outs, &[], 42).unwrap();
         sink.finish(&index, &ordinal).unwrap();
         std::fs::read(path).unwrap()
     }

@@ -20,6 +20,7 @@ mod testing;
 pub mod text;
 pub mod texts;
 pub mod trigram;
+pub mod walk;
 pub mod watch;
 pub mod yaml;
 

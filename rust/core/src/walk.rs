@@ -1,0 +1,897 @@
+//! The walk of a bundle's tree (SPEC §1.1): every concept file in id order
+//! with its size and modification time, the walk's own diagnostics, and what
+//! each directory held — so that a reopen can take an unchanged directory's
+//! entries from the cache file instead of listing it again.
+//!
+//! A recorded listing is reused only when the directory's device, inode,
+//! modification time and status-change time are all as they were recorded,
+//! and both times are older than the cache file by [`RACY_NS`] (a change in
+//! the same coarse timestamp tick as the listing could otherwise keep them).
+//! Creating, removing or renaming an entry sets a directory's modification
+//! time; setting that time back (`touch -d`, `rsync -t`) sets its
+//! status-change time, which no call sets back. A directory's stamp is read
+//! from the open directory *before* it is listed, so a recorded listing is
+//! never older than its stamp. Only listings that raised nothing are
+//! recorded: no diagnostic, no unusable name. Every file is still stat'ed
+//! either way: a listing says which files there are, not whether they
+//! changed. Elsewhere than on Unix no listing is ever reused.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use crate::cache::{self, DirStamp, Listings};
+use crate::diagnostic::{Code, Diagnostic};
+use crate::error::Error;
+use crate::progress::{Phase, Progress};
+use crate::text::id_cmp;
+use crate::watch::Watch;
+
+/// A cached file or directory listing is trusted only if it was last changed
+/// this long before the cache was written: a change within the same coarse
+/// timestamp tick could otherwise keep its times (the "racy" case).
+pub const RACY_NS: u128 = 2_000_000_000;
+
+/// A file's size and modification time (ns since the epoch): the change
+/// signal of a refresh. `None` when it could not be read.
+pub type Stamp = Option<cache::FileStamp>;
+
+/// The stamp of a size and a modification time `secs` + `nanos` after the
+/// epoch: a time before the epoch counts as 0, and one past what 64 bits of
+/// nanoseconds hold (the year 2554) gives `None` (never trusted: the file is
+/// always read).
+fn stamp_from(len: u64, secs: i64, nanos: u32) -> Stamp {
+    let ns = match u128::try_from(secs) {
+        Ok(s) => u64::try_from(s * 1_000_000_000 + u128::from(nanos)).ok()?,
+        Err(_) => 0,
+    };
+    Some((len, ns))
+}
+
+/// The stamp of a file's metadata.
+pub fn stamp_of(meta: &std::fs::Metadata) -> Stamp {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        // `mtime_nsec` is below 10^9 by definition.
+        stamp_from(meta.len(), meta.mtime(), meta.mtime_nsec() as u32)
+    }
+    #[cfg(not(unix))]
+    {
+        let t = meta.modified().ok();
+        match t.map(|t| t.duration_since(std::time::UNIX_EPOCH)) {
+            Some(Ok(d)) => stamp_from(meta.len(), d.as_secs() as i64, d.subsec_nanos()),
+            _ => Some((meta.len(), 0)),
+        }
+    }
+}
+
+/// The stamp of the file at `p` (not following a symbolic link).
+pub fn stamp(p: &Path) -> Stamp {
+    std::fs::symlink_metadata(p).ok().and_then(|m| stamp_of(&m))
+}
+
+/// A concept file found by the walk. Its path is the id plus `.md`: a name
+/// that is not valid UTF-8 gets a lossy id, but also `bad_id`, and such a
+/// file is never opened.
+pub struct Found {
+    pub id: String,
+    /// Why the id is unusable, when it is.
+    pub bad_id: Option<&'static str>,
+    /// Size and modification time when the walk saw it.
+    pub stamp: Stamp,
+}
+
+/// A directory as the walk met it, for the cache file: its prefix, its stamp
+/// (when it could be read) and whether its listing raised nothing, and
+/// whether each of its entries in id order — its concept files and
+/// sub-directories, the files and directories of [`Walked`] in walk order —
+/// is a directory.
+pub struct DirFound {
+    pub prefix: String,
+    pub stamp: Option<DirStamp>,
+    pub plain: bool,
+    pub kinds: Vec<bool>,
+}
+
+/// What a walk found: the concept files in id order, the walk's diagnostics,
+/// every directory (the root first, each before what is below it, siblings
+/// in id order), and how many directories were listed (the rest reused
+/// their recorded listing).
+#[derive(Default)]
+pub struct Walked {
+    pub found: Vec<Found>,
+    pub diagnostics: Vec<Diagnostic>,
+    pub dirs: Vec<DirFound>,
+    pub listed: usize,
+}
+
+/// The recorded listings a walk may reuse, and the instant before which a
+/// directory must have last changed for its listing to be reused.
+pub struct Prior<'a> {
+    pub listings: Listings<'a>,
+    pub trusted_before: u128,
+}
+
+impl Prior<'_> {
+    /// The recorded entries of the directory at `prefix`, if its stamp is
+    /// `now` and old enough, and its entries read back as names a listing
+    /// could have given.
+    fn entries(&self, prefix: &str, now: Option<DirStamp>) -> Option<Vec<(bool, &str)>> {
+        let now = now?;
+        let l = self.listings.get(prefix)?;
+        let newest = u128::from(now[2].max(now[3]));
+        if l.stamp != now || newest >= self.trusted_before {
+            return None;
+        }
+        let entries = l.entries()?;
+        let usable = |&(dir, name): &(bool, &str)| {
+            !name.is_empty()
+                && !name.starts_with('.')
+                && !name.contains(['/', '\0'])
+                && name_problem(OsStr::new(name)).1.is_none()
+                && (dir || is_concept_name(name.as_bytes()))
+        };
+        entries.iter().all(usable).then_some(entries)
+    }
+}
+
+const BAD_CHAR: &str =
+    "Concept file name contains a control character or a backslash; rename the file";
+const BAD_UTF8: &str = "Concept file name is not valid UTF-8; rename the file";
+
+/// The name as text (lossy when it is not UTF-8; borrowed otherwise), and
+/// why it cannot be part of a concept id, if it cannot.
+fn name_problem(name: &OsStr) -> (std::borrow::Cow<'_, str>, Option<&'static str>) {
+    match name.to_str() {
+        None => (name.to_string_lossy(), Some(BAD_UTF8)),
+        Some(s) => {
+            let bad = s
+                .bytes()
+                .any(|c| c < 0x20 || c == 0x7F || c == b'\\')
+                .then_some(BAD_CHAR);
+            (std::borrow::Cow::Borrowed(s), bad)
+        }
+    }
+}
+
+/// Whether a regular file of this name is a concept file.
+fn is_concept_name(name: &[u8]) -> bool {
+    name.ends_with(b".md") && name != b"index.md" && name != b"log.md"
+}
+
+/// A directory's entries (but `.` and `..`), each with its kind or why that
+/// could not be learnt, and the error that ended the listing early.
+type Entries = (
+    Vec<(OsString, std::io::Result<Kind>)>,
+    Option<std::io::Error>,
+);
+
+/// What kind of entry a directory listing gave.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    File,
+    Dir,
+    Symlink,
+    Other,
+}
+
+#[cfg(unix)]
+mod fsys {
+    //! Directories opened once and used by descriptor: stamped, listed and
+    //! their files stat'ed relative to it (far cheaper than a stat of each
+    //! full path).
+    use super::{stamp_from, Entries, Kind, Stamp};
+    use crate::cache::DirStamp;
+    use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
+    use std::ffi::OsStr;
+    use std::os::fd::OwnedFd;
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Path;
+
+    pub struct Dir(OwnedFd);
+
+    fn kind_of(t: FileType) -> Kind {
+        match t {
+            FileType::RegularFile => Kind::File,
+            FileType::Directory => Kind::Dir,
+            FileType::Symlink => Kind::Symlink,
+            _ => Kind::Other,
+        }
+    }
+
+    /// Nanoseconds since the epoch (0 before it, saturating past 2554).
+    fn ns(secs: i64, nanos: u32) -> u64 {
+        u64::try_from(secs).map_or(0, |s| {
+            s.saturating_mul(1_000_000_000)
+                .saturating_add(u64::from(nanos))
+        })
+    }
+
+    /// The fields of a `stat` this module reads, whose integer types differ
+    /// between platforms: size, modification and change times, device, inode.
+    #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+    fn fields(st: &rfs::Stat) -> (u64, (i64, u32), (i64, u32), u64, u64) {
+        (
+            st.st_size as u64,
+            (st.st_mtime as i64, st.st_mtime_nsec as u32),
+            (st.st_ctime as i64, st.st_ctime_nsec as u32),
+            st.st_dev as u64,
+            st.st_ino as u64,
+        )
+    }
+
+    impl Dir {
+        pub fn open(path: &Path) -> std::io::Result<Dir> {
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+            Ok(Dir(rfs::open(path, flags, Mode::empty())?))
+        }
+
+        pub fn stamp(&self) -> Option<DirStamp> {
+            let (_, m, c, dev, ino) = fields(&rfs::fstat(&self.0).ok()?);
+            Some([dev, ino, ns(m.0, m.1), ns(c.0, c.1)])
+        }
+
+        /// The stamp of the file `name` in this directory.
+        pub fn stat(&self, name: &OsStr) -> Stamp {
+            let st = rfs::statat(&self.0, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+            let (len, m, ..) = fields(&st);
+            stamp_from(len, m.0, m.1)
+        }
+
+        pub fn entries(&self) -> Entries {
+            let mut out = Vec::new();
+            let mut dir = match rfs::Dir::read_from(&self.0) {
+                Ok(d) => d,
+                Err(e) => return (out, Some(e.into())),
+            };
+            loop {
+                let e = match dir.read() {
+                    None => return (out, None),
+                    Some(Err(e)) => return (out, Some(e.into())),
+                    Some(Ok(e)) => e,
+                };
+                let name = e.file_name().to_bytes();
+                if name == b"." || name == b".." {
+                    continue;
+                }
+                let kind = match e.file_type() {
+                    FileType::Unknown => {
+                        rfs::statat(&self.0, e.file_name(), AtFlags::SYMLINK_NOFOLLOW)
+                            .map(|st| kind_of(FileType::from_raw_mode(st.st_mode)))
+                            .map_err(std::io::Error::from)
+                    }
+                    t => Ok(kind_of(t)),
+                };
+                out.push((OsStr::from_bytes(name).to_os_string(), kind));
+            }
+        }
+    }
+}
+
+#[cfg(not(unix))]
+mod fsys {
+    //! Directories by path, through `std::fs`; no stamp, so no listing is
+    //! reused.
+    use super::{stamp_of, Entries, Kind, Stamp};
+    use crate::cache::DirStamp;
+    use std::ffi::OsStr;
+    use std::path::{Path, PathBuf};
+
+    pub struct Dir(PathBuf);
+
+    impl Dir {
+        pub fn open(path: &Path) -> std::io::Result<Dir> {
+            std::fs::read_dir(path)?;
+            Ok(Dir(path.to_path_buf()))
+        }
+
+        pub fn stamp(&self) -> Option<DirStamp> {
+            None
+        }
+
+        pub fn stat(&self, name: &OsStr) -> Stamp {
+            let m = std::fs::symlink_metadata(self.0.join(name)).ok()?;
+            stamp_of(&m)
+        }
+
+        pub fn entries(&self) -> Entries {
+            let mut out = Vec::new();
+            let entries = match std::fs::read_dir(&self.0) {
+                Ok(e) => e,
+                Err(e) => return (out, Some(e)),
+            };
+            for e in entries {
+                let e = match e {
+                    Ok(e) => e,
+                    Err(err) => return (out, Some(err)),
+                };
+                let kind = e.file_type().map(|t| {
+                    if t.is_symlink() {
+                        Kind::Symlink
+                    } else if t.is_dir() {
+                        Kind::Dir
+                    } else if t.is_file() {
+                        Kind::File
+                    } else {
+                        Kind::Other
+                    }
+                });
+                out.push((e.file_name(), kind));
+            }
+            (out, None)
+        }
+    }
+}
+
+/// A directory still to walk: absolute path, relative prefix (`a/b/`), and a
+/// bad-name reason inherited from a parent.
+type Pending = (PathBuf, String, Option<&'static str>);
+
+/// One directory entry worth keeping, with the id it sorts by.
+enum Item {
+    File(Found),
+    /// A sub-directory: its index in the list of pending directories.
+    Dir(String, usize),
+}
+
+impl Item {
+    fn key(&self) -> &str {
+        match self {
+            Item::File(f) => &f.id,
+            Item::Dir(k, _) => k,
+        }
+    }
+}
+
+/// What one walk shares: the change watch, the progress, the listings it may
+/// reuse.
+struct Ctx<'a> {
+    watch: &'a Watch,
+    progress: &'a Progress,
+    prior: Option<&'a Prior<'a>>,
+}
+
+/// Walk `root` (which must be a readable directory), reusing what `prior`
+/// recorded of unchanged directories: the concept files in id order, the
+/// walk's own diagnostics and its directories.
+pub fn walk_sorted(
+    root: &Path,
+    watch: &Watch,
+    progress: &Progress,
+    prior: Option<&Prior<'_>>,
+) -> Result<Walked, Error> {
+    progress.start(Phase::Walk, 0);
+    let not_found = |reason: String| Error::BundleNotFound {
+        path: root.display().to_string(),
+        reason,
+    };
+    let meta = std::fs::metadata(root).map_err(|e| not_found(e.to_string()))?;
+    if !meta.is_dir() {
+        return Err(not_found("not a directory".into()));
+    }
+    let ctx = Ctx {
+        watch,
+        progress,
+        prior,
+    };
+    let dir = fsys::Dir::open(root).map_err(|e| not_found(e.to_string()))?;
+    let mut w = walk_open(&dir, root, "", None, &ctx);
+    progress.check()?;
+    // The walk yields id order; should a name ever break that, sort (and
+    // record no listing: the files are no longer in walk order).
+    if !w.found.is_sorted_by(|a, b| id_cmp(&a.id, &b.id).is_le()) {
+        w.found.par_sort_unstable_by(|a, b| id_cmp(&a.id, &b.id));
+        w.dirs.iter_mut().for_each(|d| d.plain = false);
+    }
+    w.diagnostics
+        .sort_by(|a, b| id_cmp(&a.path, &b.path).then_with(|| a.message.cmp(&b.message)));
+    Ok(w)
+}
+
+/// Walk a pending directory (watching it first, so no change can fall
+/// between the watch and what the walk sees).
+fn walk_dir((path, prefix, bad): Pending, ctx: &Ctx<'_>) -> Walked {
+    // A directory not walked is still one directory of the walk, with
+    // nothing to record.
+    let unwalked = |diagnostics| Walked {
+        diagnostics,
+        dirs: vec![DirFound {
+            prefix: prefix.clone(),
+            stamp: None,
+            plain: false,
+            kinds: Vec::new(),
+        }],
+        ..Walked::default()
+    };
+    if ctx.progress.cancelled() {
+        return unwalked(Vec::new());
+    }
+    ctx.watch.add_dir(&path);
+    match fsys::Dir::open(&path) {
+        Ok(dir) => walk_open(&dir, &path, &prefix, bad, ctx),
+        Err(e) => unwalked(vec![unlistable(&prefix, &e)]),
+    }
+}
+
+fn unlistable(prefix: &str, e: &std::io::Error) -> Diagnostic {
+    Diagnostic::new(
+        Code::UnreadableDirectory,
+        format!("Directory could not be listed: {e}"),
+        prefix.trim_end_matches('/'),
+    )
+}
+
+/// Walk the open directory `dir` at `path`: its entries in id order (from
+/// its recorded listing when that can be reused, else listed and sorted),
+/// its files stat'ed in parallel, its sub-directories walked in parallel and
+/// spliced in at their place. Ids order with `/` lowest ([`id_cmp`]), so
+/// every id under a sub-directory `s` sorts after the id `s` and before any
+/// other entry of its parent: no global sort is needed.
+fn walk_open(
+    dir: &fsys::Dir,
+    path: &Path,
+    prefix: &str,
+    bad: Option<&'static str>,
+    ctx: &Ctx<'_>,
+) -> Walked {
+    let stamp = dir.stamp();
+    let mut subdirs: Vec<Pending> = Vec::new();
+    let mut diagnostics = Vec::new();
+    let reused = match ctx.prior {
+        Some(p) if bad.is_none() => p.entries(prefix, stamp),
+        _ => None,
+    };
+    let (items, plain, listed) = match reused {
+        Some(entries) => {
+            let items = from_listing(dir, path, prefix, &entries, &mut subdirs);
+            (items, true, 0)
+        }
+        None => {
+            let (mut items, plain) = list(dir, path, prefix, bad, &mut subdirs, &mut diagnostics);
+            items.sort_unstable_by(|a, b| id_cmp(a.key(), b.key()));
+            (items, plain && bad.is_none(), 1)
+        }
+    };
+    let below: Vec<Walked> = subdirs.into_par_iter().map(|d| walk_dir(d, ctx)).collect();
+    let mut below: Vec<Option<Walked>> = below.into_iter().map(Some).collect();
+    let mut w = Walked {
+        found: Vec::with_capacity(items.len()),
+        diagnostics,
+        dirs: vec![DirFound {
+            prefix: prefix.to_string(),
+            stamp,
+            plain,
+            kinds: items.iter().map(|it| matches!(it, Item::Dir(..))).collect(),
+        }],
+        listed,
+    };
+    for it in items {
+        match it {
+            Item::File(f) => w.found.push(f),
+            Item::Dir(_, k) => {
+                if let Some(b) = below[k].take() {
+                    w.found.extend(b.found);
+                    w.diagnostics.extend(b.diagnostics);
+                    w.dirs.extend(b.dirs);
+                    w.listed += b.listed;
+                }
+            }
+        }
+    }
+    w
+}
+
+/// The items of a directory whose recorded `entries` are reused: each file
+/// stat'ed (in parallel), each sub-directory added to `subdirs`.
+fn from_listing(
+    dir: &fsys::Dir,
+    path: &Path,
+    prefix: &str,
+    entries: &[(bool, &str)],
+    subdirs: &mut Vec<Pending>,
+) -> Vec<Item> {
+    let mut items: Vec<Item> = entries
+        .iter()
+        .map(|&(is_dir, name)| {
+            if is_dir {
+                let key = format!("{prefix}{name}/");
+                subdirs.push((path.join(name), key.clone(), None));
+                Item::Dir(key, subdirs.len() - 1)
+            } else {
+                Item::File(Found {
+                    id: format!("{prefix}{}", &name[..name.len() - 3]),
+                    bad_id: None,
+                    stamp: None,
+                })
+            }
+        })
+        .collect();
+    items
+        .par_iter_mut()
+        .zip(entries)
+        .with_min_len(256)
+        .for_each(|(it, (_, name))| {
+            if let Item::File(f) = it {
+                f.stamp = dir.stat(OsStr::new(name));
+            }
+        });
+    items
+}
+
+/// List a directory into concept files (stat'ed in parallel) and
+/// sub-directories to visit (added to `subdirs`); skipped symbolic links and
+/// what could not be read become diagnostics, other files are ignored.
+/// Also whether the listing was plain: no diagnostic and no unusable name.
+fn list(
+    dir: &fsys::Dir,
+    path: &Path,
+    prefix: &str,
+    bad: Option<&'static str>,
+    subdirs: &mut Vec<Pending>,
+    diags: &mut Vec<Diagnostic>,
+) -> (Vec<Item>, bool) {
+    let (entries, failed) = dir.entries();
+    let mut plain = true;
+    if let Some(e) = failed {
+        // Keep what was listed before the failure.
+        diags.push(unlistable(prefix, &e));
+        plain = false;
+    }
+    let mut items = Vec::new();
+    let mut files: Vec<(OsString, Found)> = Vec::new();
+    for (os_name, kind) in entries {
+        if os_name.as_encoded_bytes().first() == Some(&b'.') {
+            continue;
+        }
+        let kind = match kind {
+            Ok(k) => k,
+            Err(e) => {
+                let (name, _) = name_problem(&os_name);
+                diags.push(Diagnostic::new(
+                    Code::UnreadableFile,
+                    format!("File could not be read: {e}"),
+                    format!("{prefix}{name}"),
+                ));
+                plain = false;
+                continue;
+            }
+        };
+        let concept_file = kind == Kind::File && is_concept_name(os_name.as_encoded_bytes());
+        if !concept_file && kind != Kind::Dir && kind != Kind::Symlink {
+            continue;
+        }
+        let (name, name_bad) = name_problem(&os_name);
+        plain &= name_bad.is_none();
+        if kind == Kind::Symlink {
+            diags.push(Diagnostic::new(
+                Code::SymlinkSkipped,
+                "Symbolic link not followed",
+                format!("{prefix}{name}"),
+            ));
+            plain = false;
+        } else if kind == Kind::Dir {
+            let key = format!("{prefix}{name}/");
+            items.push(Item::Dir(key.clone(), subdirs.len()));
+            subdirs.push((path.join(&os_name), key, bad.or(name_bad)));
+        } else {
+            let mut id = String::with_capacity(prefix.len() + name.len() - 3);
+            id.push_str(prefix);
+            id.push_str(&name[..name.len() - 3]);
+            let found = Found {
+                id,
+                bad_id: bad.or(name_bad),
+                stamp: None,
+            };
+            files.push((os_name, found));
+        }
+    }
+    files
+        .par_iter_mut()
+        .with_min_len(256)
+        .for_each(|(name, f)| f.stamp = dir.stat(name));
+    items.extend(files.into_iter().map(|(_, f)| Item::File(f)));
+    (items, plain)
+}
+
+/// The listings of `dirs` to record in a cache file, for a walk whose files
+/// have the ids `ids` (in walk order): each directory with a stamp whose
+/// listing was plain, with its entries named.
+pub fn listings<'a>(dirs: &'a [DirFound], ids: &[&'a str]) -> Vec<cache::DirOut<'a>> {
+    let mut out = Vec::new();
+    let (mut next_file, mut next_dir) = (0usize, 0usize);
+    // Replay the walk's order: a directory's entries, each sub-directory's
+    // whole subtree where it sorts. The stack holds (directory, next entry).
+    let mut stack: Vec<(usize, usize)> = Vec::new();
+    let mut entries: Vec<Vec<(bool, &'a str)>> = Vec::new();
+    while next_dir < dirs.len() || !stack.is_empty() {
+        let Some(&mut (d, ref mut at)) = stack.last_mut() else {
+            // A new top-level tree (only the root, in a real walk).
+            stack.push((next_dir, 0));
+            entries.push(Vec::new());
+            next_dir += 1;
+            continue;
+        };
+        let here = &dirs[d];
+        if *at == here.kinds.len() {
+            stack.pop();
+            let e = entries.pop().unwrap_or_default();
+            if let (Some(stamp), true) = (here.stamp, here.plain) {
+                out.push(cache::DirOut {
+                    prefix: &here.prefix,
+                    stamp,
+                    entries: e,
+                });
+            }
+            continue;
+        }
+        let is_dir = here.kinds[*at];
+        *at += 1;
+        let top = entries.len() - 1;
+        if is_dir {
+            let Some(sub) = dirs.get(next_dir) else { break };
+            let name = sub
+                .prefix
+                .get(here.prefix.len()..sub.prefix.len().saturating_sub(1))
+                .unwrap_or("");
+            entries[top].push((true, name));
+            stack.push((next_dir, 0));
+            entries.push(Vec::new());
+            next_dir += 1;
+        } else {
+            let Some(id) = ids.get(next_file) else { break };
+            next_file += 1;
+            entries[top].push((false, id.get(here.prefix.len()..).unwrap_or("")));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("okfast-walk-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn walk(root: &Path, prior: Option<&Prior<'_>>) -> Walked {
+        walk_sorted(root, &Watch::new(root), &Progress::default(), prior).unwrap()
+    }
+
+    /// What a walk found, comparable: ids, stamps, diagnostics, directories.
+    #[allow(clippy::type_complexity)]
+    fn seen(
+        w: &Walked,
+    ) -> (
+        Vec<(String, Stamp)>,
+        Vec<(Code, String)>,
+        Vec<(String, bool)>,
+    ) {
+        (
+            w.found.iter().map(|f| (f.id.clone(), f.stamp)).collect(),
+            w.diagnostics
+                .iter()
+                .map(|d| (d.code, d.path.clone()))
+                .collect(),
+            w.dirs.iter().map(|d| (d.prefix.clone(), d.plain)).collect(),
+        )
+    }
+
+    fn ids(w: &Walked) -> Vec<&str> {
+        w.found.iter().map(|f| f.id.as_str()).collect()
+    }
+
+    /// Set a path's modification time to `secs` after the epoch.
+    fn set_mtime(p: &Path, secs: u64) {
+        let f = fs::File::open(p).unwrap();
+        f.set_modified(UNIX_EPOCH + Duration::from_secs(secs))
+            .unwrap();
+    }
+
+    fn tree(name: &str) -> PathBuf {
+        let d = scratch(name);
+        for f in [
+            "a/x.md",
+            "a/y.md",
+            "a/s/deep.md",
+            "b/z.md",
+            "top.md",
+            "a-b.md",
+        ] {
+            fs::create_dir_all(d.join(f).parent().unwrap()).unwrap();
+            fs::write(d.join(f), "---\ntype: T\n---\n").unwrap();
+        }
+        fs::write(d.join("a/notes.txt"), "ignored").unwrap();
+        d
+    }
+
+    #[test]
+    fn a_directory_that_cannot_be_listed_is_reported_and_the_rest_walked() {
+        let d = scratch("gone");
+        fs::create_dir_all(d.join("ok")).unwrap();
+        fs::write(d.join("ok/a.md"), "---\ntype: T\n---\n").unwrap();
+        let (watch, progress) = (Watch::new(&d), Progress::default());
+        let ctx = Ctx {
+            watch: &watch,
+            progress: &progress,
+            prior: None,
+        };
+        let ok = walk_dir((d.join("ok"), "ok/".into(), None), &ctx);
+        let gone = walk_dir((d.join("gone"), "gone/".into(), None), &ctx);
+        assert_eq!(ok.found.len() + gone.found.len(), 1);
+        assert!(ok.diagnostics.is_empty());
+        let diags = gone.diagnostics;
+        assert_eq!(diags.len(), 1);
+        assert_eq!(
+            (diags[0].code, diags[0].path.as_str()),
+            (Code::UnreadableDirectory, "gone")
+        );
+        assert_eq!(diags[0].severity(), "error");
+        // Still one directory of the walk, with nothing to record.
+        assert_eq!(gone.dirs.len(), 1);
+        assert!(!gone.dirs[0].plain && gone.dirs[0].stamp.is_none());
+    }
+
+    #[test]
+    fn the_walk_is_in_id_order_and_its_directories_replay_into_listings() {
+        let d = tree("replay");
+        let w = walk(&d, None);
+        assert_eq!(
+            ids(&w),
+            ["a/s/deep", "a/x", "a/y", "a-b", "b/z", "top"],
+            "'/' sorts lowest"
+        );
+        assert_eq!(w.listed, 4);
+        let listed = listings(&w.dirs, &ids(&w));
+        let got: Vec<(&str, Vec<(bool, &str)>)> = listed
+            .iter()
+            .map(|l| (l.prefix, l.entries.clone()))
+            .collect();
+        // Each directory after what is below it; files named without `.md`.
+        assert_eq!(
+            got,
+            vec![
+                ("a/s/", vec![(false, "deep")]),
+                ("a/", vec![(true, "s"), (false, "x"), (false, "y")]),
+                ("b/", vec![(false, "z")]),
+                (
+                    "",
+                    vec![(true, "a"), (false, "a-b"), (true, "b"), (false, "top")]
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_recorded_listing_is_reused_only_while_its_directory_is_unchanged() {
+        let d = tree("reuse");
+        let w = walk(&d, None);
+        let ids = ids(&w);
+        let mut dirs = listings(&w.dirs, &ids);
+        // Tamper with what was recorded for `a/`: a file that is not there
+        // shows whether the recorded listing or the directory was read.
+        let a = dirs.iter_mut().find(|l| l.prefix == "a/").unwrap();
+        a.entries.push((false, "ghost"));
+        let bytes = cache::Listings::encode(&dirs);
+        let with = |trusted_before: u128| {
+            let prior = Prior {
+                listings: cache::Listings::parse(&bytes).unwrap(),
+                trusted_before,
+            };
+            walk(&d, Some(&prior))
+        };
+        let reused = with(u128::MAX);
+        assert!(ids_of(&reused).contains(&"a/ghost".to_string()));
+        assert_eq!(reused.listed, 0);
+        let ghost = reused.found.iter().find(|f| f.id == "a/ghost").unwrap();
+        assert_eq!(ghost.stamp, None, "every file is stat'ed");
+        // Changed too recently (racy): listed again.
+        let racy = with(0);
+        assert!(!ids_of(&racy).contains(&"a/ghost".to_string()));
+        assert_eq!(racy.listed, 4);
+        assert_eq!(seen(&racy), seen(&w));
+        // A file added to `a/` changes its stamp: listed again. Its time is
+        // set apart explicitly, as a coarse clock may not have moved yet.
+        fs::write(d.join("a/new.md"), "---\ntype: T\n---\n").unwrap();
+        set_mtime(&d.join("a"), 1_000_000);
+        let after = with(u128::MAX);
+        assert!(!ids_of(&after).contains(&"a/ghost".to_string()));
+        assert!(ids_of(&after).contains(&"a/new".to_string()));
+        assert_eq!(after.listed, 1, "only a/ is listed");
+        assert_eq!(seen(&after), seen(&walk(&d, None)));
+    }
+
+    fn ids_of(w: &Walked) -> Vec<String> {
+        w.found.iter().map(|f| f.id.clone()).collect()
+    }
+
+    #[test]
+    fn reused_listings_give_exactly_the_fresh_walk_after_changes() {
+        let d = tree("exact");
+        let record = |d: &Path| {
+            let w = walk(d, None);
+            let ids = ids(&w);
+            cache::Listings::encode(&listings(&w.dirs, &ids))
+        };
+        let check = |d: &Path, bytes: &[u8], listed: usize| {
+            let prior = Prior {
+                listings: cache::Listings::parse(bytes).unwrap(),
+                trusted_before: u128::MAX,
+            };
+            let w = walk(d, Some(&prior));
+            assert_eq!(seen(&w), seen(&walk(d, None)));
+            assert_eq!(w.listed, listed);
+        };
+        let bytes = record(&d);
+        check(&d, &bytes, 0);
+        // Removed, renamed, a new directory, a changed file (its stamp is
+        // the walk's to report, not the listing's).
+        let mut t = 2_000_000;
+        let mut bump = |p: &Path| {
+            t += 1;
+            set_mtime(p, t);
+        };
+        fs::remove_file(d.join("b/z.md")).unwrap();
+        bump(&d.join("b"));
+        fs::rename(d.join("a/x.md"), d.join("a/x2.md")).unwrap();
+        bump(&d.join("a"));
+        fs::create_dir(d.join("a/s/t")).unwrap();
+        fs::write(d.join("a/s/t/n.md"), "x").unwrap();
+        bump(&d.join("a/s"));
+        fs::write(d.join("top.md"), "changed, longer").unwrap();
+        check(&d, &bytes, 4); // a/, a/s/, a/s/t/ (new) and b/
+                              // A symbolic link or an odd name is a diagnostic: never recorded.
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(d.join("top.md"), d.join("b/link.md")).unwrap();
+            bump(&d.join("b"));
+            let w = walk(&d, None);
+            let ids = ids(&w);
+            let dirs = listings(&w.dirs, &ids);
+            assert!(dirs.iter().all(|l| l.prefix != "b/"));
+            assert!(dirs.iter().any(|l| l.prefix == "a/"));
+            let bytes = cache::Listings::encode(&dirs);
+            check(&d, &bytes, 1);
+        }
+    }
+
+    #[test]
+    fn a_file_is_stamped_alike_through_its_directory_and_its_path() {
+        let d = scratch("stamps");
+        let dir = fsys::Dir::open(&d).unwrap();
+        for (name, at) in [
+            ("now.md", None),
+            (
+                "old.md",
+                Some(UNIX_EPOCH + Duration::new(1_234_567_890, 123_456_789)),
+            ),
+            ("pre-epoch.md", UNIX_EPOCH.checked_sub(Duration::new(10, 5))),
+        ] {
+            fs::write(d.join(name), "text").unwrap();
+            if let Some(t) = at {
+                fs::File::options()
+                    .write(true)
+                    .open(d.join(name))
+                    .unwrap()
+                    .set_modified(t)
+                    .unwrap();
+            }
+            let via_dir = dir.stat(OsStr::new(name));
+            assert!(via_dir.is_some());
+            assert_eq!(via_dir, stamp(&d.join(name)), "{name}");
+        }
+        assert_eq!(dir.stat(OsStr::new("missing.md")), None);
+        assert_eq!(
+            stamp(&d.join("old.md")).map(|s| s.1),
+            Some(1_234_567_890_123_456_789)
+        );
+        assert_eq!(stamp(&d.join("pre-epoch.md")).map(|s| s.1), Some(0));
+    }
+}
