@@ -1220,6 +1220,52 @@ mod refresh_tests {
         let _ = fs::remove_dir_all(&d);
     }
 
+    /// Through the cache file: directories older than the racy margin are
+    /// not listed again on a reopen, and one that gains a file is, with the
+    /// result of a fresh load. Directory times cannot be set back (the
+    /// status-change time), so this waits out the margin once.
+    #[test]
+    fn a_reopen_lists_only_the_directories_that_changed() {
+        let d = std::env::temp_dir().join(format!("okfast-relist-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        let root = d.join("root");
+        for f in ["a/x.md", "a/y.md", "b/z.md", "b/c/w.md", "top.md"] {
+            fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
+            fs::write(
+                root.join(f),
+                format!("---\ntype: T\ntitle: {f}\n---\nbody\n"),
+            )
+            .unwrap();
+        }
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        for f in ["a/x.md", "a/y.md", "b/z.md", "b/c/w.md", "top.md"] {
+            let h = fs::File::options().write(true).open(root.join(f)).unwrap();
+            h.set_modified(old).unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_nanos(
+            RACY_NS as u64 + 100_000_000,
+        ));
+        let file = d.join("c.okfc");
+        let (_, cold) = Bundle::load_cached(&root, &file).unwrap();
+        assert_eq!((cold.status, cold.listed), ("miss", 4));
+        let (warm, r) = Bundle::load_cached(&root, &file).unwrap();
+        assert_eq!((r.status, r.reread, r.listed), ("hit", 0, 0));
+        assert_eq!(warm.len(), 5);
+        fs::write(root.join("b/c/new.md"), "---\ntype: T\ntitle: new\n---\n").unwrap();
+        let (after, r) = Bundle::load_cached(&root, &file).unwrap();
+        assert_eq!((r.status, r.reread, r.listed), ("partial", 1, 1));
+        let fresh = Bundle::load(&root).unwrap();
+        let ids = |b: &Bundle| {
+            b.concepts
+                .iter()
+                .map(|c| c.id().to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&after), ids(&fresh));
+        assert!(ids(&after).contains(&"b/c/new".to_string()));
+        let _ = fs::remove_dir_all(&d);
+    }
+
     #[test]
     fn a_warm_reopen_decodes_a_concept_only_when_it_is_used() {
         let d = std::env::temp_dir().join(format!("okfast-lazy-{}", std::process::id()));
