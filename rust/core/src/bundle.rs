@@ -723,17 +723,29 @@ impl Bundle {
             // and their texts stay in the cache file.
             if let Some(o) = opened.take().map(Arc::new) {
                 progress.start(Phase::Read, found.len());
-                let skims: Result<Vec<_>, cache::Rejected> = record
-                    .par_chunks(4096)
-                    .flat_map_iter(|part| {
-                        progress.advance(part.len());
-                        part.iter().map(|r| o.skim(r.unwrap_or(usize::MAX)))
-                    })
-                    .collect();
+                // The records and the saved index are checked side by side.
+                let (skims, index) = rayon::join(
+                    || -> Result<Vec<_>, cache::Rejected> {
+                        record
+                            .par_chunks(4096)
+                            .flat_map_iter(|part| {
+                                progress.advance(part.len());
+                                part.iter().map(|r| o.skim(r.unwrap_or(usize::MAX)))
+                            })
+                            .collect()
+                    },
+                    || o.index(),
+                );
                 progress.check()?;
                 let checked = skims.and_then(|skims| {
                     let n = skims.iter().filter(|(_, c)| c.is_some()).count();
-                    Ok((skims, o.index(n)?))
+                    let (ix, ord) = index?;
+                    if ord.len() != n {
+                        return Err(cache::Rejected::Corrupt(
+                            "saved index: not as many concepts as the records".into(),
+                        ));
+                    }
+                    Ok((skims, (ix, ord)))
                 });
                 match checked {
                     Ok((skims, (ix, ord))) => {

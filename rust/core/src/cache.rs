@@ -1024,10 +1024,12 @@ impl Opened {
     }
 
     /// The saved index and ordinal ranks, as views into the mapping, checked
-    /// against the `n` concepts they must describe: any inconsistency (which
+    /// to describe as many concepts as there are ordinal ranks (the caller
+    /// checks that number against the records): any inconsistency (which
     /// the checksum makes a sign of tampering, not of disk damage) rejects
-    /// them rather than risk a bad lookup.
-    pub fn index(&self, n: usize) -> Result<(Index, Slab<u32>), Rejected> {
+    /// them rather than risk a bad lookup. Needs no record, so it can run
+    /// beside the records' own check.
+    pub fn index(&self) -> Result<(Index, Slab<u32>), Rejected> {
         let core = self.core();
         let mut p = Reader {
             b: core,
@@ -1050,31 +1052,31 @@ impl Opened {
                     words: self.array(&mut p)?,
                 },
             };
-            if !consistent(&f, n) {
-                return Err(bad("inconsistent with the concepts"));
-            }
             fields.push(f);
         }
         let n_tags = usize::try_from(p.u64()?).map_err(|_| Rejected::Truncated)?;
         if n_tags > core.len() / 16 {
             return Err(Rejected::Truncated);
         }
-        let mut tags = FxHashMap::default();
+        let mut tags: FxHashMap<String, Slab<u32>> = FxHashMap::default();
         for _ in 0..n_tags {
             let t = p.str()?;
             p.pad()?;
-            let list: Slab<u32> = self.array(&mut p)?;
-            if list.iter().any(|&x| x as usize >= n) {
-                return Err(bad("tag posting out of range"));
-            }
-            tags.insert(t, list);
+            tags.insert(t, self.array(&mut p)?);
         }
         let ordinal: Slab<u32> = self.array(&mut p)?;
-        if ordinal.len() != n
-            || ordinal.iter().any(|&x| x as usize >= n)
-            || p.at != core.len() - TAIL
-        {
+        let n = ordinal.len();
+        if ordinal.iter().any(|&x| x as usize >= n) || p.at != core.len() - TAIL {
             return Err(bad("ordinal ranks"));
+        }
+        if !fields.par_iter().all(|f| consistent(f, n)) {
+            return Err(bad("inconsistent with the concepts"));
+        }
+        if tags
+            .values()
+            .any(|list| list.iter().any(|&x| x as usize >= n))
+        {
+            return Err(bad("tag posting out of range"));
         }
         let fields: [FieldIndex; 3] = fields.try_into().map_err(|_| bad("fields"))?;
         Ok((Index { fields, tags }, ordinal))
@@ -1155,9 +1157,14 @@ mod tests {
 
     /// Write the sample's cache to a new file at `path`; its bytes.
     fn written(files: &[(String, FileStamp, Read)], path: &Path) -> Vec<u8> {
+        written_with(files, path, 0)
+    }
+
+    /// [`written`], with `extra` ordinal ranks more than there are concepts.
+    fn written_with(files: &[(String, FileStamp, Read)], path: &Path, extra: u32) -> Vec<u8> {
         let cs = concepts(files);
         let index = Index::build(&cs);
-        let ordinal: Vec<u32> = (0..cs.len() as u32).collect();
+        let ordinal: Vec<u32> = (0..cs.len() as u32 + extra).collect();
         let _ = std::fs::remove_file(path);
         let f = File::options()
             .read(true)
@@ -1224,7 +1231,7 @@ mod tests {
         let path = scratch("index");
         written(&files, &path);
         let o = open(&path).unwrap();
-        let (ix, ord) = o.index(cs.len()).unwrap();
+        let (ix, ord) = o.index().unwrap();
         let built = Index::build(&cs);
         for (a, b) in ix.fields.iter().zip(&built.fields) {
             assert!(matches!(a.postings, Slab::Mapped { .. }));
@@ -1236,8 +1243,11 @@ mod tests {
         }
         assert_eq!(ix.tags, built.tags);
         assert_eq!(*ord, (0..cs.len() as u32).collect::<Vec<_>>());
-        // Describing another number of concepts is an inconsistency.
-        assert!(o.index(cs.len() + 64).is_err());
+        // Ranks for another number of concepts than the index describes are
+        // an inconsistency.
+        drop(o);
+        written_with(&files, &path, 64);
+        assert!(open(&path).unwrap().index().is_err());
     }
 
     #[test]

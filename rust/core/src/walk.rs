@@ -107,6 +107,17 @@ pub struct Walked {
     pub listed: usize,
 }
 
+/// A [`Walked`] under way: its files in runs (a directory's own files
+/// between its sub-directories' runs), joined once at the end so a million
+/// files are not copied again at every level of growth.
+#[derive(Default)]
+struct Part {
+    runs: Vec<Vec<Found>>,
+    diagnostics: Vec<Diagnostic>,
+    dirs: Vec<DirFound>,
+    listed: usize,
+}
+
 /// The recorded listings a walk may reuse, and the instant before which a
 /// directory must have last changed for its listing to be reused.
 pub struct Prior<'a> {
@@ -377,8 +388,16 @@ pub fn walk_sorted(
         prior,
     };
     let dir = fsys::Dir::open(root).map_err(|e| not_found(e.to_string()))?;
-    let mut w = walk_open(&dir, root, "", None, &ctx);
+    let part = walk_open(&dir, root, "", None, &ctx);
     progress.check()?;
+    let mut found = Vec::with_capacity(part.runs.iter().map(Vec::len).sum());
+    part.runs.into_iter().for_each(|r| found.extend(r));
+    let mut w = Walked {
+        found,
+        diagnostics: part.diagnostics,
+        dirs: part.dirs,
+        listed: part.listed,
+    };
     // The walk yields id order; should a name ever break that, sort (and
     // record no listing: the files are no longer in walk order).
     if !w.found.is_sorted_by(|a, b| id_cmp(&a.id, &b.id).is_le()) {
@@ -392,10 +411,10 @@ pub fn walk_sorted(
 
 /// Walk a pending directory (watching it first, so no change can fall
 /// between the watch and what the walk sees).
-fn walk_dir((path, prefix, bad): Pending, ctx: &Ctx<'_>) -> Walked {
+fn walk_dir((path, prefix, bad): Pending, ctx: &Ctx<'_>) -> Part {
     // A directory not walked is still one directory of the walk, with
     // nothing to record.
-    let unwalked = |diagnostics| Walked {
+    let unwalked = |diagnostics| Part {
         diagnostics,
         dirs: vec![DirFound {
             prefix: prefix.clone(),
@@ -403,7 +422,7 @@ fn walk_dir((path, prefix, bad): Pending, ctx: &Ctx<'_>) -> Walked {
             plain: false,
             kinds: Vec::new(),
         }],
-        ..Walked::default()
+        ..Part::default()
     };
     if ctx.progress.cancelled() {
         return unwalked(Vec::new());
@@ -435,7 +454,7 @@ fn walk_open(
     prefix: &str,
     bad: Option<&'static str>,
     ctx: &Ctx<'_>,
-) -> Walked {
+) -> Part {
     let stamp = dir.stamp();
     let mut subdirs: Vec<Pending> = Vec::new();
     let mut diagnostics = Vec::new();
@@ -454,10 +473,11 @@ fn walk_open(
             (items, plain && bad.is_none(), 1)
         }
     };
-    let below: Vec<Walked> = subdirs.into_par_iter().map(|d| walk_dir(d, ctx)).collect();
-    let mut below: Vec<Option<Walked>> = below.into_iter().map(Some).collect();
-    let mut w = Walked {
-        found: Vec::with_capacity(items.len()),
+    let below: Vec<Part> = subdirs.into_par_iter().map(|d| walk_dir(d, ctx)).collect();
+    let mut below: Vec<Option<Part>> = below.into_iter().map(Some).collect();
+    let mut run = Vec::with_capacity(items.len() - below.len());
+    let mut w = Part {
+        runs: Vec::new(),
         diagnostics,
         dirs: vec![DirFound {
             prefix: prefix.to_string(),
@@ -469,16 +489,22 @@ fn walk_open(
     };
     for it in items {
         match it {
-            Item::File(f) => w.found.push(f),
+            Item::File(f) => run.push(f),
             Item::Dir(_, k) => {
                 if let Some(b) = below[k].take() {
-                    w.found.extend(b.found);
+                    if !run.is_empty() {
+                        w.runs.push(std::mem::take(&mut run));
+                    }
+                    w.runs.extend(b.runs);
                     w.diagnostics.extend(b.diagnostics);
                     w.dirs.extend(b.dirs);
                     w.listed += b.listed;
                 }
             }
         }
+    }
+    if !run.is_empty() {
+        w.runs.push(run);
     }
     w
 }
@@ -725,7 +751,8 @@ mod tests {
         };
         let ok = walk_dir((d.join("ok"), "ok/".into(), None), &ctx);
         let gone = walk_dir((d.join("gone"), "gone/".into(), None), &ctx);
-        assert_eq!(ok.found.len() + gone.found.len(), 1);
+        let files = |p: &Part| p.runs.iter().map(Vec::len).sum::<usize>();
+        assert_eq!((files(&ok), files(&gone)), (1, 0));
         assert!(ok.diagnostics.is_empty());
         let diags = gone.diagnostics;
         assert_eq!(diags.len(), 1);
