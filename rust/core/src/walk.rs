@@ -526,8 +526,12 @@ fn from_listing(
                 subdirs.push((path.join(name), key.clone(), None));
                 Item::Dir(key, subdirs.len() - 1)
             } else {
+                let stem = &name[..name.len() - 3];
+                let mut id = String::with_capacity(prefix.len() + stem.len());
+                id.push_str(prefix);
+                id.push_str(stem);
                 Item::File(Found {
-                    id: format!("{prefix}{}", &name[..name.len() - 3]),
+                    id,
                     bad_id: None,
                     stamp: None,
                 })
