@@ -57,12 +57,32 @@ pub struct Bundle {
 /// again anyway.
 const FULL_CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// What the last read saw of one file. As large as a [`Found`] (test), so a
+/// reopen turns the walk's list into the file states in place.
 struct FileState {
     id: String,
     stamp: Stamp,
     /// The concept's position in `concepts`, when it loaded.
     position: Option<u32>,
-    diagnostics: Vec<Diagnostic>,
+    diagnostics: Diags,
+}
+
+/// A file's diagnostics: most files have none, and then this is one null
+/// pointer rather than an empty list's three words.
+#[derive(Default)]
+#[allow(clippy::box_collection)] // the box is the point: one word, not three
+struct Diags(Option<Box<Vec<Diagnostic>>>);
+
+impl Diags {
+    fn get(&self) -> &[Diagnostic] {
+        self.0.as_deref().map_or(&[], Vec::as_slice)
+    }
+}
+
+impl From<Vec<Diagnostic>> for Diags {
+    fn from(v: Vec<Diagnostic>) -> Diags {
+        Diags((!v.is_empty()).then(|| Box::new(v)))
+    }
 }
 
 /// Read one found file of the bundle at `root`: its outcome and the stamp
@@ -223,45 +243,46 @@ impl Gathered {
                 id: f.id,
                 stamp: st,
                 position,
-                diagnostics: r.diagnostics,
+                diagnostics: r.diagnostics.into(),
             });
         }
     }
 
     /// Files taken whole from the cache file `from` (into an empty
-    /// `Gathered`): file `i` is its record `record[i]`, which skimmed to
-    /// `skims[i]`. Built in parallel: a million files are a million of each.
+    /// `Gathered`): file `i` is its record `record[i]`, whose concept has the
+    /// columns `columns[i]`; `diagnostics` holds the files that have any (by
+    /// file, in order). A million files are a million of each: the slots are
+    /// made in parallel and the file states in place of `found`.
     fn add_stored(
         &mut self,
         found: Vec<Found>,
-        skims: Vec<(Vec<Diagnostic>, Option<Columns>)>,
+        columns: &[Option<Columns>],
+        diagnostics: Vec<(usize, Vec<Diagnostic>)>,
         record: &[Option<usize>],
         from: &Arc<cache::Opened>,
     ) {
-        let mut positions: Vec<Option<u32>> = Vec::with_capacity(skims.len());
-        for (diagnostics, columns) in &skims {
-            self.diagnostics.extend(diagnostics.iter().cloned());
-            positions.push(columns.map(|c| self.columns.push(c)));
-        }
         self.concepts = record
             .par_iter()
-            .zip(&skims)
-            .filter_map(|(r, (_, columns))| {
+            .zip(columns)
+            .filter_map(|(r, c)| {
                 let at = r.unwrap_or(usize::MAX) as u32;
-                columns.map(|c| Slot::stored(Arc::clone(from), at, c))
+                c.map(|c| Slot::stored(Arc::clone(from), at, c))
             })
             .collect();
-        found
-            .into_par_iter()
-            .zip(skims)
-            .zip(positions)
-            .map(|((f, (diagnostics, _)), position)| FileState {
+        self.files = found
+            .into_iter()
+            .zip(columns)
+            .map(|(f, c)| FileState {
                 id: f.id,
                 stamp: f.stamp,
-                position,
-                diagnostics,
+                position: c.map(|c| self.columns.push(c)),
+                diagnostics: Diags::default(),
             })
-            .collect_into_vec(&mut self.files);
+            .collect();
+        for (i, d) in diagnostics {
+            self.diagnostics.extend(d.iter().cloned());
+            self.files[i].diagnostics = d.into();
+        }
     }
 }
 
@@ -481,7 +502,7 @@ fn write_records(
                 concept: f
                     .position
                     .map(|p| (&*g.concepts[p as usize], refs[p as usize])),
-                diagnostics: &f.diagnostics,
+                diagnostics: f.diagnostics.get(),
             })
         })
         .collect();
@@ -722,35 +743,51 @@ impl Bundle {
             // concept is built: they are decoded when first used ([`Slot`]),
             // and their texts stay in the cache file.
             if let Some(o) = opened.take().map(Arc::new) {
+                const PART: usize = 4096;
                 progress.start(Phase::Read, found.len());
-                // The records and the saved index are checked side by side.
-                let (skims, index) = rayon::join(
-                    || -> Result<Vec<_>, cache::Rejected> {
+                // The records and the saved index are checked side by side;
+                // the few files with diagnostics are gathered apart.
+                let with_diagnostics = std::sync::Mutex::new(Vec::new());
+                let (columns, index) = rayon::join(
+                    || -> Result<Vec<Option<Columns>>, cache::Rejected> {
                         record
-                            .par_chunks(4096)
-                            .flat_map_iter(|part| {
+                            .par_chunks(PART)
+                            .enumerate()
+                            .flat_map_iter(|(k, part)| {
                                 progress.advance(part.len());
-                                part.iter().map(|r| o.skim(r.unwrap_or(usize::MAX)))
+                                let with_diagnostics = &with_diagnostics;
+                                let o = &o;
+                                part.iter().enumerate().map(move |(j, r)| {
+                                    let (d, c) = o.skim(r.unwrap_or(usize::MAX))?;
+                                    if !d.is_empty() {
+                                        if let Ok(mut w) = with_diagnostics.lock() {
+                                            w.push((k * PART + j, d));
+                                        }
+                                    }
+                                    Ok(c)
+                                })
                             })
                             .collect()
                     },
                     || o.index(),
                 );
                 progress.check()?;
-                let checked = skims.and_then(|skims| {
-                    let n = skims.iter().filter(|(_, c)| c.is_some()).count();
+                let checked = columns.and_then(|columns| {
+                    let n = columns.iter().flatten().count();
                     let (ix, ord) = index?;
                     if ord.len() != n {
                         return Err(cache::Rejected::Corrupt(
                             "saved index: not as many concepts as the records".into(),
                         ));
                     }
-                    Ok((skims, (ix, ord)))
+                    Ok((columns, (ix, ord)))
                 });
                 match checked {
-                    Ok((skims, (ix, ord))) => {
+                    Ok((columns, (ix, ord))) => {
                         let mut g = Gathered::new(&walk_diagnostics, found.len());
-                        g.add_stored(found, skims, &record, &o);
+                        let mut diagnostics = with_diagnostics.into_inner().unwrap_or_default();
+                        diagnostics.sort_unstable_by_key(|(i, _)| *i);
+                        g.add_stored(found, &columns, diagnostics, &record, &o);
                         let b = finish(root, g, walk_diagnostics, watch, (Arc::new(ix), ord));
                         progress.check()?;
                         progress.start(Phase::Done, 0);
@@ -888,7 +925,7 @@ impl Bundle {
                     (
                         Read {
                             concept,
-                            diagnostics: old.diagnostics.clone(),
+                            diagnostics: old.diagnostics.get().to_vec(),
                         },
                         *st,
                     )
@@ -955,6 +992,7 @@ impl Bundle {
         changed.dedup();
         let bad_ids = self.files.iter().any(|f| {
             f.diagnostics
+                .get()
                 .iter()
                 .any(|d| d.code == Code::InvalidConceptId)
         });
@@ -1020,7 +1058,7 @@ impl Bundle {
             .map(|(f, old)| match old {
                 Some(old) => {
                     let concept = old.position.map(|p| self.concepts[p as usize].clone());
-                    let diagnostics = old.diagnostics.clone();
+                    let diagnostics = old.diagnostics.get().to_vec();
                     (
                         Read {
                             concept,
@@ -1119,6 +1157,23 @@ mod tests {
             .message
             .starts_with("File could not be read: "));
         assert_eq!(r.diagnostics[0].severity(), "error");
+    }
+
+    #[test]
+    fn a_file_state_fits_in_place_of_a_found_file() {
+        // What lets a reopen turn the walk's list into file states without
+        // a second list (`Gathered::add_stored`).
+        assert_eq!(
+            std::mem::size_of::<FileState>(),
+            std::mem::size_of::<Found>()
+        );
+        assert_eq!(
+            std::mem::align_of::<FileState>(),
+            std::mem::align_of::<Found>()
+        );
+        let d = Diags::from(vec![Diagnostic::new(Code::UnreadableFile, "m", "p")]);
+        assert_eq!(d.get().len(), 1);
+        assert!(Diags::from(Vec::new()).0.is_none());
     }
 
     #[test]
