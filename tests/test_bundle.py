@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -257,3 +259,26 @@ def test_refresh_equals_a_fresh_load(make_bundle: MakeBundle) -> None:
     assert fresh.search("changed") == again.search("changed")
     assert b.concept_ids == ("a", "d/b")  # the old snapshot never changes
     assert fresh.refresh() is None
+
+
+DEEP_LOADER = """
+import resource, sys
+import okfast
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(64, hard), hard))
+b = okfast.Bundle.load(sys.argv[1], cache=False)
+print(len(b.concept_ids), len(b.diagnostics))
+"""
+
+
+def test_a_tree_deeper_than_the_descriptor_limit_loads(make_bundle: MakeBundle) -> None:
+    """The walk closes a directory before walking its sub-directories: a tree
+    150 levels deep loads under a 64-descriptor limit (one open directory per
+    level would run out)."""
+    deep = "/".join(["d"] * 150)
+    root = make_bundle({f"{deep}/leaf.md": FM.format(t="leaf"), "top.md": FM.format(t="top")})
+    r = subprocess.run(
+        [sys.executable, "-c", DEEP_LOADER, str(root)], capture_output=True, text=True, check=False
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["2", "0"]

@@ -388,7 +388,7 @@ pub fn walk_sorted(
         prior,
     };
     let dir = fsys::Dir::open(root).map_err(|e| not_found(e.to_string()))?;
-    let part = walk_open(&dir, root, "", None, &ctx);
+    let part = walk_open(dir, root, "", None, &ctx);
     progress.check()?;
     let mut found = Vec::with_capacity(part.runs.iter().map(Vec::len).sum());
     part.runs.into_iter().for_each(|r| found.extend(r));
@@ -429,7 +429,7 @@ fn walk_dir((path, prefix, bad): Pending, ctx: &Ctx<'_>) -> Part {
     }
     ctx.watch.add_dir(&path);
     match fsys::Dir::open(&path) {
-        Ok(dir) => walk_open(&dir, &path, &prefix, bad, ctx),
+        Ok(dir) => walk_open(dir, &path, &prefix, bad, ctx),
         Err(e) => unwalked(vec![unlistable(&prefix, &e)]),
     }
 }
@@ -447,9 +447,11 @@ fn unlistable(prefix: &str, e: &std::io::Error) -> Diagnostic {
 /// its files stat'ed in parallel, its sub-directories walked in parallel and
 /// spliced in at their place. Ids order with `/` lowest ([`id_cmp`]), so
 /// every id under a sub-directory `s` sorts after the id `s` and before any
-/// other entry of its parent: no global sort is needed.
+/// other entry of its parent: no global sort is needed. The directory is
+/// closed before its sub-directories are walked, so a deep tree does not
+/// hold a descriptor per level.
 fn walk_open(
-    dir: &fsys::Dir,
+    dir: fsys::Dir,
     path: &Path,
     prefix: &str,
     bad: Option<&'static str>,
@@ -464,15 +466,16 @@ fn walk_open(
     };
     let (items, plain, listed) = match reused {
         Some(entries) => {
-            let items = from_listing(dir, path, prefix, &entries, &mut subdirs);
+            let items = from_listing(&dir, path, prefix, &entries, &mut subdirs);
             (items, true, 0)
         }
         None => {
-            let (mut items, plain) = list(dir, path, prefix, bad, &mut subdirs, &mut diagnostics);
+            let (mut items, plain) = list(&dir, path, prefix, bad, &mut subdirs, &mut diagnostics);
             items.sort_unstable_by(|a, b| id_cmp(a.key(), b.key()));
             (items, plain && bad.is_none(), 1)
         }
     };
+    drop(dir);
     let below: Vec<Part> = subdirs.into_par_iter().map(|d| walk_dir(d, ctx)).collect();
     let mut below: Vec<Option<Part>> = below.into_iter().map(Some).collect();
     let mut run = Vec::with_capacity(items.len() - below.len());
