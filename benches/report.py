@@ -550,59 +550,64 @@ def targets(results: dict[str, Any]) -> list[str]:
 #: by hand from that run and profiles; update it with the code).
 WHY = """### Why the misses, and the thin margins
 
-- **1M warm reopen (2.8 s against 2 s).** The reopen is exact: every file's
-  size and modification time are compared with the cache, so a million files
-  are stat'ed, and that walk alone takes 1.8–2.4 s here. One stat of a
-  cached file costs 1.8–2.7 µs on this VM, on ext4 and on tmpfs alike, of
-  which only ~0.3 µs is entering the kernel (a C loop of `fstatat` and
-  `statx` over one directory of the corpus; `getppid` for the entry cost):
-  the rest is path lookup, attributes and the security hook, so batching the
-  calls (io_uring) would not help. A bare parallel walk with nothing else
-  (no ids, no watches, no sorting; a scratch Rust program outside the repo)
-  takes 1.8–2.0 s, 2.6–3.0 s of kernel CPU on 2 cores, and ~1.75 s with raw
-  `getdents64` and `fstatat`. okfast's walk also builds each id, sorts each
-  directory and sets the change watches `refresh()` uses. The rest of the
-  reopen, timed by phase: mapping and CRC-checking the 696 MiB core 0.08 s,
-  matching a million records (in parallel parts) 0.07–0.1 s, checking every
-  record and reading its resolver columns 0.19–0.26 s, the saved index
-  checked and used in place 0.05–0.07 s, assembling the snapshot
-  0.16–0.2 s. Running the cache checks beside the walk was tried and gave
-  nothing: the walk already keeps ~1.75 of the 2 cores busy, so the reopen
-  is bound by CPU time, not by waiting. Concepts are not decoded at the
-  reopen (each is decoded the first time a hit, passage or read needs it);
-  with that and cheaper matching and checking, the reopen went from 3.3 s
-  to 2.6–2.8 s (the rounds of one run spread by ±15% on this VM) and its
-  resident size from 1,670 MiB to ~1,100 MiB (anonymous memory ~950 →
-  ~365 MiB): on this VM touching fresh memory costs ~1.4 s per GiB (a C
-  loop: first touch of 1 GiB 1.4 s, rewriting it 0.05 s; the kernel's
-  `clear_page` is ~12% of the reopen's samples), so memory not allocated is
-  time saved. Under 2 s needs a change signal that does not stat every
+This VM's speed varies by up to 2.5× between runs, and not evenly across
+systems: tantivy built the same 1M index in 71 s on 2026-11-30 and in 47 s
+in the run above; okf-retrieve loaded databricks in 17.1 s then and in 6.8 s
+here, while okfast's cold load went from 0.28 s to 0.16 s. Read every figure
+with the ratios measured in the same run.
+
+- **databricks: the default load is 41.7× faster than okf-retrieve (the
+  target is 50×; okflib 50.2×, brainpick 87.8×).** The default load also
+  writes the ~40 MB cache file (texts, file records, directory listings,
+  the index), which the OKF libraries do not do; with `cache=False` — the
+  same work as theirs, read and index, nothing kept — okfast takes 0.11 s
+  and is 59×, 71× and 124× faster than each. The five rounds of the default
+  load spread from 0.13 to 0.28 s (median 0.16 s); meeting 50× against
+  okf-retrieve's 6.8 s needs 0.136 s. Timed by phase (by hand, one process
+  per load): the walk 9 ms, reading and parsing the 5,120 files 23–33 ms,
+  the index chunks 45 ms, their merge 23 ms (28–35 ms with the texts and
+  records written beside it on the other core), the index written and the
+  file renamed into place 5–15 ms. Interleaved fresh processes, medians of
+  10: default load 0.147 s (0.166 s user, 0.100 s system CPU) against
+  0.135 s with `cache=False` (0.165 s, 0.070 s): the difference is the
+  kernel copying 40 MB into the page cache, and some rounds pay several
+  times that (0.25–0.4 s of system time when the kernel is reclaiming).
+  What is left is CPU: interning ~2.6M body tokens, the trigram lists over
+  the 93k-word body vocabulary, the frontmatter parser, and the kernel
+  zeroing fresh memory (mimalloc with transparent huge pages was measured
+  faster than without: 0.147 s against 0.159 s). A warm reopen takes
+  0.02 s (340× faster than okf-retrieve's load).
+- **1M warm reopen (1.00 s; 2.8 s before, a margin that depends on the
+  host).** The reopen is exact: every file's size and modification time are
+  compared with the cache, so a million files are stat'ed, at ~2 µs each in
+  the kernel on this VM (path lookup, attributes, the security hook; a C
+  loop of `fstatat`). Since the last report the walk reuses the listing the
+  cache file recorded for each directory whose device, inode, mtime and
+  ctime (read from the open directory before it is listed) are unchanged
+  and older than the cache by 2 s, and stats each file relative to its
+  open directory instead of by its full path; the records are checked
+  keeping 16 bytes of columns per concept, beside the saved index. By hand,
+  medians of 7 interleaved fresh processes: 1.85 s for the code before, 1.16 s
+  (CPU 3.24 → 2.27 s); resident 1,100 → ~1,000 MiB. By phase: the walk
+  ~1.0 s on ~1.9 cores (its floor is the million stats), mapping and
+  CRC-checking the core 0.05 s, matching the records 0.02 s, checking them
+  and the index 0.17–0.25 s, assembling the snapshot 0.05–0.16 s. The same
+  code measured 1.19 s in a run of 2026-12-01 and ~1.75 s is expected when
+  the host is as slow as it was on 2026-11-30 (the A/B ratio, 0.63, applied
+  to that run's 2.76 s): under 2 s, by ~12% at worst. What a reused
+  listing trusts: that adding, removing or renaming an entry updates the
+  directory's mtime and ctime, which POSIX requires and local file systems
+  do; on a network file system that caches attributes a new file can go
+  unseen until the directory's stamp changes. A file edited in place is
+  always caught (its own stamp is still compared). Concepts are not decoded
+  at the reopen (each is decoded the first time a hit, passage or read
+  needs it). Going further needs a change signal that does not stat every
   file — the change queue of a running process (what `refresh()` already
-  uses, 0.03 s at 100k) or a trusted-directories mode that would miss
+  uses, 0.02 s at 100k) or a trusted-directories mode that would miss
   in-place edits, which okfast does not do silently.
-- **databricks load ratios (61× against okf-retrieve, the closest).** The
-  OKF libraries run three rounds each on databricks and the ratios compare
-  medians: okf-retrieve took 17.1, 16.1 and 19.4 s (median 17.1 s; 15.7 s
-  in the run before). okfast's default cold load took 0.28 s here (five
-  rounds, 0.23–0.44 s; it also writes the ~40 MB cache file) and 0.24 s
-  with `cache=False`, which does the same work as the OKF libraries (read
-  and index). It was 0.36 s a run earlier, when okf-retrieve sat at 44×;
-  since then the trigram lists are built in two fully parallel passes, index
-  chunks keep only words (positions implicit), the cache's file records are
-  written beside the index merge, a concept's texts are ranges of its file's
-  text rather than copies, YAML keys are checked for repeats without
-  hashing, and case folding scans 16 bytes at a time with SSE2 (by hand,
-  medians of 15 fresh processes: 0.347 → 0.277 s, 0.575 → 0.502 s of CPU).
-  What is left of the CPU time: the index build over ~2.6M body tokens
-  (interning each token in a per-chunk hash table, the per-concept
-  postings, the trigram lists over the 93k-word body vocabulary), the
-  frontmatter YAML parser (~16 µs a file, ~85 ms of one core), the kernel
-  zeroing fresh memory, reading 29 MB and writing the cache file. A warm
-  reopen takes 0.03 s. The OKF libraries spend their time in PyYAML's
-  pure-Python parser.
 - **Memory with mimalloc.** At 1M the allocator is what brings the resident
-  size down to 0.92× (glibc kept ~1.3 GiB of freed bodies and index chunks);
-  on small corpora it keeps more than glibc did (databricks: ~190 MiB
+  size down to 0.86× (glibc kept ~1.3 GiB of freed bodies and index chunks);
+  on small corpora it keeps more than glibc did (databricks: ~200 MiB
   resident against ~110 MiB), because it reserves per-thread pages it will
   reuse."""
 
