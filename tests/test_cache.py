@@ -90,6 +90,26 @@ def test_changed_added_and_removed_files_are_reread(bundle: Path, tmp_path: Path
     assert again.cache_status == "hit" and snap2 == snap
 
 
+def test_a_reopen_lists_only_the_directories_that_changed(bundle: Path, tmp_path: Path) -> None:
+    """``cache_reread`` and ``cache_listed`` say what a load through the cache
+    read from disk: an unchanged reopen lists no directory and reads no file;
+    a file added to ``sub`` makes ``sub`` (only) listed and that file read."""
+    time.sleep(2.1)  # a directory's ctime cannot be backdated: leave the racy window
+    cache = tmp_path / "cache"
+    plain = Bundle.load(bundle, cache=False)
+    assert plain.cache_reread is None and plain.cache_listed is None
+    first = Bundle.load(bundle, cache_dir=cache)
+    assert (first.cache_status, first.cache_reread, first.cache_listed) == ("miss", 3, 2)
+    again, snap = cached(bundle, cache)
+    assert (again.cache_status, again.cache_reread, again.cache_listed) == ("hit", 0, 0)
+    assert snap == fresh(bundle)
+    (bundle / "sub" / "c.md").write_text("---\ntype: T\ntitle: Gamma\n---\norder\n")
+    age(bundle)
+    later, snap = cached(bundle, cache)
+    assert (later.cache_status, later.cache_reread, later.cache_listed) == ("partial", 1, 1)
+    assert snap == fresh(bundle) and "sub/c" in later.concept_ids
+
+
 def test_a_recently_modified_file_is_never_trusted(bundle: Path, tmp_path: Path) -> None:
     """Same size, same modification time, new content, within the racy window:
     the cache must not serve the old content."""

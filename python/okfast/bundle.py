@@ -42,6 +42,14 @@ class Bundle:
         self.cache_status = "off"
         self.cache_detail = ""
         self.cache_file: Path | None = None
+        #: For a load through the cache: how many concept files were read from
+        #: disk (not taken from the cache file; ``0`` on an unchanged reopen)
+        #: and how many directories were listed from disk (a directory whose
+        #: device, inode, mtime and ctime are unchanged, and older than the
+        #: cache file by 2 s, has its listing taken from the cache file; every
+        #: file is still stat'ed). ``None`` when the cache was not used.
+        self.cache_reread: int | None = None
+        self.cache_listed: int | None = None
 
     @classmethod
     def load(
@@ -79,9 +87,12 @@ class Bundle:
             b = cls(_native.Bundle.load(root, progress))
             b.cache_detail = why
             return b
-        native, status, detail, _reread = _native.Bundle.load_cached(root, str(file), progress)
+        native, status, detail, reread, listed = _native.Bundle.load_cached(
+            root, str(file), progress
+        )
         b = cls(native)
         b.cache_status, b.cache_detail, b.cache_file = status, detail, file
+        b.cache_reread, b.cache_listed = reread, listed
         if status == "rebuilt":
             warnings.warn(
                 f"okfast: cache file {file} {detail}; it was rebuilt", CacheWarning, stacklevel=2

@@ -235,7 +235,7 @@ impl PyBundle {
     }
 
     /// [`load`] through a cache file (`okfast_core::Bundle::load_cached`):
-    /// `(bundle, status, detail, reread)`.
+    /// `(bundle, status, detail, reread, listed)`.
     #[staticmethod]
     #[pyo3(signature = (path, cache_file, progress=None))]
     fn load_cached(
@@ -243,7 +243,7 @@ impl PyBundle {
         path: std::path::PathBuf,
         cache_file: std::path::PathBuf,
         progress: Option<Py<PyAny>>,
-    ) -> PyResult<(PyBundle, &'static str, String, usize)> {
+    ) -> PyResult<(PyBundle, &'static str, String, usize, usize)> {
         let (b, r) = watched(py, progress, move |p| {
             okfast_core::Bundle::load_with(&path, Some(&cache_file), p)
         })?;
@@ -252,6 +252,7 @@ impl PyBundle {
             r.status,
             r.detail,
             r.reread,
+            r.listed,
         ))
     }
 
