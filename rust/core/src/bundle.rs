@@ -350,8 +350,8 @@ fn finish(
 }
 
 /// Files read per step of a load that writes a cache file: their texts go to
-/// the file while the next step is indexed, so at most two steps' bodies are
-/// in memory at once.
+/// the file while that step is indexed, so at most one step's bodies are in
+/// memory at once.
 const WAVE: usize = 32 * 1024;
 
 /// What a load did with its cache file ([`Bundle::load_cached`]).
@@ -382,10 +382,10 @@ struct Writing<'a> {
 
 /// Load `found` in waves of `wave` files, writing a new cache file as it
 /// goes: each wave is read (files `cached` yields are not read again) and its
-/// words are indexed while the previous wave's texts are appended to the
-/// cache file and then served from it, so bodies never pile up in memory. The
-/// index is merged at the end (while the last wave's texts are written) and
-/// the cache file completed and renamed into place. A failure to
+/// words are indexed while its texts are appended to the cache file, then
+/// served from it, so bodies never pile up in memory. The index is merged at
+/// the end (while the file records are written) and the cache file completed
+/// and renamed into place. A failure to
 /// write the cache only leaves the texts in memory; it is returned beside the
 /// bundle.
 fn build_writing(
@@ -420,10 +420,9 @@ fn build_writing(
     let mut chunks = crate::index::Chunks::default();
     let mut rest = found.into_iter();
     let mut first = 0usize;
-    // The wave whose texts are still to be written: they are written while
-    // the next wave is indexed (or, for the last, while the index is merged),
-    // so the single-threaded write overlaps parallel work.
-    let mut unwritten = 0..0;
+    // Each wave's texts are written while it is indexed (both only read it),
+    // so the single-threaded write overlaps parallel work; then they are
+    // served from the file and their memory freed.
     while first < total {
         let wave: Vec<Found> = rest.by_ref().take(wave.max(1)).collect();
         let reads = read_some(root, &wave, first, cached, progress);
@@ -433,25 +432,20 @@ fn build_writing(
         g.add(wave, reads);
         let (more, ()) = rayon::join(
             || crate::index::chunk_fields(&g.concepts[base..], base as u32, progress),
-            || write_texts(&mut sink, &g.concepts[unwritten.clone()], &mut refs),
+            || write_texts(&mut sink, &g.concepts[base..], &mut refs),
         );
         chunks.append(more);
-        serve_stored(&mut sink, &mut g.concepts[unwritten], &refs, cache_file);
-        unwritten = base..g.concepts.len();
+        serve_stored(&mut sink, &mut g.concepts[base..], &refs, cache_file);
         progress.check()?;
     }
     progress.start(Phase::Index, 0);
-    // The file records need no index: they are written (after the last
-    // texts) while the index is merged, leaving only the index to write after.
+    // The file records need no index: they are written while the index is
+    // merged, leaving only the index to write after.
     let (index, ()) = rayon::join(
         || Index::from_chunks(chunks, &g.concepts),
-        || {
-            write_texts(&mut sink, &g.concepts[unwritten.clone()], &mut refs);
-            write_records(&mut sink, &g, &refs, dirs, written_ns);
-        },
+        || write_records(&mut sink, &g, &refs, dirs, written_ns),
     );
     let index = Arc::new(index?);
-    serve_stored(&mut sink, &mut g.concepts[unwritten], &refs, cache_file);
     let ordinal = ordinal_ranks(&g.concepts);
     progress.check()?;
     let written = sink.and_then(|s| {
