@@ -551,34 +551,40 @@ def targets(results: dict[str, Any]) -> list[str]:
 WHY = """### Why the misses, and the thin margins
 
 This VM's speed varies by up to 2.5× between runs, and not evenly across
-systems: tantivy built the same 1M index in 71 s on 2026-11-30 and in 47 s
-in the run above; okf-retrieve loaded databricks in 17.1 s then and in 6.8 s
-here, while okfast's cold load went from 0.28 s to 0.16 s. Read every figure
+systems: tantivy built the same 1M index in 71 s on 2026-11-30, 47 s and
+52 s in the two runs of 2026-12-01; okf-retrieve loaded databricks in
+17.1 s on 2026-11-30 and in 6.8 and 6.6 s on 2026-12-01, while okfast's
+default cold load went from 0.28 s to 0.16 and 0.13 s. Read every figure
 with the ratios measured in the same run.
 
-- **databricks: the default load is 41.7× faster than okf-retrieve (the
-  target is 50×; okflib 50.2×, brainpick 87.8×).** The default load also
-  writes the ~40 MB cache file (texts, file records, directory listings,
-  the index), which the OKF libraries do not do; with `cache=False` — the
-  same work as theirs, read and index, nothing kept — okfast takes 0.11 s
-  and is 59×, 71× and 124× faster than each. The five rounds of the default
-  load spread from 0.13 to 0.28 s (median 0.16 s); meeting 50× against
-  okf-retrieve's 6.8 s needs 0.136 s. Timed by phase (by hand, one process
+- **databricks: the default load is 49.1× faster than okf-retrieve (the
+  target is 50×; okflib 61.0×, brainpick 111.8×); 41.7× in the run before
+  this one (04:11), 61× on 2026-11-30.** Its five rounds took 0.35, 0.13,
+  0.13, 0.13 and 0.14 s (median 0.135 s; the first round after the corpus
+  is pre-read is slow in every run, in the kernel: 0.25–0.45 s of system
+  time when it reclaims memory); 50× against okf-retrieve's 6.61 s needs
+  0.132 s. The default load also writes the ~46 MB cache file (texts, file
+  records, directory listings, the index), which the OKF libraries do not
+  do; with `cache=False` — the same work as theirs, read and index, nothing
+  kept — okfast took 0.12 s and is 55×, 69× and 126× faster than each
+  (59×, 71×, 124× in the run before). Timed by phase (by hand, one process
   per load): the walk 9 ms, reading and parsing the 5,120 files 23–33 ms,
-  the index chunks 45 ms, their merge 23 ms (28–35 ms with the texts and
-  records written beside it on the other core), the index written and the
-  file renamed into place 5–15 ms. Interleaved fresh processes, medians of
-  10: default load 0.147 s (0.166 s user, 0.100 s system CPU) against
-  0.135 s with `cache=False` (0.165 s, 0.070 s): the difference is the
-  kernel copying 40 MB into the page cache, and some rounds pay several
-  times that (0.25–0.4 s of system time when the kernel is reclaiming).
-  What is left is CPU: interning ~2.6M body tokens, the trigram lists over
-  the 93k-word body vocabulary, the frontmatter parser, and the kernel
-  zeroing fresh memory (mimalloc with transparent huge pages was measured
-  faster than without: 0.147 s against 0.159 s). A warm reopen takes
-  0.02 s (340× faster than okf-retrieve's load).
-- **1M warm reopen (1.00 s; 2.8 s before, a margin that depends on the
-  host).** The reopen is exact: every file's size and modification time are
+  the index chunks 45 ms (each wave's texts are written beside them), their
+  merge 23 ms (the file records written beside it), the index written and
+  the file renamed into place 5–15 ms. With interleaved fresh processes the
+  cache costs ~0.01 s of wall time and ~0.03 s of system CPU (the kernel
+  copying 46 MB into the page cache); identical code differs by 10%
+  between positions of such a sequence, so smaller changes cannot be
+  measured here. What is left is CPU: interning ~2.6M body tokens (the
+  largest symbol of a profile, bound by memory latency: a table slot, the
+  word's start, its bytes), case folding and splitting, the trigram lists
+  over the 93k-word body vocabulary, the frontmatter parser, opening each
+  file by its full path, and the kernel zeroing fresh memory (mimalloc
+  with transparent huge pages was measured faster than without: 0.147 s
+  against 0.159 s). A warm reopen takes 0.02 s (over 400× faster than
+  okf-retrieve's load).
+- **1M warm reopen (1.19 s; 1.00 s in the run before; 2.8 s on
+  2026-11-30 — a margin that depends on the host).** The reopen is exact: every file's size and modification time are
   compared with the cache, so a million files are stat'ed, at ~2 µs each in
   the kernel on this VM (path lookup, attributes, the security hook; a C
   loop of `fstatat`). Since the last report the walk reuses the listing the
@@ -591,10 +597,9 @@ with the ratios measured in the same run.
   (CPU 3.24 → 2.27 s); resident 1,100 → ~1,000 MiB. By phase: the walk
   ~1.0 s on ~1.9 cores (its floor is the million stats), mapping and
   CRC-checking the core 0.05 s, matching the records 0.02 s, checking them
-  and the index 0.17–0.25 s, assembling the snapshot 0.05–0.16 s. The same
-  code measured 1.19 s in a run of 2026-12-01 and ~1.75 s is expected when
-  the host is as slow as it was on 2026-11-30 (the A/B ratio, 0.63, applied
-  to that run's 2.76 s): under 2 s, by ~12% at worst. What a reused
+  and the index 0.17–0.25 s, assembling the snapshot 0.05–0.16 s. With the
+  host as slow as on 2026-11-30, ~1.75 s is expected (the A/B ratio, 0.63,
+  applied to that run's 2.76 s): under 2 s, by ~12% at worst. What a reused
   listing trusts: that adding, removing or renaming an entry updates the
   directory's mtime and ctime, which POSIX requires and local file systems
   do; on a network file system that caches attributes a new file can go
@@ -606,8 +611,8 @@ with the ratios measured in the same run.
   uses, 0.02 s at 100k) or a trusted-directories mode that would miss
   in-place edits, which okfast does not do silently.
 - **Memory with mimalloc.** At 1M the allocator is what brings the resident
-  size down to 0.86× (glibc kept ~1.3 GiB of freed bodies and index chunks);
-  on small corpora it keeps more than glibc did (databricks: ~200 MiB
+  size down to 0.88× (glibc kept ~1.3 GiB of freed bodies and index chunks);
+  on small corpora it keeps more than glibc did (databricks: ~190 MiB
   resident against ~110 MiB), because it reserves per-thread pages it will
   reuse."""
 
