@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -170,3 +171,30 @@ def test_validate_reports_governance(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["validate", str(tmp_path / "kb")]) == 1  # BrokenSupersession is an error
     out = capsys.readouterr().out
     assert "BrokenSupersession" in out and "'gone'" in out and "UnknownAuthority" in out
+
+
+def test_a_closed_pipe_ends_the_output_quietly() -> None:
+    """`okfast resolve ... | head`: the reader is gone before anything is
+    written; the command exits 1 with nothing on stderr (no traceback, no
+    "Exception ignored" at exit)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "okfast",
+                "resolve",
+                "--catalog",
+                str(EXAMPLES / "catalog.json"),
+                "policy",
+            ],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert (r.returncode, r.stderr) == (1, "")

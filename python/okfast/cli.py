@@ -7,7 +7,9 @@ Exit codes: 0 success; 1 ``validate`` found an error (or a missing type);
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -321,7 +323,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         code: int = args.run(args)
+        # Flushed here, so a failed write is handled below, not at exit.
+        sys.stdout.flush()
     except OkfastError as e:
         print(f"okfast: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`okfast resolve ... | head`): stop quietly
+        # with status 1, as Python's documentation advises, instead of a
+        # traceback and an "Exception ignored" line when stdout is flushed
+        # at exit (the rest of the output goes nowhere).
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 1
     return code
