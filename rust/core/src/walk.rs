@@ -180,7 +180,7 @@ type Entries = (
 );
 
 /// What kind of entry a directory listing gave.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     File,
     Dir,
@@ -282,9 +282,13 @@ mod fsys {
 }
 
 #[cfg(not(unix))]
-mod fsys {
-    //! Directories by path, through `std::fs`; no stamp, so no listing is
-    //! reused.
+use fsys_std as fsys;
+
+/// The walk's directories elsewhere than on Unix, by path through `std::fs`:
+/// no stamp, so no listing is reused. Built in tests on Unix too, so it is
+/// compiled and compared with the descriptor-based one there.
+#[cfg(any(not(unix), test))]
+mod fsys_std {
     use super::{stamp_of, Entries, Kind, Stamp};
     use crate::cache::DirStamp;
     use std::ffi::OsStr;
@@ -927,5 +931,33 @@ mod tests {
             Some(1_234_567_890_123_456_789)
         );
         assert_eq!(stamp(&d.join("pre-epoch.md")).map(|s| s.1), Some(0));
+    }
+
+    /// The `std::fs` directories (used where there is no Unix) list the same
+    /// entries, of the same kinds, with the same stamps, and never a
+    /// directory stamp (so no listing is reused there).
+    #[test]
+    fn the_std_directories_agree_with_the_descriptor_ones() {
+        let d = scratch("std-dirs");
+        fs::create_dir_all(d.join("sub")).unwrap();
+        fs::write(d.join("a.md"), "text").unwrap();
+        fs::write(d.join("b.txt"), "longer text").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(d.join("a.md"), d.join("link.md")).unwrap();
+        let by_fd = fsys::Dir::open(&d).unwrap();
+        let by_path = fsys_std::Dir::open(&d).unwrap();
+        assert!(by_path.stamp().is_none() && by_fd.stamp().is_some());
+        let sorted = |(mut e, err): Entries| {
+            assert!(err.is_none());
+            e.sort_by(|a, b| a.0.cmp(&b.0));
+            e.into_iter().map(|(n, k)| (n, k.ok())).collect::<Vec<_>>()
+        };
+        let listed = sorted(by_fd.entries());
+        assert_eq!(listed, sorted(by_path.entries()));
+        assert_eq!(listed.len(), 4);
+        for (name, _) in &listed {
+            assert_eq!(by_fd.stat(name), by_path.stat(name), "{name:?}");
+        }
+        assert!(fsys_std::Dir::open(&d.join("missing")).is_err());
     }
 }
