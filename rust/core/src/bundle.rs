@@ -1129,10 +1129,7 @@ mod tests {
     use super::*;
 
     fn scratch(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("okfast-bundle-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
-        d
+        crate::testing::scratch_dir("bundle", name)
     }
 
     #[test]
@@ -1191,10 +1188,14 @@ mod tests {
 mod refresh_tests {
     use super::*;
 
+    /// A snapshot's concept ids in position order.
+    fn ids(b: &Bundle) -> Vec<String> {
+        b.concepts.iter().map(|c| c.id().to_string()).collect()
+    }
+
     #[test]
     fn a_load_in_many_waves_equals_a_plain_load() {
-        let d = std::env::temp_dir().join(format!("okfast-waves-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
+        let d = crate::testing::scratch_dir("refresh", "waves");
         fs::create_dir_all(d.join("root/sub")).unwrap();
         let root = d.join("root");
         for i in 0..23 {
@@ -1287,8 +1288,7 @@ mod refresh_tests {
     /// status-change time), so this waits out the margin once.
     #[test]
     fn a_reopen_lists_only_the_directories_that_changed() {
-        let d = std::env::temp_dir().join(format!("okfast-relist-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
+        let d = crate::testing::scratch_dir("refresh", "relist");
         let root = d.join("root");
         for f in ["a/x.md", "a/y.md", "b/z.md", "b/c/w.md", "top.md"] {
             fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
@@ -1316,12 +1316,6 @@ mod refresh_tests {
         let (after, r) = Bundle::load_cached(&root, &file).unwrap();
         assert_eq!((r.status, r.reread, r.listed), ("partial", 1, 1));
         let fresh = Bundle::load(&root).unwrap();
-        let ids = |b: &Bundle| {
-            b.concepts
-                .iter()
-                .map(|c| c.id().to_string())
-                .collect::<Vec<_>>()
-        };
         assert_eq!(ids(&after), ids(&fresh));
         assert!(ids(&after).contains(&"b/c/new".to_string()));
         let _ = fs::remove_dir_all(&d);
@@ -1329,8 +1323,7 @@ mod refresh_tests {
 
     #[test]
     fn a_warm_reopen_decodes_a_concept_only_when_it_is_used() {
-        let d = std::env::temp_dir().join(format!("okfast-lazy-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
+        let d = crate::testing::scratch_dir("refresh", "lazy");
         fs::create_dir_all(d.join("root/sub")).unwrap();
         let root = d.join("root");
         let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
@@ -1362,12 +1355,6 @@ mod refresh_tests {
         assert_eq!((report.status, report.reread), ("hit", 0));
         assert_eq!(warm.len(), plain.len());
         // Ids, positions, columns and diagnostics without decoding anything.
-        let ids = |b: &Bundle| {
-            b.concepts
-                .iter()
-                .map(|c| c.id().to_string())
-                .collect::<Vec<_>>()
-        };
         assert_eq!(ids(&warm), ids(&plain));
         assert_eq!(warm.position("sub/c09"), plain.position("sub/c09"));
         assert_eq!(warm.columns, plain.columns);
@@ -1412,8 +1399,7 @@ mod refresh_tests {
 
     #[test]
     fn refresh_rereads_only_what_changed() {
-        let d = std::env::temp_dir().join(format!("okfast-refresh-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
+        let d = crate::testing::scratch_dir("refresh", "refresh");
         fs::create_dir_all(d.join("sub")).unwrap();
         fs::write(d.join("a.md"), "---\ntype: T\ntitle: alpha\n---\none").unwrap();
         fs::write(d.join("sub/b.md"), "---\ntype: T\ntitle: beta\n---\ntwo").unwrap();
@@ -1457,8 +1443,7 @@ mod watch_tests {
     use super::*;
 
     fn scratch(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("okfast-watch-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
+        let d = crate::testing::scratch_dir("watch", name);
         fs::create_dir_all(d.join("sub")).unwrap();
         fs::write(d.join("sub/a.md"), "---\ntype: T\ntitle: alpha\n---\none").unwrap();
         d

@@ -1149,10 +1149,7 @@ mod tests {
     }
 
     fn scratch(name: &str) -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!("okfast-cache-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d.join("c.okfc")
+        crate::testing::scratch_dir("cache", name).join("c.okfc")
     }
 
     /// Write the sample's cache to a new file at `path`; its bytes.

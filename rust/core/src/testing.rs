@@ -18,3 +18,12 @@ impl Rng {
         (self.bits() % m as u64) as usize
     }
 }
+
+/// A new empty directory for one test: `okfast-{module}-{name}-{pid}` under
+/// the system's temporary directory (whatever was there is removed first).
+pub fn scratch_dir(module: &str, name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("okfast-{module}-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}

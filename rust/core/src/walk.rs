@@ -692,10 +692,7 @@ mod tests {
     use std::time::{Duration, UNIX_EPOCH};
 
     fn scratch(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("okfast-walk-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
-        d
+        crate::testing::scratch_dir("walk", name)
     }
 
     fn walk(root: &Path, prior: Option<&Prior<'_>>) -> Walked {
