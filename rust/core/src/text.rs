@@ -277,18 +277,42 @@ fn emit(
     f: &mut impl FnMut(&[u8]),
 ) {
     buf.clear();
+    let text = &s[run];
     if !high {
-        buf.extend(s.as_bytes()[run].iter().map(u8::to_ascii_uppercase));
+        // Copied then upper-cased in place: both vectorised.
+        buf.extend_from_slice(text.as_bytes());
+        buf.make_ascii_uppercase();
         f(buf);
         return;
     }
-    // Other SPEC white space (U+0085, U+00A0, …) splits it further.
-    for piece in split_ws(&s[run]) {
-        buf.clear();
-        let mut tmp = [0u8; 4];
-        for c in piece.chars() {
+    // One pass: ASCII bytes upper-cased as they are, other characters
+    // decoded and folded; the rest of SPEC white space (U+0085, U+00A0, …)
+    // ends a word (ASCII white space cannot occur inside the run).
+    let bytes = text.as_bytes();
+    let mut tmp = [0u8; 4];
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b.is_ascii() {
+            buf.push(b.to_ascii_uppercase());
+            i += 1;
+            continue;
+        }
+        // `i` is always on a character boundary inside the run.
+        let Some(c) = text[i..].chars().next() else {
+            break;
+        };
+        i += c.len_utf8();
+        if is_ws(c) {
+            if !buf.is_empty() {
+                f(buf);
+                buf.clear();
+            }
+        } else {
             buf.extend_from_slice(fold_char(c).encode_utf8(&mut tmp).as_bytes());
         }
+    }
+    if !buf.is_empty() {
         f(buf);
     }
 }
