@@ -38,10 +38,11 @@ impl Trigrams {
     ///
     /// Two passes, each parallel throughout (no serial merge at the end):
     /// each part of the words lists its `(key << 32 | word)` pairs grouped by
-    /// the key's first byte, in word order; then each first byte gathers its
-    /// groups from every part (so still in word order), sorts them by the rest
-    /// of the key with a stable radix sort (so by key, then word), drops a
-    /// word's repeats of a trigram and lists the words under each key. The
+    /// the key's first byte, in word order; then each first byte takes its
+    /// groups from every part (so still in word order) and lists the words
+    /// under each key, ascending, a word's repeats of a trigram dropped — a
+    /// counting sort by the key's last two bytes straight from the groups
+    /// ([`Piece::counted`]; small pieces are copied and sorted whole). The
     /// 256 pieces are laid end to end.
     fn build_in<'a, F>(n_words: usize, word: &F, part: usize) -> Trigrams
     where
@@ -57,15 +58,21 @@ impl Trigrams {
             .collect();
         let pieces: Vec<Piece> = (0..256usize)
             .into_par_iter()
-            .map(|b| {
-                let len = grouped.iter().map(|g| g.at[b + 1] - g.at[b]).sum();
-                let mut pairs: Vec<u64> = Vec::with_capacity(len);
-                for g in &grouped {
-                    pairs.extend_from_slice(&g.pairs[g.at[b]..g.at[b + 1]]);
-                }
-                sort_by_key_tail(&mut pairs);
-                Piece::of(&pairs)
-            })
+            .map_init(
+                || vec![0u32; 1 << 16],
+                |count, b| {
+                    let groups = || grouped.iter().map(move |g| &g.pairs[g.at[b]..g.at[b + 1]]);
+                    let len: usize = groups().map(<[u64]>::len).sum();
+                    if len < SMALL {
+                        let mut pairs: Vec<u64> = Vec::with_capacity(len);
+                        groups().for_each(|g| pairs.extend_from_slice(g));
+                        // Whole pairs: by key, then word.
+                        pairs.sort_unstable();
+                        return Piece::of(&pairs);
+                    }
+                    Piece::counted(b as u32, groups, count)
+                },
+            )
             .collect();
         drop(grouped);
         let n_keys: usize = pieces.iter().map(|p| p.keys.len()).sum();
@@ -168,33 +175,10 @@ where
     Grouped { pairs, at }
 }
 
-/// Stable sort of pairs that share the key's first byte by the key's other
-/// two bytes: the third byte, then the second (least significant first).
-/// Pairs in word order come out ordered by key, then word.
-fn sort_by_key_tail(pairs: &mut Vec<u64>) {
-    if pairs.len() < 2 {
-        return;
-    }
-    let mut tmp = vec![0u64; pairs.len()];
-    for shift in [32u32, 40] {
-        let mut at = [0usize; 257];
-        for &p in pairs.iter() {
-            at[((p >> shift) & 0xFF) as usize + 1] += 1;
-        }
-        if at[1..].contains(&pairs.len()) {
-            continue; // one value of this byte: already in order
-        }
-        for i in 1..at.len() {
-            at[i] += at[i - 1];
-        }
-        for &p in pairs.iter() {
-            let d = ((p >> shift) & 0xFF) as usize;
-            tmp[at[d]] = p;
-            at[d] += 1;
-        }
-        std::mem::swap(pairs, &mut tmp);
-    }
-}
+/// Pieces with fewer pairs than this are sorted whole; larger ones are
+/// counted by the key's last two bytes ([`Piece::counted`]), which costs a
+/// pass over a table of 2^16 counts.
+const SMALL: usize = 4096;
 
 /// The lists of some keys: `words[starts[i]..starts[i + 1]]` hold `keys[i]`
 /// (the last list ends at `words.len()`).
@@ -205,6 +189,71 @@ struct Piece {
 }
 
 impl Piece {
+    /// The lists of the pairs whose key starts with byte `b`, given as
+    /// groups each in word order (`groups()`, the groups in word order too):
+    /// a counting sort by the key's last two bytes, in `count` (2^16 zeros,
+    /// left zeroed). Counting is stable, so each list comes out in word
+    /// order, as if sorted by key then word, and a word that holds the
+    /// trigram twice is next to itself and listed once.
+    fn counted<'g, G, I>(b: u32, groups: G, count: &mut [u32]) -> Piece
+    where
+        G: Fn() -> I,
+        I: Iterator<Item = &'g [u64]>,
+    {
+        let tail = |p: u64| ((p >> 32) & 0xFFFF) as usize;
+        for g in groups() {
+            for &p in g {
+                count[tail(p)] += 1;
+            }
+        }
+        let mut piece = Piece {
+            keys: Vec::new(),
+            starts: Vec::new(),
+            words: Vec::new(),
+        };
+        // Each key's list starts where the ones before it end; `count` turns
+        // into the next free place of each list.
+        let mut at = 0u32;
+        for (t, c) in count.iter_mut().enumerate() {
+            if *c > 0 {
+                piece.keys.push(b << 16 | t as u32);
+                piece.starts.push(at);
+                at += *c;
+                *c = at - *c;
+            }
+        }
+        piece.words = vec![0u32; at as usize];
+        for g in groups() {
+            for &p in g {
+                let next = &mut count[tail(p)];
+                piece.words[*next as usize] = p as u32;
+                *next += 1;
+            }
+        }
+        for &k in &piece.keys {
+            count[(k & 0xFFFF) as usize] = 0;
+        }
+        // A word's repeats of a trigram are adjacent in its list: drop them.
+        let mut out = 0usize;
+        for i in 0..piece.keys.len() {
+            let from = piece.starts[i] as usize;
+            let to = piece
+                .starts
+                .get(i + 1)
+                .map_or(piece.words.len(), |&s| s as usize);
+            piece.starts[i] = out as u32;
+            for j in from..to {
+                let w = piece.words[j];
+                if j == from || w != piece.words[j - 1] {
+                    piece.words[out] = w;
+                    out += 1;
+                }
+            }
+        }
+        piece.words.truncate(out);
+        piece
+    }
+
     /// The lists of pairs sorted by key, then word; a repeated pair (a word
     /// holding a trigram twice) is listed once.
     fn of(pairs: &[u64]) -> Piece {
@@ -243,31 +292,42 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 mod tests {
     use super::*;
 
+    /// Counting a piece gives the lists sorting its pairs gives: random
+    /// groups in word order (a word's trigrams in a row, some repeated),
+    /// with keys few enough that lists are long and many enough that some
+    /// hold one word.
     #[test]
-    fn key_tail_order_equals_a_full_sort_of_pairs_made_in_word_order() {
-        // A small deterministic generator: one first byte, the rest random.
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        let mut pairs = Vec::new();
-        for w in 0..5000u64 {
-            for _ in 0..(w % 7) {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                pairs.push(((0x41_0000 | (x & 0xFFFF)) << 32) | w);
+    fn counted_lists_equal_sorted_lists() {
+        let mut rng = crate::testing::Rng(0x2545_F491_4F6C_DD1D);
+        for round in 0..40 {
+            let spread = [3usize, 50, 4000, 65536][round % 4];
+            let mut groups: Vec<Vec<u64>> = Vec::new();
+            let mut w = 0u64;
+            for _ in 0..1 + rng.below(5) {
+                let mut g = Vec::new();
+                for _ in 0..rng.below(3000) {
+                    for _ in 0..rng.below(6) {
+                        let tail = rng.below(spread) as u64;
+                        let key = 0x41_0000 | tail;
+                        g.push((key << 32) | w);
+                        if rng.below(8) == 0 {
+                            g.push((key << 32) | w); // the trigram again
+                        }
+                    }
+                    w += 1;
+                }
+                groups.push(g);
             }
+            let mut count = vec![0u32; 1 << 16];
+            let got = Piece::counted(0x41, || groups.iter().map(Vec::as_slice), &mut count);
+            assert!(count.iter().all(|&c| c == 0), "counts left zeroed");
+            let mut pairs: Vec<u64> = groups.concat();
+            pairs.sort_unstable();
+            let want = Piece::of(&pairs);
+            assert_eq!(got.keys, want.keys, "round {round}");
+            assert_eq!(got.starts, want.starts, "round {round}");
+            assert_eq!(got.words, want.words, "round {round}");
         }
-        let mut want = pairs.clone();
-        want.sort_unstable();
-        sort_by_key_tail(&mut pairs);
-        assert_eq!(pairs, want);
-        // One value of a byte (the pass is skipped) still sorts by the other.
-        let mut same_third: Vec<u64> = (0..300u64)
-            .map(|w| ((0x41_0041 | ((w * 37 % 256) << 8)) << 32) | w)
-            .collect();
-        let mut want = same_third.clone();
-        want.sort_unstable();
-        sort_by_key_tail(&mut same_third);
-        assert_eq!(same_third, want);
     }
 
     /// Lists over many random words (more than one part per thread, repeated
