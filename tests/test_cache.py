@@ -76,6 +76,24 @@ def test_reopening_an_unchanged_bundle_reads_no_file(bundle: Path, tmp_path: Pat
     assert list(cache.iterdir()) == [first.cache_file]  # nothing else, no temp files
 
 
+def test_a_cold_load_records_every_file_it_stamped(tmp_path: Path) -> None:
+    """A load that reads every file stamps each one as it reads it (the walk
+    stats only files it will not open, such as one with an unusable id); all
+    are recorded, so the reopen reads none of them again."""
+    root = write_bundle(
+        tmp_path / "kb",
+        {"good.md": "---\ntype: T\ntitle: good\n---\nbody\n", "bad\x01.md": "---\ntype: T\n---\n"},
+    )
+    age(root)
+    cache = tmp_path / "cache"
+    first, snap1 = cached(root, cache)
+    assert (first.cache_status, first.cache_reread) == ("miss", 2)
+    again, snap2 = cached(root, cache)
+    assert (again.cache_status, again.cache_reread) == ("hit", 0)
+    assert snap1 == snap2 == fresh(root)
+    assert [d.code for d in again.diagnostics] == ["InvalidConceptId"]
+
+
 def test_changed_added_and_removed_files_are_reread(bundle: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     cached(bundle, cache)

@@ -19,7 +19,7 @@ use crate::slab::Slab;
 use crate::slot::{Columns, ColumnsOf, Slot};
 use crate::text::{id_cmp, id_cmp_bytes};
 use crate::texts::{TextStore, Texts};
-use crate::walk::{stamp, stamp_of, walk_sorted, Found, Prior, Stamp, Walked, RACY_NS};
+use crate::walk::{stamp, stamp_of, walk_sorted, Found, Prior, Stamp, Stamps, Walked, RACY_NS};
 use crate::watch::{Drained, Watch};
 use crate::yaml;
 
@@ -86,48 +86,98 @@ impl From<Vec<Diagnostic>> for Diags {
 }
 
 /// Read one found file of the bundle at `root`: its outcome and the stamp
-/// it was read at.
+/// it was read at — the walk's, or, when the walk took none
+/// ([`crate::walk::Stamps::Unopened`]), the opened file's own.
 fn read_found(root: &Path, f: &Found) -> (Read, Stamp) {
     let path = format!("{}.md", f.id);
     let skip = |code, msg: String| Read {
         concept: None,
         diagnostics: vec![Diagnostic::new(code, msg, path.clone())],
     };
+    let unreadable = |e: &dyn std::fmt::Display| {
+        skip(Code::UnreadableFile, format!("File could not be read: {e}"))
+    };
     if let Some(why) = f.bad_id {
         return (skip(Code::InvalidConceptId, why.to_string()), f.stamp);
     }
-    let mut file = match fs::File::open(root.join(&path)) {
+    let mut file = match open_concept_file(&root.join(&path)) {
         Ok(file) => file,
-        Err(e) => {
-            return (
-                skip(Code::UnreadableFile, format!("File could not be read: {e}")),
-                None,
-            )
-        }
+        Err(e) => return (unreadable(&e), None),
+    };
+    // The size the open file has now, when the walk did not stat it: then
+    // one read (of one byte more) usually gets all of it and shows its end.
+    let (at, size_now) = match f.stamp {
+        Some(st) => (Some(st), None),
+        None => match file.metadata() {
+            Ok(m) if m.is_file() => (stamp_of(&m), Some(m.len())),
+            Ok(_) => return (unreadable(&"not a regular file"), None),
+            Err(e) => return (unreadable(&e), None),
+        },
     };
     let too_large = |n: u64| format!("File is {n} bytes, over the 16 MiB limit for a concept file");
-    let at = f.stamp;
     if let Some((len, _)) = at {
         if len > MAX_FILE_BYTES {
             return (skip(Code::FileTooLarge, too_large(len)), at);
         }
     }
-    // Room for the size the walk saw and one byte more, so the file is read
-    // in one call and its end seen in the next (no growing and copying).
-    let mut bytes = Vec::with_capacity(at.map_or(0, |(len, _)| len as usize + 1));
-    // Read one byte past the limit so a file that grew since `metadata` is
-    // still caught without reading all of it.
-    if let Err(e) = (&mut file).take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes) {
-        return (
-            skip(Code::UnreadableFile, format!("File could not be read: {e}")),
-            at,
-        );
+    let mut bytes = Vec::new();
+    if let Err(e) = read_concept_bytes(&mut file, &mut bytes, at.map(|(len, _)| len), size_now) {
+        return (unreadable(&e), at);
     }
     if bytes.len() as u64 > MAX_FILE_BYTES {
         let n = file.metadata().map_or(bytes.len() as u64, |m| m.len());
         return (skip(Code::FileTooLarge, too_large(n)), at);
     }
     (read_concept_from(&f.id, &path, bytes), at)
+}
+
+/// Open a concept file for reading. Not blocking on Unix: should the walk's
+/// regular file have been swapped for a FIFO since, opening it returns at
+/// once (and reading it finds nothing or fails) instead of hanging the load.
+fn open_concept_file(p: &Path) -> std::io::Result<fs::File> {
+    let mut o = fs::OpenOptions::new();
+    o.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    }
+    o.open(p)
+}
+
+/// Read all of `file` (up to one byte past the size limit) into `bytes`.
+/// `expected` is the size last seen, which sizes the buffer; `size_now` the
+/// size `fstat` gave for this very descriptor a moment ago: then a read of
+/// one byte more that returns exactly that many bytes has reached the end,
+/// and no second read is made to see it. Anything else (a file that grew or
+/// shrank meanwhile, no size at hand) reads on to the end.
+fn read_concept_bytes(
+    file: &mut fs::File,
+    bytes: &mut Vec<u8>,
+    expected: Option<u64>,
+    size_now: Option<u64>,
+) -> std::io::Result<()> {
+    if let Some(n) = size_now {
+        bytes.resize(n as usize + 1, 0);
+        let got = loop {
+            match std::io::Read::read(file, bytes) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                r => break r?,
+            }
+        };
+        bytes.truncate(got);
+        if got as u64 == n {
+            return Ok(());
+        }
+    } else {
+        // Room for the size the walk saw and one byte more, so the file is
+        // read in one call and its end seen in the next.
+        bytes.reserve(expected.map_or(0, |len| len as usize + 1));
+    }
+    // Read one byte past the limit so a file that grew is still caught
+    // without reading all of it.
+    let room = (MAX_FILE_BYTES + 1).saturating_sub(bytes.len() as u64);
+    file.take(room).read_to_end(bytes).map(|_| ())
 }
 
 /// Read every found file in parallel, except those `cached` yields (it is
@@ -638,7 +688,7 @@ impl Bundle {
                 diagnostics: walk_diagnostics,
                 listed,
                 ..
-            } = walk_sorted(root, &watch, progress, None)?;
+            } = walk_sorted(root, &watch, progress, None, Stamps::Unopened)?;
             let reads = read_all(root, &found, &|_| None, progress)?;
             let b = assemble_with(root, found, reads, walk_diagnostics, watch, None, progress)?;
             progress.check()?;
@@ -705,12 +755,18 @@ impl Bundle {
                 None
             }
         };
+        // Stamps are compared with the cache's records when there are any;
+        // otherwise every file is read, and stamped as it is read.
+        let stamps = match prior {
+            Some(_) => Stamps::All,
+            None => Stamps::Unopened,
+        };
         let Walked {
             found,
             diagnostics: walk_diagnostics,
             dirs,
             listed,
-        } = walk_sorted(root, &watch, progress, prior.as_ref())?;
+        } = walk_sorted(root, &watch, progress, prior.as_ref(), stamps)?;
         drop(prior);
         if report.status == "rebuilt" {
             opened = None;
@@ -891,7 +947,7 @@ impl Bundle {
             found,
             diagnostics: walk_diagnostics,
             ..
-        } = walk_sorted(&self.root, &watch, &Progress::default(), None)?;
+        } = walk_sorted(&self.root, &watch, &Progress::default(), None, Stamps::All)?;
         let stamps: Vec<Stamp> = found.iter().map(|f| f.stamp).collect();
         // Both lists are in id order: compare them in step, no lookups.
         let same = found.len() == self.files.len()
@@ -1148,6 +1204,81 @@ mod tests {
             .message
             .starts_with("File could not be read: "));
         assert_eq!(r.diagnostics[0].severity(), "error");
+    }
+
+    /// A file the walk did not stat is stamped through the descriptor it
+    /// is read with: the same stamp a stat by name gives.
+    #[test]
+    fn a_file_read_without_a_walk_stamp_is_stamped_as_opened() {
+        let d = scratch("own-stamp");
+        fs::write(d.join("x.md"), "---\ntype: T\ntitle: x\n---\nbody").unwrap();
+        let f = Found {
+            id: "x".into(),
+            bad_id: None,
+            stamp: None,
+        };
+        let (r, st) = read_found(&d, &f);
+        assert!(r.diagnostics.is_empty());
+        assert_eq!(r.concept.unwrap().body().unwrap(), "body");
+        assert_eq!(st, stamp(&d.join("x.md")));
+        assert!(st.is_some());
+    }
+
+    /// The single read that ends at the size `fstat` gave, and every other
+    /// case (no size, or a size that is no longer the file's: it grew or
+    /// shrank since) reading on to the end: always the whole file.
+    #[test]
+    fn a_concept_file_is_read_whole_whatever_size_was_seen() {
+        let d = scratch("read-whole");
+        let p = d.join("f.md");
+        let text: Vec<u8> = (0..5000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        fs::write(&p, &text).unwrap();
+        let n = text.len() as u64;
+        for (expected, size_now) in [
+            (None, None),
+            (Some(n), None),
+            (Some(n), Some(n)),
+            (Some(10), Some(10)),
+            (Some(n + 100), Some(n + 100)),
+            (Some(0), Some(0)),
+        ] {
+            let mut f = fs::File::open(&p).unwrap();
+            let mut bytes = Vec::new();
+            read_concept_bytes(&mut f, &mut bytes, expected, size_now).unwrap();
+            assert_eq!(bytes, text, "seen {expected:?}, now {size_now:?}");
+        }
+    }
+
+    /// A FIFO where the walk saw a concept file (swapped in since) is
+    /// reported, not waited on: opening does not block, and `fstat` shows it
+    /// is no regular file.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_in_place_of_a_concept_file_is_reported_not_waited_on() {
+        let d = scratch("fifo-read");
+        let dir =
+            rustix::fs::open(&d, rustix::fs::OFlags::DIRECTORY, rustix::fs::Mode::empty()).unwrap();
+        rustix::fs::mknodat(
+            &dir,
+            "x.md",
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let f = Found {
+            id: "x".into(),
+            bad_id: None,
+            stamp: None,
+        };
+        let (r, st) = read_found(&d, &f);
+        assert_eq!(st, None);
+        assert!(r.concept.is_none());
+        assert_eq!(r.diagnostics[0].code, Code::UnreadableFile);
+        assert_eq!(
+            r.diagnostics[0].message,
+            "File could not be read: not a regular file"
+        );
     }
 
     #[test]

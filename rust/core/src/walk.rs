@@ -79,7 +79,8 @@ pub struct Found {
     pub id: String,
     /// Why the id is unusable, when it is.
     pub bad_id: Option<&'static str>,
-    /// Size and modification time when the walk saw it.
+    /// Size and modification time when the walk saw it; `None` when the
+    /// walk did not stat it ([`Stamps::Unopened`]) or could not.
     pub stamp: Stamp,
 }
 
@@ -366,16 +367,31 @@ struct Ctx<'a> {
     watch: &'a Watch,
     progress: &'a Progress,
     prior: Option<&'a Prior<'a>>,
+    stamps: Stamps,
+}
+
+/// Which files the walk stamps (stats).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stamps {
+    /// Every concept file: its stamp is compared with a record.
+    All,
+    /// Only files that will not be opened (a bad id): a load that reads
+    /// every file stamps each one on the descriptor it reads it through
+    /// (`fstat`), which costs less than a stat by name here and is exactly
+    /// the file that was read.
+    Unopened,
 }
 
 /// Walk `root` (which must be a readable directory), reusing what `prior`
 /// recorded of unchanged directories: the concept files in id order, the
-/// walk's own diagnostics and its directories.
+/// walk's own diagnostics and its directories. With [`Stamps::Unopened`] a
+/// file with a usable id has no stamp (its reader takes it).
 pub fn walk_sorted(
     root: &Path,
     watch: &Watch,
     progress: &Progress,
     prior: Option<&Prior<'_>>,
+    stamps: Stamps,
 ) -> Result<Walked, Error> {
     progress.start(Phase::Walk, 0);
     let not_found = |reason: String| Error::BundleNotFound {
@@ -390,6 +406,7 @@ pub fn walk_sorted(
         watch,
         progress,
         prior,
+        stamps,
     };
     let dir = fsys::Dir::open(root).map_err(|e| not_found(e.to_string()))?;
     let part = walk_open(dir, root, "", None, &ctx);
@@ -474,7 +491,15 @@ fn walk_open(
             (items, true, 0)
         }
         None => {
-            let (mut items, plain) = list(&dir, path, prefix, bad, &mut subdirs, &mut diagnostics);
+            let (mut items, plain) = list(
+                &dir,
+                path,
+                prefix,
+                bad,
+                ctx.stamps,
+                &mut subdirs,
+                &mut diagnostics,
+            );
             items.sort_unstable_by(|a, b| id_cmp(a.key(), b.key()));
             (items, plain && bad.is_none(), 1)
         }
@@ -566,6 +591,7 @@ fn list(
     path: &Path,
     prefix: &str,
     bad: Option<&'static str>,
+    stamps: Stamps,
     subdirs: &mut Vec<Pending>,
     diags: &mut Vec<Diagnostic>,
 ) -> (Vec<Item>, bool) {
@@ -627,6 +653,7 @@ fn list(
     files
         .par_iter_mut()
         .with_min_len(256)
+        .filter(|(_, f)| stamps == Stamps::All || f.bad_id.is_some())
         .for_each(|(name, f)| f.stamp = dir.stat(name));
     items.extend(files.into_iter().map(|(_, f)| Item::File(f)));
     (items, plain)
@@ -696,7 +723,14 @@ mod tests {
     }
 
     fn walk(root: &Path, prior: Option<&Prior<'_>>) -> Walked {
-        walk_sorted(root, &Watch::new(root), &Progress::default(), prior).unwrap()
+        walk_sorted(
+            root,
+            &Watch::new(root),
+            &Progress::default(),
+            prior,
+            Stamps::All,
+        )
+        .unwrap()
     }
 
     /// What a walk found, comparable: ids, stamps, diagnostics, directories.
@@ -756,6 +790,7 @@ mod tests {
             watch: &watch,
             progress: &progress,
             prior: None,
+            stamps: Stamps::All,
         };
         let ok = walk_dir((d.join("ok"), "ok/".into(), None), &ctx);
         let gone = walk_dir((d.join("gone"), "gone/".into(), None), &ctx);
