@@ -157,17 +157,33 @@ pub fn chunk_words(concepts: &[Slot], base: u32, field: Field, progress: &Progre
 }
 
 /// The chunks of all three fields for the concepts at positions
-/// `base..base + concepts.len()`, in parallel slices.
+/// `base..base + concepts.len()`, in parallel slices. Every (field, slice)
+/// is one task of a single parallel loop — the body's first, as they are the
+/// longest — so the short title and tag tasks fill the gaps between them
+/// rather than each field waiting for its slowest slice.
 pub fn chunk_fields(concepts: &[Slot], base: u32, progress: &Progress) -> Chunks {
     let threads = rayon::current_num_threads().max(1);
     let size = concepts.len().div_ceil(threads * 2).max(256);
+    let slices = concepts.len().div_ceil(size);
+    let tasks: Vec<(usize, usize)> = [2usize, 1, 0]
+        .iter()
+        .flat_map(|&k| (0..slices).map(move |i| (k, i)))
+        .collect();
+    let done: Vec<(usize, Chunk)> = tasks
+        .into_par_iter()
+        .with_max_len(1)
+        .map(|(k, i)| {
+            let part = &concepts[i * size..((i + 1) * size).min(concepts.len())];
+            (
+                k,
+                chunk_words(part, base + (i * size) as u32, FIELDS[k].0, progress),
+            )
+        })
+        .collect();
     let mut out = Chunks::default();
-    for (k, (field, _)) in FIELDS.iter().enumerate() {
-        out.0[k] = concepts
-            .par_chunks(size)
-            .enumerate()
-            .map(|(i, part)| chunk_words(part, base + (i * size) as u32, *field, progress))
-            .collect();
+    // Collected in task order: each field's slices in position order.
+    for (k, chunk) in done {
+        out.0[k].push(chunk);
     }
     out
 }
