@@ -8,6 +8,8 @@
 //! that hold each word. A substring query is one SIMD `memmem` scan over the
 //! vocabulary — far smaller than the corpus — and a union of postings.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
@@ -158,9 +160,14 @@ pub fn chunk_words(concepts: &[Slot], base: u32, field: Field, progress: &Progre
 
 /// The chunks of all three fields for the concepts at positions
 /// `base..base + concepts.len()`, in parallel slices. Every (field, slice)
-/// is one task of a single parallel loop — the body's first, as they are the
-/// longest — so the short title and tag tasks fill the gaps between them
-/// rather than each field waiting for its slowest slice.
+/// is one task of one queue that each of the pool's threads takes from until
+/// it is empty, longest first (the body's slices, then the tags and
+/// descriptions, then the titles): a thread that comes late (the pool's other
+/// thread is writing the cache file's texts meanwhile) takes the next task,
+/// and the last to start are the shortest, so no thread waits long at the end
+/// while another finishes a body slice. Work stealing over a split range
+/// (a parallel iterator) could leave one thread with the last two body
+/// slices and the other idle.
 pub fn chunk_fields(concepts: &[Slot], base: u32, progress: &Progress) -> Chunks {
     let threads = rayon::current_num_threads().max(1);
     let size = concepts.len().div_ceil(threads * 2).max(256);
@@ -169,21 +176,28 @@ pub fn chunk_fields(concepts: &[Slot], base: u32, progress: &Progress) -> Chunks
         .iter()
         .flat_map(|&k| (0..slices).map(move |i| (k, i)))
         .collect();
-    let done: Vec<(usize, Chunk)> = tasks
+    let next = AtomicUsize::new(0);
+    let per_thread: Vec<Vec<(usize, Chunk)>> = (0..threads)
         .into_par_iter()
         .with_max_len(1)
-        .map(|(k, i)| {
-            let part = &concepts[i * size..((i + 1) * size).min(concepts.len())];
-            (
-                k,
-                chunk_words(part, base + (i * size) as u32, FIELDS[k].0, progress),
-            )
+        .map(|_| {
+            let mut mine = Vec::new();
+            loop {
+                let t = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(k, i)) = tasks.get(t) else { break };
+                let part = &concepts[i * size..((i + 1) * size).min(concepts.len())];
+                let at = base + (i * size) as u32;
+                mine.push((t, chunk_words(part, at, FIELDS[k].0, progress)));
+            }
+            mine
         })
         .collect();
+    let mut done: Vec<(usize, Chunk)> = per_thread.into_iter().flatten().collect();
+    // Each field's slices in position order, as the tasks were listed.
+    done.sort_unstable_by_key(|&(t, _)| t);
     let mut out = Chunks::default();
-    // Collected in task order: each field's slices in position order.
-    for (k, chunk) in done {
-        out.0[k].push(chunk);
+    for (t, chunk) in done {
+        out.0[tasks[t].0].push(chunk);
     }
     out
 }
@@ -525,28 +539,40 @@ mod tests {
     /// threshold of [`partitions`]), built from several chunks, find exactly
     /// the concepts a scan of each field's text finds, for terms of every
     /// length (the memmem path and the trigram path).
+    const SYLLABLES: [&str; 10] = ["ka", "Lo", "mi", "ße", "NU", "ro", "é", "ti", "zu", "a-b"];
+
+    /// `n` concepts whose fields are a few random syllables each.
+    fn random_concepts(n: usize, rng: &mut crate::testing::Rng) -> Vec<Slot> {
+        let mut word = || {
+            (0..1 + rng.below(4))
+                .map(|_| SYLLABLES[rng.below(SYLLABLES.len())])
+                .collect::<String>()
+        };
+        (0..n)
+            .map(|i| {
+                let (t, d, g, b1, b2) = (word(), word(), word(), word(), word());
+                let src = format!(
+                    "---\ntype: t\ntitle: {t}\ndescription: {d} x\ntags: [{g}]\n---\n{b1} {b2}\n"
+                );
+                read_concept(&format!("c{i}"), "c.md", src.as_bytes())
+                    .concept
+                    .unwrap()
+            })
+            .collect()
+    }
+
     #[test]
     fn the_index_finds_what_a_scan_finds() {
-        let syllables = ["ka", "Lo", "mi", "ße", "NU", "ro", "é", "ti", "zu", "a-b"];
+        let syllables = SYLLABLES;
         let mut rng = crate::testing::Rng(0x2545_F491_4F6C_DD1D);
-        let mut next = |m: usize| rng.below(m);
         for n in [300usize, 5000] {
+            let concepts = random_concepts(n, &mut rng);
+            let mut next = |m: usize| rng.below(m);
             let mut word = || {
                 (0..1 + next(4))
                     .map(|_| syllables[next(syllables.len())])
                     .collect::<String>()
             };
-            let concepts: Vec<Slot> = (0..n)
-                .map(|i| {
-                    let (t, d, g, b1, b2) = (word(), word(), word(), word(), word());
-                    let src = format!(
-                        "---\ntype: t\ntitle: {t}\ndescription: {d} x\ntags: [{g}]\n---\n{b1} {b2}\n"
-                    );
-                    read_concept(&format!("c{i}"), "c.md", src.as_bytes())
-                        .concept
-                        .unwrap()
-                })
-                .collect();
             let ix = Index::build(&concepts);
             let texts = |c: &Concept| {
                 [
@@ -574,6 +600,39 @@ mod tests {
                         "{n} concepts, field {k}, {term:?}"
                     );
                 }
+            }
+        }
+    }
+
+    /// However many threads build it — so however the slices fall and
+    /// whichever thread takes which task from the queue — the index is the
+    /// same, array for array: every field's chunks reach the merge in
+    /// position order (the vocabulary is in order of first appearance, so a
+    /// chunk out of place changes it).
+    #[test]
+    fn the_index_is_the_same_whatever_the_threads() {
+        let mut rng = crate::testing::Rng(0x9E37_79B9_7F4A_7C15);
+        let concepts = random_concepts(3000, &mut rng);
+        let build = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| Index::build(&concepts))
+        };
+        let one = build(1);
+        for threads in [2, 3, 7] {
+            let ix = build(threads);
+            for (k, (a, b)) in one.fields.iter().zip(&ix.fields).enumerate() {
+                let at = format!("field {k}, {threads} threads");
+                assert_eq!(&a.vocab[..], &b.vocab[..], "{at}");
+                assert_eq!(&a.word_starts[..], &b.word_starts[..], "{at}");
+                assert_eq!(&a.post_starts[..], &b.post_starts[..], "{at}");
+                assert_eq!(&a.postings[..], &b.postings[..], "{at}");
+                assert_eq!(&a.dense_slot[..], &b.dense_slot[..], "{at}");
+                assert_eq!(&a.dense_bits[..], &b.dense_bits[..], "{at}");
+                assert_eq!(&a.trigrams.keys[..], &b.trigrams.keys[..], "{at}");
+                assert_eq!(&a.trigrams.words[..], &b.trigrams.words[..], "{at}");
             }
         }
     }
