@@ -104,10 +104,11 @@ impl Keys {
     }
 }
 
-fn plain_value(text: &str) -> Value {
-    match text {
+/// A plain scalar's value: its text (kept, not copied) unless it spells null.
+fn plain_value(text: String) -> Value {
+    match text.as_str() {
         "" | "null" | "Null" | "NULL" | "~" => Value::Null,
-        _ => Value::Str(text.to_string()),
+        _ => Value::Str(text),
     }
 }
 
@@ -512,7 +513,7 @@ impl<'a> Parser<'a> {
             }
         }
         self.pos = last + 1;
-        plain_value(&text)
+        plain_value(text)
     }
 
     fn block_scalar(&mut self, r: &str, line: usize, m: isize) -> Res<Value> {
@@ -685,7 +686,7 @@ impl Flow<'_> {
         Ok(if is_quoted {
             Value::Str(text)
         } else {
-            plain_value(&text)
+            plain_value(text)
         })
     }
 
