@@ -269,6 +269,15 @@ impl Sink {
         Ok(r)
     }
 
+    /// Allocate the file's space for the next `len` bytes before they are
+    /// written (Linux: `fallocate`, keeping the file's size), so the file
+    /// system does not allocate it page by page as the writes arrive: 46 MB
+    /// written to a new ext4 file took 6.2 ms of system time instead of
+    /// 8.7-10.9 ms. Best effort: where it cannot be done the writes do it.
+    pub fn preallocate(&self, len: u64) {
+        preallocate(&self.file, self.out.at, len);
+    }
+
     /// Push what was appended to the file, and hand out a store that reads
     /// texts back from it (valid for the texts appended so far).
     pub fn store(&mut self, path: &Path) -> std::io::Result<Arc<TextStore>> {
@@ -348,6 +357,16 @@ impl Sink {
         let out = &mut self.out;
         let rel = |out: &Out<_>| out.at - core_at;
         out.pad()?;
+        // The rest's exact size, from a dry run that only counts.
+        let mut dry = Out {
+            w: std::io::sink(),
+            at: out.at,
+            crc: crc32fast::Hasher::new(),
+            hashing: false,
+        };
+        dry.array(&offsets)?;
+        index_out(&mut dry, index, ordinal)?;
+        preallocate(&self.file, out.at, dry.at - out.at + 24);
         let table_at = rel(out);
         out.array(&offsets)?;
         let index_at = rel(out);
@@ -371,6 +390,16 @@ impl Sink {
         f.write_all(&fixed)?;
         f.flush()
     }
+}
+
+/// [`Sink::preallocate`] on `file` from offset `at`.
+fn preallocate(file: &File, at: u64, len: u64) {
+    #[cfg(target_os = "linux")]
+    {
+        let _ = rustix::fs::fallocate(file, rustix::fs::FallocateFlags::KEEP_SIZE, at, len);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, at, len);
 }
 
 fn concept_out<W: Write>(p: &mut Out<W>, c: &Concept, r: &TextRef) -> std::io::Result<()> {

@@ -97,6 +97,22 @@ impl Texts {
     }
 
     /// Both texts; one positioned read (and a checksum) when stored.
+    /// The bytes of the frontmatter and the body together, without reading them.
+    pub fn stored_len(&self) -> u64 {
+        match self {
+            Texts::Owned {
+                frontmatter: [f0, f1],
+                body: [b0, b1],
+                ..
+            } => u64::from(f1 - f0) + u64::from(b1 - b0),
+            Texts::Stored {
+                frontmatter_len,
+                body_len,
+                ..
+            } => u64::from(*frontmatter_len) + u64::from(*body_len),
+        }
+    }
+
     pub fn read(&self) -> Result<Loaded<'_>, TextError> {
         match self {
             Texts::Owned {
