@@ -423,26 +423,32 @@ impl Index {
     pub fn from_chunks(chunks: Chunks, concepts: &[Slot]) -> Result<Index, TextError> {
         let n = concepts.len();
         let [a, b, c] = chunks.0;
-        let (title, (tags_desc, body)) = rayon::join(
-            || merge_field(a, n),
+        // The tag lists are made while the fields merge (one thread's work).
+        let ((title, tags), (tags_desc, body)) = rayon::join(
+            || rayon::join(|| merge_field(a, n), || tag_lists(concepts)),
             || rayon::join(|| merge_field(b, n), || merge_field(c, n)),
         );
-        let mut tags: FxHashMap<String, Vec<u32>> = FxHashMap::default();
-        for (pos, c) in concepts.iter().enumerate() {
-            for t in &c.tags {
-                let mut f = String::new();
-                fold_into(t, &mut f);
-                let list = tags.entry(f).or_default();
-                if list.last() != Some(&(pos as u32)) {
-                    list.push(pos as u32);
-                }
-            }
-        }
         Ok(Index {
             fields: [title?, tags_desc?, body?],
-            tags: tags.into_iter().map(|(t, l)| (t, l.into())).collect(),
+            tags,
         })
     }
+}
+
+/// Folded tag → ascending positions of the concepts that carry it.
+fn tag_lists(concepts: &[Slot]) -> FxHashMap<String, Slab<u32>> {
+    let mut tags: FxHashMap<String, Vec<u32>> = FxHashMap::default();
+    for (pos, c) in concepts.iter().enumerate() {
+        for t in &c.tags {
+            let mut f = String::new();
+            fold_into(t, &mut f);
+            let list = tags.entry(f).or_default();
+            if list.last() != Some(&(pos as u32)) {
+                list.push(pos as u32);
+            }
+        }
+    }
+    tags.into_iter().map(|(t, l)| (t, l.into())).collect()
 }
 
 impl FieldIndex {
