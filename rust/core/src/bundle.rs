@@ -539,8 +539,7 @@ fn write_texts(
 ) {
     let Ok(s) = sink else { return };
     s.preallocate(concepts.iter().map(|c| c.texts.stored_len()).sum());
-    let appended: std::io::Result<Vec<cache::TextRef>> =
-        concepts.iter().map(|c| s.text(c)).collect();
+    let appended = s.texts(concepts.iter().map(|c| &**c));
     match appended {
         Ok(new) => refs.extend(new),
         Err(e) => *sink = Err(e),

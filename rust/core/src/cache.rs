@@ -47,7 +47,7 @@
 //! cache is not used.
 
 use std::fs::File;
-use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::io::{BufWriter, IoSlice, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -249,24 +249,44 @@ impl Sink {
         })
     }
 
-    /// Append a concept's texts.
-    pub fn text(&mut self, c: &Concept) -> std::io::Result<TextRef> {
+    /// Append concepts' texts, each its frontmatter then its body. They go
+    /// [`TEXT_GROUP`] concepts at a time in one `writev` straight to the file,
+    /// not copied into the write buffer first (29 MB on databricks).
+    pub fn texts<'c>(
+        &mut self,
+        concepts: impl IntoIterator<Item = &'c Concept>,
+    ) -> std::io::Result<Vec<TextRef>> {
         if self.core.is_some() {
             return Err(std::io::Error::other("cache texts after the records"));
         }
-        let t = c.texts.read().map_err(std::io::Error::other)?;
-        let mut h = crc32fast::Hasher::new();
-        h.update(t.frontmatter.as_bytes());
-        h.update(t.body.as_bytes());
-        let r = TextRef {
-            at: self.out.at - self.texts_base,
-            frontmatter_len: t.frontmatter.len() as u32,
-            body_len: t.body.len() as u32,
-            crc: h.finalize(),
-        };
-        self.out.raw(t.frontmatter.as_bytes())?;
-        self.out.raw(t.body.as_bytes())?;
-        Ok(r)
+        self.out.w.flush()?;
+        let mut refs = Vec::new();
+        let mut concepts = concepts.into_iter().peekable();
+        while concepts.peek().is_some() {
+            let group = concepts
+                .by_ref()
+                .take(TEXT_GROUP)
+                .map(|c| c.texts.read())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(std::io::Error::other)?;
+            let mut slices = Vec::with_capacity(2 * group.len());
+            for t in &group {
+                let (f, b) = (t.frontmatter.as_bytes(), t.body.as_bytes());
+                let mut h = crc32fast::Hasher::new();
+                h.update(f);
+                h.update(b);
+                refs.push(TextRef {
+                    at: self.out.at - self.texts_base,
+                    frontmatter_len: f.len() as u32,
+                    body_len: b.len() as u32,
+                    crc: h.finalize(),
+                });
+                self.out.at += (f.len() + b.len()) as u64;
+                slices.extend([IoSlice::new(f), IoSlice::new(b)]);
+            }
+            write_all_vectored(self.out.w.get_mut(), &mut slices)?;
+        }
+        Ok(refs)
     }
 
     /// Allocate the file's space for the next `len` bytes before they are
@@ -390,6 +410,25 @@ impl Sink {
         f.write_all(&fixed)?;
         f.flush()
     }
+}
+
+/// Concepts whose texts one `writev` writes: two slices each, well under
+/// the 1,024 slices a call may take.
+const TEXT_GROUP: usize = 256;
+
+/// Write all of `slices` to `file` (`Write::write_all_vectored` is not
+/// stable yet).
+fn write_all_vectored(file: &mut File, mut slices: &mut [IoSlice<'_>]) -> std::io::Result<()> {
+    IoSlice::advance_slices(&mut slices, 0);
+    while !slices.is_empty() {
+        match file.write_vectored(slices) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut slices, n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// [`Sink::preallocate`] on `file` from offset `at`.
@@ -1199,7 +1238,7 @@ mod tests {
             .open(path)
             .unwrap();
         let mut sink = Sink::new(f, "/root").unwrap();
-        let refs: Vec<TextRef> = cs.iter().map(|c| sink.text(c).unwrap()).collect();
+        let refs: Vec<TextRef> = sink.texts(cs.iter().map(|c| &**c)).unwrap();
         let mut refs = refs.into_iter();
         let outs: Vec<FileOut<'_>> = files
             .iter()
@@ -1220,6 +1259,38 @@ mod tests {
             Ok(o) => Ok(o),
             Err(OpenError::Rejected(r)) => Err(r),
             Err(_) => panic!("not a rejection"),
+        }
+    }
+
+    /// More concepts than several `writev` groups hold, with empty bodies,
+    /// no frontmatter and multi-byte text among them: each text reads back
+    /// from where its reference says, whichever group wrote it.
+    #[test]
+    fn texts_written_in_groups_read_back() {
+        let files: Vec<(String, FileStamp, Read)> = (0..TEXT_GROUP * 2 + 77)
+            .map(|i| {
+                let id = format!("c{i:04}");
+                let body = "ß word ".repeat(i % 7);
+                let src = match i % 3 {
+                    0 => format!("---\ntype: T\ntitle: t{i}\n---\n{body}"),
+                    1 => format!("plain text {i} {body}"),
+                    _ => "---\ntype: T\n---\n".to_string(),
+                };
+                let r = read_concept(&id, &format!("{id}.md"), src.as_bytes());
+                (id, (src.len() as u64, i as u64), r)
+            })
+            .collect();
+        let path = scratch("groups");
+        written(&files, &path);
+        let o = open(&path).unwrap();
+        for (i, (_, _, r)) in files.iter().enumerate() {
+            let (a, b) = (
+                o.read(i).unwrap().concept.unwrap(),
+                r.concept.clone().unwrap(),
+            );
+            assert!(a.texts.is_stored());
+            assert_eq!(a.body().unwrap(), b.body().unwrap(), "{i}");
+            assert_eq!(a.frontmatter().unwrap(), b.frontmatter().unwrap(), "{i}");
         }
     }
 
