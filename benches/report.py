@@ -549,75 +549,94 @@ def targets(results: dict[str, Any]) -> list[str]:
     return out + ["", WHY, ""]
 
 
-#: Why the targets missed in the latest full run are missed (analysis written
-#: by hand from that run and profiles; update it with the code).
-WHY = """### Why the misses, and the thin margins
+#: The thin margins of the latest full run, and why (analysis written by
+#: hand from that run and profiles; update it with the code).
+WHY = """### The thin margins, and why
 
-This VM's speed varies by up to 2.5× between runs, and not evenly across
-systems: tantivy built the same 1M index in 71 s on 2026-11-30, 47 s and
-52 s in the two runs of 2026-12-01; okf-retrieve loaded databricks in
-17.1 s on 2026-11-30 and in 6.8 and 6.6 s on 2026-12-01, while okfast's
-default cold load went from 0.28 s to 0.16 and 0.13 s. Read every figure
-with the ratios measured in the same run.
+Every target was met in this run (2026-12-01 11:17, code at c894be0). One
+was met by 6% only, and missed by 1-2% in the two runs before it, on
+earlier code: read the databricks ratio as "about 50x" on this machine.
 
-- **databricks: the default load is 49.1× faster than okf-retrieve (the
-  target is 50×; okflib 61.0×, brainpick 111.8×); 41.7× in the run before
-  this one (04:11), 61× on 2026-11-30.** Its five rounds took 0.35, 0.13,
-  0.13, 0.13 and 0.14 s (median 0.135 s; the first round after the corpus
-  is pre-read is slow in every run, in the kernel: 0.25–0.45 s of system
-  time when it reclaims memory); 50× against okf-retrieve's 6.61 s needs
-  0.132 s. The default load also writes the ~46 MB cache file (texts, file
-  records, directory listings, the index), which the OKF libraries do not
-  do; with `cache=False` — the same work as theirs, read and index, nothing
-  kept — okfast took 0.12 s and is 55×, 69× and 126× faster than each
-  (59×, 71×, 124× in the run before). Timed by phase (by hand, one process
-  per load): the walk 9 ms, reading and parsing the 5,120 files 23–33 ms,
-  the index chunks 45 ms (each wave's texts are written beside them), their
-  merge 23 ms (the file records written beside it), the index written and
-  the file renamed into place 5–15 ms. With interleaved fresh processes the
-  cache costs ~0.01 s of wall time and ~0.03 s of system CPU (the kernel
-  copying 46 MB into the page cache); identical code differs by 10%
-  between positions of such a sequence, so smaller changes cannot be
-  measured here. What is left is CPU: interning ~2.6M body tokens (the
-  largest symbol of a profile, bound by memory latency: a table slot, the
-  word's start, its bytes), case folding and splitting, the trigram lists
-  over the 93k-word body vocabulary, the frontmatter parser, opening each
-  file by its full path, and the kernel zeroing fresh memory (mimalloc
-  with transparent huge pages was measured faster than without: 0.147 s
-  against 0.159 s). A warm reopen takes 0.02 s (over 400× faster than
-  okf-retrieve's load).
-- **1M warm reopen (1.19 s; 1.00 s in the run before; 2.8 s on
-  2026-11-30 — a margin that depends on the host).** The reopen is exact: every file's size and modification time are
-  compared with the cache, so a million files are stat'ed, at ~2 µs each in
-  the kernel on this VM (path lookup, attributes, the security hook; a C
-  loop of `fstatat`). Since the last report the walk reuses the listing the
-  cache file recorded for each directory whose device, inode, mtime and
-  ctime (read from the open directory before it is listed) are unchanged
-  and older than the cache by 2 s, and stats each file relative to its
-  open directory instead of by its full path; the records are checked
-  keeping 16 bytes of columns per concept, beside the saved index. By hand,
-  medians of 7 interleaved fresh processes: 1.85 s for the code before, 1.16 s
-  (CPU 3.24 → 2.27 s); resident 1,100 → ~1,000 MiB. By phase: the walk
+This VM's speed varies between runs, and not evenly across systems:
+tantivy built the same 1M index in 71 s on 2026-11-30 and in 31-52 s in
+the runs of 2026-12-01; okf-retrieve loaded databricks in 17.1 s on
+2026-11-30 and in 6.6-6.8 s on 2026-12-01. Read every figure with the
+ratios measured in the same run. The other source of spread is fresh
+memory: a page a process touches for the first time is zeroed, at ~0.1 ms
+per MiB (transparent huge pages) while the guest's free memory is still
+backed by its host, but at ~2 ms per MiB once that memory has been free for
+about 2 s (this VM hands free pages back to its host). A databricks round
+that lands on such memory takes 0.17-0.34 s instead of 0.11-0.14 s (perf:
+`clear_page_erms` 45-55% of its samples, 5-8% in a fast one): the two
+0.227 s rounds below.
+
+- **databricks: the default load is 53.1x faster than okf-retrieve (the
+  target is 50x; okflib 64.0x, brainpick 118.0x).** The runs of
+  2026-12-01, same target: 41.7x (04:11), 49.1x (05:00), 42.4x (06:39),
+  49.6x (07:05), 48.8x (10:16, with the first three changes below) and
+  49.3x (10:55, all but the last), 53.1x in this one. Its nine rounds took
+  0.227, 0.113, 0.125, 0.227, 0.135, 0.114, 0.132, 0.108 and 0.121 s
+  (median 0.125 s; 50x against okf-retrieve's 6.65 s needs 0.133 s). With
+  `cache=False` - the OKF libraries' work: read and index, nothing kept -
+  0.121 s (55.0x, 66.1x, 122.0x); its rounds were 0.097-0.145 s plus one
+  of 0.23 s, so this run's two medians are closer than usual (over 20
+  interleaved fresh processes writing the cache costs ~10 ms). Changes
+  since 07:05, each measured with interleaved fresh processes: the index
+  chunks' tasks come from one queue, longest first (work stealing over a
+  split range had left one core idle for 18 ms at the end of the chunk
+  phase); mimalloc v2 instead of v3 (v3 reused little of what a load
+  frees: ~150 MiB of fresh memory per databricks load against ~90 MiB;
+  126 -> 115 ms back to back, 331 -> 230 ms with 3 s pauses); a plain
+  scalar's text no longer copied twice; files read without zero-filling
+  the buffer, and opened relative to the opened root (the read phase 34 ->
+  31 ms); the cache file's space allocated ahead of its texts and index
+  (fallocate) and the texts written with writev, not through a buffer; the
+  tag lists made beside the merge. In the report's own child processes,
+  two builds interleaved, 12 rounds each: median 0.128 s with the queue
+  alone (mimalloc v3), 0.119 s with all but the last change. By phase now (q25 of 16
+  fresh processes): the walk 5 ms, reading and parsing the 5,120 files
+  28 ms, the index chunks 52 ms (the texts written beside them, ~10 ms on
+  one thread), their merge 21 ms (the file records written beside it), the
+  index written and the file renamed ~5 ms. What is left is CPU: interning
+  ~2.6M body tokens (16% of a profile, bound by memory latency), the chunk
+  loop and case folding, the frontmatter parser (~5 us a file), and the
+  kernel's open and read of each file (~5 us). Tried without gain (A/B,
+  fresh processes): a fused read+index+write pipeline (less CPU and
+  memory, slower wall), prefetching interner probes in batches, 16-byte
+  inline interner keys, the cache writer on the loading thread, mimalloc
+  purge settings, eight slices per field instead of four (less idle time
+  while chunking, more merging). A warm reopen takes 0.015-0.021 s.
+- **1M warm reopen (1.09 s; 1.05 and 1.22 s in the two runs before, 2.8 s
+  on 2026-11-30).** The reopen is exact: every file's size and
+  modification time are compared with the cache, so a million files are
+  stat'ed, at ~2 us each in the kernel on this VM (path lookup,
+  attributes, the security hook; a C loop of `fstatat`). The walk reuses
+  the listing the cache file recorded for each directory whose device,
+  inode, mtime and ctime (read from the open directory before it is
+  listed) are unchanged and older than the cache by 2 s, and stats each
+  file relative to its open directory; the records are checked keeping 16
+  bytes of columns per concept, beside the saved index. By phase: the walk
   ~1.0 s on ~1.9 cores (its floor is the million stats), mapping and
   CRC-checking the core 0.05 s, matching the records 0.02 s, checking them
-  and the index 0.17–0.25 s, assembling the snapshot 0.05–0.16 s. With the
-  host as slow as on 2026-11-30, ~1.75 s is expected (the A/B ratio, 0.63,
-  applied to that run's 2.76 s): under 2 s, by ~12% at worst. What a reused
-  listing trusts: that adding, removing or renaming an entry updates the
+  and the index 0.17-0.25 s, assembling the snapshot 0.05-0.16 s. mimalloc
+  v2 took it from 1.29-2.37 s to 0.88-1.00 s by hand (3 interleaved
+  processes each; resident 1,000 -> 880 MiB). What a reused listing
+  trusts: that adding, removing or renaming an entry updates the
   directory's mtime and ctime, which POSIX requires and local file systems
   do; on a network file system that caches attributes a new file can go
   unseen until the directory's stamp changes. A file edited in place is
-  always caught (its own stamp is still compared). Concepts are not decoded
-  at the reopen (each is decoded the first time a hit, passage or read
-  needs it). Going further needs a change signal that does not stat every
-  file — the change queue of a running process (what `refresh()` already
-  uses, 0.02 s at 100k) or a trusted-directories mode that would miss
-  in-place edits, which okfast does not do silently.
-- **Memory with mimalloc.** At 1M the allocator is what brings the resident
-  size down to 0.88× (glibc kept ~1.3 GiB of freed bodies and index chunks);
-  on small corpora it keeps more than glibc did (databricks: ~190 MiB
-  resident against ~110 MiB), because it reserves per-thread pages it will
-  reuse."""
+  always caught (its own stamp is still compared). Going further needs a
+  change signal that does not stat every file - the change queue of a
+  running process (what `refresh()` already uses, 0.01 s at 100k) or a
+  trusted-directories mode that would miss in-place edits, which okfast
+  does not do silently.
+- **Memory with mimalloc v2.** After every load each thread gives back what
+  it freed (`mi_collect`): at 1M the resident size after a cold load is
+  1,279 MiB (0.79x; v3 kept ~1,440 MiB, v2 without the collect ~1,950 MiB,
+  as the pool's threads sleep on their freed pages), and on databricks
+  67 MiB (v3: 184 MiB). The peak during the 1M cold load is 2,652 MiB
+  (1.63x): the bodies of one 32k-file wave, the index chunks and the
+  merge."""
 
 
 def plot(results: dict[str, Any], path: Path) -> None:
