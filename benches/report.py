@@ -553,9 +553,10 @@ def targets(results: dict[str, Any]) -> list[str]:
 #: hand from that run and profiles; update it with the code).
 WHY = """### The thin margins, and why
 
-Every target was met in this run (2026-12-01 11:17, code at c894be0). One
-was met by 6% only, and missed by 1-2% in the two runs before it, on
-earlier code: read the databricks ratio as "about 50x" on this machine.
+Every target was met in this run (2026-12-01 11:41, code at c894be0) and
+in the run before it on the same code (11:17). One by 6-10% only, and it
+was missed by 1-2% in the two runs before those, on earlier code: read the
+databricks ratio as "50-55x" on this machine.
 
 This VM's speed varies between runs, and not evenly across systems:
 tantivy built the same 1M index in 71 s on 2026-11-30 and in 31-52 s in
@@ -568,19 +569,18 @@ backed by its host, but at ~2 ms per MiB once that memory has been free for
 about 2 s (this VM hands free pages back to its host). A databricks round
 that lands on such memory takes 0.17-0.34 s instead of 0.11-0.14 s (perf:
 `clear_page_erms` 45-55% of its samples, 5-8% in a fast one): the two
-0.227 s rounds below.
+0.19 and 0.21 s rounds below.
 
-- **databricks: the default load is 53.1x faster than okf-retrieve (the
-  target is 50x; okflib 64.0x, brainpick 118.0x).** The runs of
+- **databricks: the default load is 54.9x faster than okf-retrieve (the
+  target is 50x; okflib 67.1x, brainpick 116.1x).** The runs of
   2026-12-01, same target: 41.7x (04:11), 49.1x (05:00), 42.4x (06:39),
-  49.6x (07:05), 48.8x (10:16, with the first three changes below) and
-  49.3x (10:55, all but the last), 53.1x in this one. Its nine rounds took
-  0.227, 0.113, 0.125, 0.227, 0.135, 0.114, 0.132, 0.108 and 0.121 s
-  (median 0.125 s; 50x against okf-retrieve's 6.65 s needs 0.133 s). With
-  `cache=False` - the OKF libraries' work: read and index, nothing kept -
-  0.121 s (55.0x, 66.1x, 122.0x); its rounds were 0.097-0.145 s plus one
-  of 0.23 s, so this run's two medians are closer than usual (over 20
-  interleaved fresh processes writing the cache costs ~10 ms). Changes
+  49.6x (07:05), 48.8x (10:16, with the first three changes below), 49.3x
+  (10:55, all but the last), 53.1x (11:17) and 54.9x in this one. Its nine
+  rounds took 0.190, 0.117, 0.109, 0.122, 0.210, 0.123, 0.129, 0.117 and
+  0.113 s (median 0.122 s; 50x against okf-retrieve's 6.73 s needs
+  0.135 s). With `cache=False` - the OKF libraries' work: read and index,
+  nothing kept - 0.109 s (61.9x, 75.5x, 130.7x); writing the cache costs
+  ~10-15 ms. Changes
   since 07:05, each measured with interleaved fresh processes: the index
   chunks' tasks come from one queue, longest first (work stealing over a
   split range had left one core idle for 18 ms at the end of the chunk
@@ -605,9 +605,9 @@ that lands on such memory takes 0.17-0.34 s instead of 0.11-0.14 s (perf:
   memory, slower wall), prefetching interner probes in batches, 16-byte
   inline interner keys, the cache writer on the loading thread, mimalloc
   purge settings, eight slices per field instead of four (less idle time
-  while chunking, more merging). A warm reopen takes 0.015-0.021 s.
-- **1M warm reopen (1.09 s; 1.05 and 1.22 s in the two runs before, 2.8 s
-  on 2026-11-30).** The reopen is exact: every file's size and
+  while chunking, more merging). A warm reopen takes 0.012-0.019 s.
+- **1M warm reopen (1.16 s; 1.09, 1.05 and 1.22 s in the three runs
+  before, 2.8 s on 2026-11-30).** The reopen is exact: every file's size and
   modification time are compared with the cache, so a million files are
   stat'ed, at ~2 us each in the kernel on this VM (path lookup,
   attributes, the security hook; a C loop of `fstatat`). The walk reuses
@@ -627,15 +627,15 @@ that lands on such memory takes 0.17-0.34 s instead of 0.11-0.14 s (perf:
   unseen until the directory's stamp changes. A file edited in place is
   always caught (its own stamp is still compared). Going further needs a
   change signal that does not stat every file - the change queue of a
-  running process (what `refresh()` already uses, 0.01 s at 100k) or a
+  running process (what `refresh()` already uses, 0.01-0.04 s at 100k) or a
   trusted-directories mode that would miss in-place edits, which okfast
   does not do silently.
 - **Memory with mimalloc v2.** After every load each thread gives back what
   it freed (`mi_collect`): at 1M the resident size after a cold load is
-  1,279 MiB (0.79x; v3 kept ~1,440 MiB, v2 without the collect ~1,950 MiB,
+  1,288 MiB (0.79x; v3 kept ~1,440 MiB, v2 without the collect ~1,950 MiB,
   as the pool's threads sleep on their freed pages), and on databricks
-  67 MiB (v3: 184 MiB). The peak during the 1M cold load is 2,652 MiB
-  (1.63x): the bodies of one 32k-file wave, the index chunks and the
+  69 MiB (v3: 184 MiB). The peak during the 1M cold load is 2,668 MiB
+  (1.64x): the bodies of one 32k-file wave, the index chunks and the
   merge."""
 
 
