@@ -605,11 +605,6 @@ fn read_concept<'py>(
     ))
 }
 
-/// Run a load on its own thread while this one, with the GIL released,
-/// watches it: about every 100 ms it checks for signals (so Ctrl-C works
-/// during a long load) and calls `callback(phase, done, total)`. Either one
-/// raising cancels the load, which stops soon after, and that error is
-/// returned. The callback is called once more at the end.
 /// Give what a load allocated and freed (file texts, index chunks, merge
 /// buffers) back to the OS: mimalloc v2 keeps freed pages in the heap of the
 /// thread that allocated them until that thread allocates again, and the
@@ -623,6 +618,11 @@ fn release_freed_memory() {
     unsafe { libmimalloc_sys::mi_collect(true) };
 }
 
+/// Run a load on its own thread while this one, with the GIL released,
+/// watches it: about every 100 ms it checks for signals (so Ctrl-C works
+/// during a long load) and calls `callback(phase, done, total)`. Either one
+/// raising cancels the load, which stops soon after, and that error is
+/// returned. The callback is called once more at the end.
 fn watched<T: Send + 'static>(
     py: Python<'_>,
     callback: Option<Py<PyAny>>,

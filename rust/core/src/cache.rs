@@ -384,13 +384,17 @@ impl Sink {
             crc: crc32fast::Hasher::new(),
             hashing: false,
         };
+        // The tag lists sorted once, for both runs (the map's order is not the
+        // file's: keep it deterministic).
+        let mut tags: Vec<(&String, &[u32])> = index.tags.iter().map(|(t, l)| (t, &**l)).collect();
+        tags.sort_unstable();
         dry.array(&offsets)?;
-        index_out(&mut dry, index, ordinal)?;
+        index_out(&mut dry, index, &tags, ordinal)?;
         preallocate(&self.file, out.at, dry.at - out.at + 24);
         let table_at = rel(out);
         out.array(&offsets)?;
         let index_at = rel(out);
-        index_out(out, index, ordinal)?;
+        index_out(out, index, &tags, ordinal)?;
         out.u64(table_at)?;
         out.u64(index_at)?;
         out.u64(dirs_at)?;
@@ -510,7 +514,13 @@ fn dirs_out<W: Write>(out: &mut Out<W>, dirs: &[DirOut<'_>]) -> std::io::Result<
     Ok(())
 }
 
-fn index_out<W: Write>(p: &mut Out<W>, index: &Index, ordinal: &[u32]) -> std::io::Result<()> {
+/// Write `index`, its folded tag lists as `tags` (sorted), and `ordinal`.
+fn index_out<W: Write>(
+    p: &mut Out<W>,
+    index: &Index,
+    tags: &[(&String, &[u32])],
+    ordinal: &[u32],
+) -> std::io::Result<()> {
     for f in &index.fields {
         p.array::<u8>(&f.vocab)?;
         p.array::<u32>(&f.word_starts)?;
@@ -523,10 +533,8 @@ fn index_out<W: Write>(p: &mut Out<W>, index: &Index, ordinal: &[u32]) -> std::i
         p.array::<u32>(&f.trigrams.starts)?;
         p.array::<u32>(&f.trigrams.words)?;
     }
-    let mut tags: Vec<(&String, &[u32])> = index.tags.iter().map(|(t, l)| (t, &**l)).collect();
-    tags.sort_unstable(); // the map's order is not the file's: keep it deterministic
     p.u64(tags.len() as u64)?;
-    for (t, list) in tags {
+    for &(t, list) in tags {
         p.str(t)?;
         p.pad()?;
         p.array::<u32>(list)?;

@@ -541,19 +541,18 @@ mod tests {
             .collect()
     }
 
-    /// Indexes over one partition (a few concepts) and over many (past the
-    /// threshold of [`partitions`]), built from several chunks, find exactly
-    /// the concepts a scan of each field's text finds, for terms of every
-    /// length (the memmem path and the trigram path).
     const SYLLABLES: [&str; 10] = ["ka", "Lo", "mi", "ße", "NU", "ro", "é", "ti", "zu", "a-b"];
+
+    /// One to four random syllables.
+    fn random_word(rng: &mut crate::testing::Rng) -> String {
+        (0..1 + rng.below(4))
+            .map(|_| SYLLABLES[rng.below(SYLLABLES.len())])
+            .collect()
+    }
 
     /// `n` concepts whose fields are a few random syllables each.
     fn random_concepts(n: usize, rng: &mut crate::testing::Rng) -> Vec<Slot> {
-        let mut word = || {
-            (0..1 + rng.below(4))
-                .map(|_| SYLLABLES[rng.below(SYLLABLES.len())])
-                .collect::<String>()
-        };
+        let mut word = || random_word(rng);
         (0..n)
             .map(|i| {
                 let (t, d, g, b1, b2) = (word(), word(), word(), word(), word());
@@ -567,18 +566,16 @@ mod tests {
             .collect()
     }
 
+    /// Indexes over one partition (a few concepts) and over many (past the
+    /// threshold of [`partitions`]), built from several chunks, find exactly
+    /// the concepts a scan of each field's text finds, for terms of every
+    /// length (the memmem path and the trigram path).
     #[test]
     fn the_index_finds_what_a_scan_finds() {
-        let syllables = SYLLABLES;
         let mut rng = crate::testing::Rng(0x2545_F491_4F6C_DD1D);
         for n in [300usize, 5000] {
             let concepts = random_concepts(n, &mut rng);
-            let mut next = |m: usize| rng.below(m);
-            let mut word = || {
-                (0..1 + next(4))
-                    .map(|_| syllables[next(syllables.len())])
-                    .collect::<String>()
-            };
+            let mut word = || random_word(&mut rng);
             let ix = Index::build(&concepts);
             let texts = |c: &Concept| {
                 [
@@ -592,7 +589,7 @@ mod tests {
                 ]
             };
             let fields: Vec<[String; 3]> = concepts.iter().map(|c| texts(c)).collect();
-            let mut terms: Vec<String> = syllables.iter().map(|s| s.to_string()).collect();
+            let mut terms: Vec<String> = SYLLABLES.iter().map(|s| s.to_string()).collect();
             terms.extend((0..40).map(|_| word()));
             terms.extend(["k", "AM", "zz", "ßen", "o"].map(String::from));
             for term in &terms {
