@@ -157,7 +157,7 @@ fn concept_to_py<'py>(py: Python<'py>, c: &Concept) -> PyResult<Bound<'py, PyDic
     d.set_item("superseded_by", g.superseded_by)?;
     d.set_item("conflicts_with", g.conflicts_with)?;
     // One read (and checksum) of a stored concept's texts serves both.
-    let texts = c.texts.read().map_err(|e| to_py(py, e.into()))?;
+    let texts = c.source.read().map_err(|e| to_py(py, e.into()))?;
     d.set_item("body", &*texts.body)?;
     let frontmatter = parse_frontmatter(&texts.frontmatter);
     d.set_item("frontmatter", map_to_py(py, &frontmatter)?)?;
@@ -253,7 +253,7 @@ impl PyBundle {
         })?;
         Ok((
             PyBundle { inner: Arc::new(b) },
-            r.status,
+            r.status.as_str(),
             r.detail,
             r.reread,
             r.listed,
@@ -276,7 +276,7 @@ impl PyBundle {
     /// `events, index kept` (see `Bundle.refresh`).
     #[getter]
     fn made_by(&self) -> &'static str {
-        self.inner.made_by
+        self.inner.made_by.as_str()
     }
 
     /// How many concepts' texts (body and frontmatter) are read from the

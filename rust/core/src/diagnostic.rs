@@ -1,4 +1,4 @@
-//! Diagnostics are data (SPEC §1.6): a code, a message a person can act on,
+//! Diagnostics are data (docs/spec.md §1.6): a code, a message a person can act on,
 //! the path relative to the bundle root and a severity.
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -72,5 +72,26 @@ impl Diagnostic {
         } else {
             "warning"
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_has_a_name_and_a_severity() {
+        for c in Code::ALL {
+            assert!(!c.as_str().is_empty());
+        }
+        let warnings: Vec<&str> = Code::ALL
+            .iter()
+            .filter(|c| !c.is_error())
+            .map(|c| c.as_str())
+            .collect();
+        assert_eq!(
+            warnings,
+            ["MissingType", "MalformedStaleAfter", "SymlinkSkipped"]
+        );
     }
 }

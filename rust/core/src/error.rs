@@ -31,9 +31,3 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
-
-impl From<crate::texts::TextError> for Error {
-    fn from(e: crate::texts::TextError) -> Self {
-        Error::CacheDamaged(e.0)
-    }
-}

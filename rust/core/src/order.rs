@@ -1,4 +1,4 @@
-//! Orderings across sources (SPEC §5.4–5.7), over whole arrays: the
+//! Orderings across sources (docs/spec.md §5.4–5.7), over whole arrays: the
 //! multi-key sorts of the fused strategies, reciprocal-rank fusion and the
 //! fairness reorder. Inputs are parallel arrays, one entry per passage.
 
@@ -7,7 +7,7 @@ use std::collections::BinaryHeap;
 
 /// The per-passage keys a fused ordering needs.
 pub struct Keys<'a> {
-    /// Raw score (SPEC §3.3).
+    /// Raw score (docs/spec.md §3.3).
     pub score: &'a [u32],
     /// The passage's source priority.
     pub priority: &'a [i32],
@@ -61,7 +61,7 @@ pub fn sort(keys: &Keys<'_>, strategy: Strategy) -> Vec<u32> {
     idx
 }
 
-/// SPEC §5.7 fairness reorder with quota `k` over `sources` (the source of
+/// docs/spec.md §5.7 fairness reorder with quota `k` over `sources` (the source of
 /// each passage, in sorted order): no source more than `k` in a row while
 /// another source still has passages. Returns a permutation of `0..n`; never
 /// drops or repeats a passage. O(n log s) with a heap of each source's next
@@ -118,7 +118,7 @@ pub fn fairness(sources: &[u32], k: usize) -> Vec<u32> {
 mod tests {
     use super::*;
 
-    /// SPEC §5.7 read literally: O(n²), obviously right.
+    /// docs/spec.md §5.7 read literally: O(n²), obviously right.
     fn fairness_reference(sources: &[u32], k: usize) -> Vec<u32> {
         let mut rest: Vec<u32> = (0..sources.len() as u32).collect();
         let mut out = Vec::new();

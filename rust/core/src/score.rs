@@ -1,4 +1,4 @@
-//! The scorer (SPEC §3): query → (position, score) in result order, and the
+//! The scorer (docs/spec.md §3): query → (position, score) in result order, and the
 //! excerpt. Exact: every concept with a positive weighted term count, ordered
 //! by score descending then id (concepts are stored in id order, so by
 //! position).
@@ -9,7 +9,7 @@ use crate::bundle::Bundle;
 use crate::index::FIELDS;
 use crate::text::{fold, fold_into, is_ws, split_ws, trim};
 
-/// Folded distinct query terms with their multiplicity (SPEC §3.1 keeps
+/// Folded distinct query terms with their multiplicity (docs/spec.md §3.1 keeps
 /// duplicates; equal folded terms contribute equally, so they are scored once
 /// and multiplied).
 pub fn query_terms(text: &str) -> Vec<(String, u32)> {
@@ -81,7 +81,7 @@ pub fn search(b: &Bundle, text: &str, tag: Option<&str>, limit: Option<usize>) -
     if parts.is_empty() {
         return empty;
     }
-    let mut acc = Sliced::new(nw, max_score);
+    let mut acc = BitSlicedCounter::new(nw, max_score);
     let mut scratch = vec![0u64; nw];
     for (field, add, words) in &parts {
         let fi = &b.index.fields[*field];
@@ -99,15 +99,15 @@ pub fn search(b: &Bundle, text: &str, tag: Option<&str>, limit: Option<usize>) -
 
 /// A bit-sliced counter over `nw * 64` concepts: block `x`, slice `i` holds
 /// bit `i` of the scores of concepts `64x .. 64x + 63`.
-struct Sliced {
+struct BitSlicedCounter {
     slices: usize,
     bits: Vec<u64>,
 }
 
-impl Sliced {
-    fn new(nw: usize, max_score: u32) -> Sliced {
+impl BitSlicedCounter {
+    fn new(nw: usize, max_score: u32) -> BitSlicedCounter {
         let slices = (32 - max_score.leading_zeros()) as usize;
-        Sliced {
+        BitSlicedCounter {
             slices,
             bits: vec![0; nw * slices],
         }
@@ -198,12 +198,12 @@ impl Sliced {
     }
 }
 
-/// Which fields each query term matched (SPEC §3.3), for `explain`: per term
+/// Which fields each query term matched (docs/spec.md §3.3), for `explain`: per term
 /// in query order (duplicates kept), `[title, tags_desc, body]`.
 pub fn explain(
     c: &crate::concept::Concept,
     text: &str,
-) -> Result<Vec<(String, [bool; 3])>, crate::texts::TextError> {
+) -> Result<Vec<(String, [bool; 3])>, crate::concept::source::TextError> {
     let title = fold(c.title.as_deref().unwrap_or(""));
     let mut tags_desc = fold(&c.tags.join(" "));
     tags_desc.push(' ');
@@ -219,7 +219,7 @@ pub fn explain(
         .collect())
 }
 
-/// SPEC §5.8 `pin_exact_title` for one concept: its trimmed title folds to
+/// docs/spec.md §5.8 `pin_exact_title` for one concept: its trimmed title folds to
 /// `title_key` (already folded and white-space-collapsed by the caller), or
 /// the last segment of its id equals `id_key` exactly.
 pub fn is_pinned(c: &crate::concept::Concept, title_key: &str, id_key: &str) -> bool {
@@ -230,7 +230,7 @@ pub fn is_pinned(c: &crate::concept::Concept, title_key: &str, id_key: &str) -> 
             .is_some_and(|t| fold(trim(t)) == title_key)
 }
 
-/// SPEC §3.5: the first trimmed, non-empty body line that contains any term.
+/// docs/spec.md §3.5: the first trimmed, non-empty body line that contains any term.
 pub fn excerpt(body: &str, terms: &[(String, u32)]) -> String {
     if terms.is_empty() {
         return String::new(); // no term can match a line: do not fold them all
@@ -259,7 +259,7 @@ mod tests {
     use super::*;
     use crate::concept::{read_concept, AUTHORITY_ABSENT, AUTHORITY_UNKNOWN};
 
-    fn concept(id: &str, src: &str) -> crate::slot::Slot {
+    fn concept(id: &str, src: &str) -> crate::concept::Concept {
         read_concept(id, &format!("{id}.md"), src.as_bytes())
             .concept
             .unwrap()

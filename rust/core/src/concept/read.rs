@@ -1,158 +1,15 @@
 //! One concept file → a `Concept` or a skip, with its diagnostics
-//! (SPEC §1.3–1.4, §2.1–2.2). Pure function of the path and the bytes, so it
-//! runs in parallel over a bundle's files.
+//! (docs/spec.md §1.3–1.4, §2.1–2.2). Pure function of the path and the
+//! bytes, so it runs in parallel over a bundle's files.
 
-use crate::diagnostic::{Code, Diagnostic};
-use crate::stale::parse_stale_after;
 use std::borrow::Cow;
 
+use super::source::SourceText;
+use super::stale::parse_stale_after;
+use super::{Actor, Concept, Governance, Status, TrustTier};
+use crate::diagnostic::{Code, Diagnostic};
 use crate::text::{lines, trim};
-use crate::texts::{TextError, Texts};
 use crate::yaml::{self, get, Value};
-
-pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    Draft,
-    Stable,
-    Deprecated,
-}
-
-impl Status {
-    /// Every status, in declaration order (`ALL[s as usize] == s`): the
-    /// cache stores a status as its index here.
-    pub const ALL: [Status; 3] = [Status::Draft, Status::Stable, Status::Deprecated];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Draft => "draft",
-            Status::Stable => "stable",
-            Status::Deprecated => "deprecated",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TrustTier {
-    Unverified,
-    MachineConfirmed,
-    HumanReviewed,
-}
-
-impl TrustTier {
-    /// Every tier, in declaration order (`ALL[t as usize] == t`): the cache
-    /// stores a tier as its index here.
-    pub const ALL: [TrustTier; 3] = [
-        TrustTier::Unverified,
-        TrustTier::MachineConfirmed,
-        TrustTier::HumanReviewed,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TrustTier::Unverified => "unverified",
-            TrustTier::MachineConfirmed => "machine_confirmed",
-            TrustTier::HumanReviewed => "human_reviewed",
-        }
-    }
-}
-
-/// `{by, at}` of `generated` and of each `verified` entry, as display texts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Actor {
-    pub by: Option<String>,
-    pub at: Option<String>,
-}
-
-#[derive(Debug, Clone)]
-pub struct Concept {
-    /// The id; the file's relative path is always the id plus `.md`
-    /// ([`Concept::path`]), so it is not stored twice.
-    pub id: String,
-    pub kind: Option<String>,
-    pub title: Option<String>,
-    pub description: Option<String>,
-    pub tags: Vec<String>,
-    pub resource: Option<String>,
-    pub status: Status,
-    pub status_known: bool,
-    /// Microseconds since the Unix epoch, UTC.
-    pub stale_after: Option<i64>,
-    pub generated: Option<Actor>,
-    pub verified: Vec<Actor>,
-    pub trust_tier: TrustTier,
-    /// `authority` as written (SPEC §7), validated by the resolver.
-    pub authority: Option<String>,
-    /// `supersedes`, `superseded_by`, `conflicts_with` (SPEC §7); `None` for
-    /// the many concepts that declare none, so they cost one pointer.
-    pub governance: Option<Box<Governance>>,
-    /// The body, and the frontmatter's YAML lines joined with `\n`: in
-    /// memory, or (once the bundle has a cache file) read from it on demand
-    /// ([`crate::texts`]). The parsed frontmatter is rebuilt on demand by
-    /// [`Concept::frontmatter`]: it is needed only when a caller reads a
-    /// concept, and keeping every tree costs more memory than the text
-    /// (parsing is deterministic, so the result is the same).
-    pub texts: Texts,
-}
-
-/// What a concept declares about others in its bundle (SPEC §7). Each list
-/// is read like `tags`: a sequence's scalar items, or one scalar.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Governance {
-    pub supersedes: Vec<String>,
-    pub superseded_by: Vec<String>,
-    pub conflicts_with: Vec<String>,
-}
-
-/// SPEC §7 authority levels, highest first; a concept's rank is its index.
-pub const AUTHORITIES: [&str; 6] = [
-    "canonical",
-    "approved",
-    "reference",
-    "observed",
-    "inferred",
-    "historical",
-];
-/// Rank of a value that is not one of [`AUTHORITIES`] (ranked last).
-pub const AUTHORITY_UNKNOWN: u8 = 6;
-/// Rank of a concept that declares no authority (the source's default applies).
-pub const AUTHORITY_ABSENT: u8 = 7;
-
-/// The rank of an `authority` value: its index in [`AUTHORITIES`],
-/// [`AUTHORITY_UNKNOWN`] or [`AUTHORITY_ABSENT`].
-pub fn authority_rank(authority: Option<&str>) -> u8 {
-    match authority {
-        None => AUTHORITY_ABSENT,
-        Some(a) => AUTHORITIES
-            .iter()
-            .position(|x| *x == a)
-            .map_or(AUTHORITY_UNKNOWN, |i| i as u8),
-    }
-}
-
-impl Concept {
-    /// The authority's rank: its index in [`AUTHORITIES`],
-    /// [`AUTHORITY_UNKNOWN`] or [`AUTHORITY_ABSENT`].
-    pub fn authority_rank(&self) -> u8 {
-        authority_rank(self.authority.as_deref())
-    }
-
-    /// Relative path, `/`-separated, `.md` kept.
-    pub fn path(&self) -> String {
-        format!("{}.md", self.id)
-    }
-
-    /// The body (SPEC §1.3).
-    pub fn body(&self) -> Result<Cow<'_, str>, TextError> {
-        Ok(self.texts.read()?.body)
-    }
-
-    /// Every frontmatter key as written, in file order (SPEC §1.4).
-    pub fn frontmatter(&self) -> Result<Vec<(String, Value)>, TextError> {
-        Ok(parse_frontmatter(&self.texts.read()?.frontmatter))
-    }
-}
 
 /// A concept's frontmatter source (its YAML lines joined with `\n`) parsed
 /// again. This text parsed when the concept was read; it cannot fail now.
@@ -166,12 +23,12 @@ pub fn parse_frontmatter(src: &str) -> Vec<(String, Value)> {
 /// The result of reading one file: the concept (unless skipped) and its
 /// diagnostics in the documented order.
 #[derive(Default)]
-pub struct Read {
-    pub concept: Option<crate::slot::Slot>,
+pub struct FileOutcome {
+    pub concept: Option<Concept>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// SPEC §1.4 `tags`: a sequence → the display text of its scalar items
+/// docs/spec.md §1.4 `tags`: a sequence → the display text of its scalar items
 /// (absent items skipped); a single scalar → a one-element list; else empty.
 fn text_list(v: Option<&Value>) -> Vec<String> {
     match v {
@@ -250,16 +107,16 @@ pub fn split_frontmatter(text: &str) -> Result<Option<Split<'_>>, Unterminated> 
 
 /// Read a concept from its file bytes. The id and size checks come first and
 /// belong to the caller (the walk); this does UTF-8, frontmatter and fields.
-pub fn read_concept(id: &str, path: &str, bytes: &[u8]) -> Read {
+pub fn read_concept(id: &str, path: &str, bytes: &[u8]) -> FileOutcome {
     read_concept_from(id, path, bytes.to_vec())
 }
 
 /// [`read_concept`] that keeps the file's bytes as the concept's texts: the
 /// body and frontmatter are slices of them, not copies (unless the file has
 /// `\r` line ends).
-pub fn read_concept_from(id: &str, path: &str, bytes: Vec<u8>) -> Read {
+pub fn read_concept_from(id: &str, path: &str, bytes: Vec<u8>) -> FileOutcome {
     let mut diagnostics = Vec::new();
-    let skip = |code, msg: String| Read {
+    let skip = |code, msg: String| FileOutcome {
         concept: None,
         diagnostics: vec![Diagnostic::new(code, msg, path)],
     };
@@ -396,8 +253,8 @@ pub fn read_concept_from(id: &str, path: &str, bytes: Vec<u8>) -> Read {
         Cow::Owned(_) => None,
     };
     let texts = match (span(&src), span(&body)) {
-        (Some(f), Some(b)) => Texts::within(file, f, b),
-        _ => Texts::owned(&body, &src),
+        (Some(f), Some(b)) => SourceText::within(file, f, b),
+        _ => SourceText::owned(&body, &src),
     };
     let concept = Concept {
         id: id.to_string(),
@@ -414,10 +271,10 @@ pub fn read_concept_from(id: &str, path: &str, bytes: Vec<u8>) -> Read {
         trust_tier,
         authority: display(get(fm, "authority")),
         governance,
-        texts,
+        source: texts,
     };
-    Read {
-        concept: Some(crate::slot::Slot::loaded(std::sync::Arc::new(concept))),
+    FileOutcome {
+        concept: Some(concept),
         diagnostics,
     }
 }
@@ -436,7 +293,7 @@ mod tests {
         }
     }
 
-    fn read(src: &str) -> Read {
+    fn read(src: &str) -> FileOutcome {
         read_concept("x", "x.md", src.as_bytes())
     }
 
@@ -451,7 +308,7 @@ mod tests {
         assert_eq!(c.body().unwrap(), "no frontmatter\r\n");
     }
 
-    /// The plain reading of SPEC §1.3: split into lines, find the closing
+    /// The plain reading of docs/spec.md §1.3: split into lines, find the closing
     /// `---`, join the rest.
     fn split_by_lines(text: &str) -> Result<Option<(Vec<&str>, String)>, Unterminated> {
         let ls = lines(text);
@@ -485,8 +342,8 @@ mod tests {
         ];
         for (file, sliced) in files {
             let r = read_concept_from("x", "x.md", file.as_bytes().to_vec());
-            let c = r.concept.as_deref().expect("a concept");
-            let t = c.texts.read().unwrap();
+            let c = r.concept.as_ref().expect("a concept");
+            let t = c.source.read().unwrap();
             let text = file.strip_prefix('\u{FEFF}').unwrap_or(file);
             let (fm, body) = match split_by_lines(text).unwrap() {
                 Some((lines, body)) => (lines.join("\n"), body),
@@ -497,9 +354,9 @@ mod tests {
                 (fm.as_str(), body.as_str()),
                 "{file:?}"
             );
-            match &c.texts {
-                Texts::Owned { text, .. } => assert_eq!(text == file, sliced, "{file:?}"),
-                Texts::Stored { .. } => panic!("a read concept's texts are in memory"),
+            match &c.source {
+                SourceText::Owned { text, .. } => assert_eq!(text == file, sliced, "{file:?}"),
+                SourceText::Stored { .. } => panic!("a read concept's texts are in memory"),
             }
         }
     }

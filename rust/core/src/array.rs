@@ -3,7 +3,7 @@
 //! no decode, and pages the OS can drop and re-read from the file.
 //!
 //! Only plain little-endian integers are ever viewed (`u8`, `u32`, `u64`);
-//! the cache writer aligns each array, and [`Slab::mapped`] checks alignment
+//! the cache writer aligns each array, and [`Array::mapped`] checks alignment
 //! and bounds (through `bytemuck`), so a view is never built from bytes that
 //! do not fit.
 
@@ -13,7 +13,7 @@ use std::sync::Arc;
 use bytemuck::Pod;
 use memmap2::Mmap;
 
-pub enum Slab<T: Pod> {
+pub enum Array<T: Pod> {
     Owned(Vec<T>),
     Mapped {
         map: Arc<Mmap>,
@@ -22,14 +22,14 @@ pub enum Slab<T: Pod> {
     },
 }
 
-impl<T: Pod> Slab<T> {
+impl<T: Pod> Array<T> {
     /// A view of `len` items at byte offset `at` of `map`; `None` when that
     /// range is out of bounds or misaligned for `T`.
-    pub fn mapped(map: &Arc<Mmap>, at: usize, len: usize) -> Option<Slab<T>> {
+    pub fn mapped(map: &Arc<Mmap>, at: usize, len: usize) -> Option<Array<T>> {
         let bytes = len.checked_mul(std::mem::size_of::<T>())?;
         let raw = map.get(at..at.checked_add(bytes)?)?;
         bytemuck::try_cast_slice::<u8, T>(raw).ok()?;
-        Some(Slab::Mapped {
+        Some(Array::Mapped {
             map: Arc::clone(map),
             at,
             len,
@@ -37,11 +37,11 @@ impl<T: Pod> Slab<T> {
     }
 }
 
-impl<T: Pod> Clone for Slab<T> {
+impl<T: Pod> Clone for Array<T> {
     fn clone(&self) -> Self {
         match self {
-            Slab::Owned(v) => Slab::Owned(v.clone()),
-            Slab::Mapped { map, at, len } => Slab::Mapped {
+            Array::Owned(v) => Array::Owned(v.clone()),
+            Array::Mapped { map, at, len } => Array::Mapped {
                 map: Arc::clone(map),
                 at: *at,
                 len: *len,
@@ -50,25 +50,25 @@ impl<T: Pod> Clone for Slab<T> {
     }
 }
 
-impl<T: Pod> Default for Slab<T> {
+impl<T: Pod> Default for Array<T> {
     fn default() -> Self {
-        Slab::Owned(Vec::new())
+        Array::Owned(Vec::new())
     }
 }
 
-impl<T: Pod> From<Vec<T>> for Slab<T> {
+impl<T: Pod> From<Vec<T>> for Array<T> {
     fn from(v: Vec<T>) -> Self {
-        Slab::Owned(v)
+        Array::Owned(v)
     }
 }
 
-impl<T: Pod> Deref for Slab<T> {
+impl<T: Pod> Deref for Array<T> {
     type Target = [T];
 
     fn deref(&self) -> &[T] {
         match self {
-            Slab::Owned(v) => v,
-            Slab::Mapped { map, at, len } => {
+            Array::Owned(v) => v,
+            Array::Mapped { map, at, len } => {
                 let raw = &map[*at..*at + *len * std::mem::size_of::<T>()];
                 // Checked once in `mapped`; the mapping never changes size.
                 bytemuck::cast_slice(raw)
@@ -78,13 +78,13 @@ impl<T: Pod> Deref for Slab<T> {
 }
 
 /// Equal when the items are (owned or mapped alike).
-impl<T: Pod + PartialEq> PartialEq for Slab<T> {
+impl<T: Pod + PartialEq> PartialEq for Array<T> {
     fn eq(&self, other: &Self) -> bool {
         **self == **other
     }
 }
 
-impl<T: Pod + std::fmt::Debug> std::fmt::Debug for Slab<T> {
+impl<T: Pod + std::fmt::Debug> std::fmt::Debug for Array<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.iter().take(8)).finish()
     }

@@ -1,4 +1,4 @@
-//! SPEC §2.2: `stale_after` text → a UTC instant (microseconds since the Unix
+//! docs/spec.md §2.2: `stale_after` text → a UTC instant (microseconds since the Unix
 //! epoch) or `None`. ASCII digits only; fractions past microseconds are
 //! truncated; the instant must fall in years 1–9999 so Python's `datetime`
 //! can hold it.

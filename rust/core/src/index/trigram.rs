@@ -12,15 +12,15 @@
 use memchr::memmem;
 use rayon::prelude::*;
 
-use crate::slab::Slab;
+use crate::array::Array;
 
 #[derive(Default)]
 pub struct Trigrams {
     /// Sorted distinct trigram keys (three bytes, big-endian in a u32).
-    pub keys: Slab<u32>,
+    pub keys: Array<u32>,
     /// Words holding key `i`: `words[starts[i]..starts[i + 1]]`, ascending.
-    pub starts: Slab<u32>,
-    pub words: Slab<u32>,
+    pub starts: Array<u32>,
+    pub words: Array<u32>,
 }
 
 fn key(t: &[u8]) -> u32 {

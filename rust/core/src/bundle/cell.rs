@@ -1,78 +1,48 @@
 //! One concept of a snapshot: in memory, or a record of the bundle's cache
 //! file decoded the first time it is used. A warm reopen checks every record
-//! ([`crate::cache::Opened::skim`]) but builds no concept, so each of a
-//! million concepts costs a 40-byte slot until a hit, a passage or a read
+//! ([`crate::cache::CacheFile::skim`]) but builds no concept, so each of a
+//! million concepts costs a 40-byte cell until a hit, a passage or a read
 //! needs its fields (a search itself reads only the index). A decoded
-//! concept is kept (decoded once), and a refresh carries a slot over as it
-//! is, decoded or not: a stored slot keeps the [`Columns`] its record was
+//! concept is kept (decoded once), and a refresh carries a cell over as it
+//! is, decoded or not: a stored cell keeps the [`ConceptRow`] its record was
 //! checked for, so nothing parses it again until it is decoded.
 
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
-use crate::cache::Opened;
-use crate::concept::{authority_rank, Concept};
-
-/// What every concept of a snapshot needs at hand without being decoded:
-/// the columns the resolver reads for all concepts at once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Columns {
-    /// `stale_after` in microseconds since the epoch; `i64::MAX` for none.
-    pub stale_after_us: i64,
-    pub authority_rank: u8,
-    /// Whether it declares supersession or conflicts (SPEC §7).
-    pub governed: bool,
-}
-
-impl Columns {
-    /// From a concept's `stale_after`, `authority` and whether it has governance.
-    pub fn new(stale_after: Option<i64>, authority: Option<&str>, governed: bool) -> Columns {
-        Columns {
-            stale_after_us: stale_after.unwrap_or(i64::MAX),
-            authority_rank: authority_rank(authority),
-            governed,
-        }
-    }
-
-    pub fn of(c: &Concept) -> Columns {
-        Columns::new(
-            c.stale_after,
-            c.authority.as_deref(),
-            c.governance.is_some(),
-        )
-    }
-}
+use crate::cache::CacheFile;
+use crate::concept::{Concept, ConceptRow};
 
 /// A concept still in its cache record, with the columns it was checked
-/// for (laid out flat: a nested `Columns` would pad the slot by 8 bytes).
+/// for (laid out flat: a nested `ConceptRow` would pad the cell by 8 bytes).
 #[derive(Clone)]
 struct Stored {
-    from: Arc<Opened>,
+    from: Arc<CacheFile>,
     stale_after_us: i64,
     record: u32,
     authority_rank: u8,
     governed: bool,
 }
 
-pub struct Slot {
+pub struct ConceptCell {
     /// The concept, once it is in memory.
     cell: OnceLock<Arc<Concept>>,
     /// The cache record it is decoded from, for one read from a cache file.
     stored: Option<Stored>,
 }
 
-impl Slot {
-    pub fn loaded(c: Arc<Concept>) -> Slot {
-        Slot {
+impl ConceptCell {
+    pub fn loaded(c: Arc<Concept>) -> ConceptCell {
+        ConceptCell {
             cell: OnceLock::from(c),
             stored: None,
         }
     }
 
-    /// Record `record` of `from`, which [`Opened::skim`] accepted with
+    /// Record `record` of `from`, which [`CacheFile::skim`] accepted with
     /// these `columns`.
-    pub fn stored(from: Arc<Opened>, record: u32, columns: Columns) -> Slot {
-        Slot {
+    pub fn stored(from: Arc<CacheFile>, record: u32, columns: ConceptRow) -> ConceptCell {
+        ConceptCell {
             cell: OnceLock::new(),
             stored: Some(Stored {
                 from,
@@ -116,14 +86,14 @@ impl Slot {
     }
 
     /// The columns, without decoding the concept.
-    pub fn columns(&self) -> Columns {
+    pub fn columns(&self) -> ConceptRow {
         match (&self.stored, self.cell.get()) {
-            (Some(s), _) => Columns {
+            (Some(s), _) => ConceptRow {
                 stale_after_us: s.stale_after_us,
                 authority_rank: s.authority_rank,
                 governed: s.governed,
             },
-            (None, Some(c)) => Columns::of(c),
+            (None, Some(c)) => ConceptRow::of(c),
             (None, None) => unreachable!("a slot without a record is made loaded"),
         }
     }
@@ -135,7 +105,7 @@ impl Slot {
 
     /// Whether the texts are read from a cache file (not held in memory).
     pub fn texts_stored(&self) -> bool {
-        self.cell.get().is_none_or(|c| c.texts.is_stored())
+        self.cell.get().is_none_or(|c| c.source.is_stored())
     }
 
     /// The concept to change, when it is in memory and not shared.
@@ -144,7 +114,7 @@ impl Slot {
     }
 }
 
-impl Deref for Slot {
+impl Deref for ConceptCell {
     type Target = Concept;
 
     fn deref(&self) -> &Concept {
@@ -152,53 +122,28 @@ impl Deref for Slot {
     }
 }
 
-impl Clone for Slot {
-    fn clone(&self) -> Slot {
-        Slot {
+/// So the index is built over a snapshot's cells as over concepts.
+impl std::borrow::Borrow<Concept> for ConceptCell {
+    fn borrow(&self) -> &Concept {
+        self.concept()
+    }
+}
+
+impl Clone for ConceptCell {
+    fn clone(&self) -> ConceptCell {
+        ConceptCell {
             cell: self.cell.clone(),
             stored: self.stored.clone(),
         }
     }
 }
 
-impl std::fmt::Debug for Slot {
+impl std::fmt::Debug for ConceptCell {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Slot")
+        f.debug_struct("ConceptCell")
             .field("id", &self.id())
             .field("decoded", &self.cell.get().is_some())
             .finish()
-    }
-}
-
-/// The [`Columns`] of a snapshot's concepts, by position, as the arrays the
-/// resolver takes.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ColumnsOf {
-    /// `stale_after` in microseconds since the epoch; `i64::MAX` for none.
-    pub stale_after_us: Vec<i64>,
-    pub authority_ranks: Vec<u8>,
-    /// The positions of the concepts that declare supersession or conflicts.
-    pub governed: Vec<u32>,
-}
-
-impl ColumnsOf {
-    pub fn with_capacity(n: usize) -> ColumnsOf {
-        ColumnsOf {
-            stale_after_us: Vec::with_capacity(n),
-            authority_ranks: Vec::with_capacity(n),
-            governed: Vec::new(),
-        }
-    }
-
-    /// Append the next position's columns; that position.
-    pub fn push(&mut self, c: Columns) -> u32 {
-        let at = self.stale_after_us.len() as u32;
-        if c.governed {
-            self.governed.push(at);
-        }
-        self.stale_after_us.push(c.stale_after_us);
-        self.authority_ranks.push(c.authority_rank);
-        at
     }
 }
 
@@ -208,6 +153,6 @@ mod tests {
 
     #[test]
     fn a_slot_is_as_small_as_the_module_says() {
-        assert!(std::mem::size_of::<Slot>() <= 40);
+        assert!(std::mem::size_of::<ConceptCell>() <= 40);
     }
 }

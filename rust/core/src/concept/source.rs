@@ -3,7 +3,7 @@
 //! Scoring needs neither (the index holds every word), so once a bundle has
 //! a cache file they are not kept in memory: each concept keeps only where
 //! its texts sit in the cache file's text section and their CRC-32, and
-//! [`Texts::read`] fetches them with one positioned read when a caller asks
+//! [`SourceText::read`] fetches them with one positioned read when a caller asks
 //! (an excerpt, a body, a concept's frontmatter). The file handle is held, so
 //! a snapshot keeps reading the cache file it was built from even after a
 //! later load has replaced that file (replacement is always by rename).
@@ -27,7 +27,7 @@ pub struct TextStore {
 }
 
 #[derive(Debug, Clone)]
-pub enum Texts {
+pub enum SourceText {
     /// Read from the concept file and kept (no cache, or not yet written):
     /// `text[frontmatter[0]..frontmatter[1]]` and `text[body[0]..body[1]]`.
     /// `text` is usually the file's own text, so neither is copied out of it.
@@ -64,12 +64,12 @@ pub struct Loaded<'a> {
     pub body: Cow<'a, str>,
 }
 
-impl Texts {
-    pub fn owned(body: &str, frontmatter: &str) -> Texts {
+impl SourceText {
+    pub fn owned(body: &str, frontmatter: &str) -> SourceText {
         let text = format!("{frontmatter}{body}");
         let n = text.len() as u32;
         let f = frontmatter.len() as u32;
-        Texts::Owned {
+        SourceText::Owned {
             text,
             frontmatter: [0, f],
             body: [f, n],
@@ -82,10 +82,10 @@ impl Texts {
         text: String,
         frontmatter: std::ops::Range<usize>,
         body: std::ops::Range<usize>,
-    ) -> Texts {
+    ) -> SourceText {
         debug_assert!(text.get(frontmatter.clone()).is_some() && text.get(body.clone()).is_some());
         let r = |r: std::ops::Range<usize>| [r.start as u32, r.end as u32];
-        Texts::Owned {
+        SourceText::Owned {
             text,
             frontmatter: r(frontmatter),
             body: r(body),
@@ -93,19 +93,19 @@ impl Texts {
     }
 
     pub fn is_stored(&self) -> bool {
-        matches!(self, Texts::Stored { .. })
+        matches!(self, SourceText::Stored { .. })
     }
 
     /// Both texts; one positioned read (and a checksum) when stored.
     /// The bytes of the frontmatter and the body together, without reading them.
     pub fn stored_len(&self) -> u64 {
         match self {
-            Texts::Owned {
+            SourceText::Owned {
                 frontmatter: [f0, f1],
                 body: [b0, b1],
                 ..
             } => u64::from(f1 - f0) + u64::from(b1 - b0),
-            Texts::Stored {
+            SourceText::Stored {
                 frontmatter_len,
                 body_len,
                 ..
@@ -115,7 +115,7 @@ impl Texts {
 
     pub fn read(&self) -> Result<Loaded<'_>, TextError> {
         match self {
-            Texts::Owned {
+            SourceText::Owned {
                 text,
                 frontmatter: [f0, f1],
                 body: [b0, b1],
@@ -123,7 +123,7 @@ impl Texts {
                 frontmatter: Cow::Borrowed(&text[*f0 as usize..*f1 as usize]),
                 body: Cow::Borrowed(&text[*b0 as usize..*b1 as usize]),
             }),
-            Texts::Stored {
+            SourceText::Stored {
                 store,
                 at,
                 frontmatter_len,
@@ -187,5 +187,11 @@ fn remove_if_same(store: &TextStore) {
         if (open.dev(), open.ino()) == (named.dev(), named.ino()) {
             let _ = std::fs::remove_file(&store.path);
         }
+    }
+}
+
+impl From<TextError> for crate::Error {
+    fn from(e: TextError) -> Self {
+        crate::Error::CacheDamaged(e.0)
     }
 }

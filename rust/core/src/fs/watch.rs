@@ -20,7 +20,7 @@ pub const MAX_LISTED: usize = 4096;
 
 /// What draining the queue found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Drained {
+pub enum Changes {
     /// Nothing happened since the watch was set up or last drained.
     Quiet,
     /// Something happened to these files (absolute paths, possibly repeated);
@@ -35,7 +35,7 @@ pub enum Drained {
 
 #[cfg(target_os = "linux")]
 mod imp {
-    use super::{Drained, MAX_LISTED};
+    use super::{Changes, MAX_LISTED};
     use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
     use std::io::ErrorKind;
     use std::path::{Path, PathBuf};
@@ -93,18 +93,18 @@ mod imp {
             Some(d.iter().map(|(_, p)| p.clone()).collect())
         }
 
-        pub fn drain(&self) -> Drained {
+        pub fn drain(&self) -> Changes {
             if self.failed.load(Ordering::Relaxed) {
-                return Drained::Unknown;
+                return Changes::Unknown;
             }
             let Ok(mut inotify) = self.inotify.lock() else {
-                return Drained::Unknown;
+                return Changes::Unknown;
             };
             let Ok(dirs) = self.dirs.lock() else {
-                return Drained::Unknown;
+                return Changes::Unknown;
             };
             let mut buf = [0u8; 16 * 1024];
-            let mut seen = Drained::Quiet;
+            let mut seen = Changes::Quiet;
             loop {
                 match inotify.read_events(&mut buf) {
                     Ok(events) => {
@@ -116,30 +116,30 @@ mod imp {
                                         | EventMask::DELETE_SELF
                                         | EventMask::MOVE_SELF,
                                 );
-                            if dir_event || seen == Drained::Directories {
-                                seen = Drained::Directories;
+                            if dir_event || seen == Changes::Directories {
+                                seen = Changes::Directories;
                                 continue;
                             }
                             let dir = dirs.iter().find(|(wd, _)| *wd == e.wd);
                             seen = match (seen, dir, e.name) {
-                                (Drained::Quiet, Some((_, d)), Some(n)) => {
-                                    Drained::Files(vec![d.join(n)])
+                                (Changes::Quiet, Some((_, d)), Some(n)) => {
+                                    Changes::Files(vec![d.join(n)])
                                 }
-                                (Drained::Files(mut v), Some((_, d)), Some(n))
+                                (Changes::Files(mut v), Some((_, d)), Some(n))
                                     if v.len() < MAX_LISTED =>
                                 {
                                     v.push(d.join(n));
-                                    Drained::Files(v)
+                                    Changes::Files(v)
                                 }
                                 // Unnamed, unknown or too many: compare everything.
-                                _ => Drained::Directories,
+                                _ => Changes::Directories,
                             };
                         }
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => return seen,
                     Err(_) => {
                         self.failed.store(true, Ordering::Relaxed);
-                        return Drained::Unknown;
+                        return Changes::Unknown;
                     }
                 }
             }
@@ -149,7 +149,7 @@ mod imp {
 
 #[cfg(not(target_os = "linux"))]
 mod imp {
-    use super::Drained;
+    use super::Changes;
     use std::path::Path;
 
     pub struct Watch;
@@ -162,8 +162,8 @@ mod imp {
         pub fn dirs(&self) -> Option<Vec<std::path::PathBuf>> {
             None
         }
-        pub fn drain(&self) -> Drained {
-            Drained::Unknown
+        pub fn drain(&self) -> Changes {
+            Changes::Unknown
         }
     }
 }
@@ -185,8 +185,8 @@ impl Watch {
     }
 
     /// Drain the queue: what changed since the last drain.
-    pub fn drain(&self) -> Drained {
-        self.0.as_ref().map_or(Drained::Unknown, imp::Watch::drain)
+    pub fn drain(&self) -> Changes {
+        self.0.as_ref().map_or(Changes::Unknown, imp::Watch::drain)
     }
 
     /// A new watch over the same directories as this one (root first), or

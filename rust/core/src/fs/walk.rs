@@ -1,11 +1,11 @@
-//! The walk of a bundle's tree (SPEC §1.1): every concept file in id order
+//! The walk of a bundle's tree (docs/spec.md §1.1): every concept file in id order
 //! with its size and modification time, the walk's own diagnostics, and what
 //! each directory held — so that a reopen can take an unchanged directory's
 //! entries from the cache file instead of listing it again.
 //!
 //! A recorded listing is reused only when the directory's device, inode,
 //! modification time and status-change time are all as they were recorded,
-//! and both times are older than the cache file by [`RACY_NS`] (a change in
+//! and both times are older than the cache file by [`RACY_NS`](super::stamp::RACY_NS) (a change in
 //! the same coarse timestamp tick as the listing could otherwise keep them).
 //! Creating, removing or renaming an entry sets a directory's modification
 //! time; setting that time back (`touch -d`, `rsync -t`) sets its
@@ -21,61 +21,17 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::cache::{self, DirStamp, Listings};
+use super::dir::{Dir, Kind};
+use super::stamp::{DirStamp, Stamp};
+use super::watch::Watch;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::error::Error;
 use crate::progress::{Phase, Progress};
 use crate::text::id_cmp;
-use crate::watch::Watch;
-
-/// A cached file or directory listing is trusted only if it was last changed
-/// this long before the cache was written: a change within the same coarse
-/// timestamp tick could otherwise keep its times (the "racy" case).
-pub const RACY_NS: u128 = 2_000_000_000;
-
-/// A file's size and modification time (ns since the epoch): the change
-/// signal of a refresh. `None` when it could not be read.
-pub type Stamp = Option<cache::FileStamp>;
-
-/// The stamp of a size and a modification time `secs` + `nanos` after the
-/// epoch: a time before the epoch counts as 0, and one past what 64 bits of
-/// nanoseconds hold (the year 2554) gives `None` (never trusted: the file is
-/// always read).
-fn stamp_from(len: u64, secs: i64, nanos: u32) -> Stamp {
-    let ns = match u128::try_from(secs) {
-        Ok(s) => u64::try_from(s * 1_000_000_000 + u128::from(nanos)).ok()?,
-        Err(_) => 0,
-    };
-    Some((len, ns))
-}
-
-/// The stamp of a file's metadata.
-pub fn stamp_of(meta: &std::fs::Metadata) -> Stamp {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        // `mtime_nsec` is below 10^9 by definition.
-        stamp_from(meta.len(), meta.mtime(), meta.mtime_nsec() as u32)
-    }
-    #[cfg(not(unix))]
-    {
-        let t = meta.modified().ok();
-        match t.map(|t| t.duration_since(std::time::UNIX_EPOCH)) {
-            Some(Ok(d)) => stamp_from(meta.len(), d.as_secs() as i64, d.subsec_nanos()),
-            _ => Some((meta.len(), 0)),
-        }
-    }
-}
-
-/// The stamp of the file at `p` (not following a symbolic link).
-pub fn stamp(p: &Path) -> Stamp {
-    std::fs::symlink_metadata(p).ok().and_then(|m| stamp_of(&m))
-}
-
 /// A concept file found by the walk. Its path is the id plus `.md`: a name
 /// that is not valid UTF-8 gets a lossy id, but also `bad_id`, and such a
 /// file is never opened.
-pub struct Found {
+pub struct FileEntry {
     pub id: String,
     /// Why the id is unusable, when it is.
     pub bad_id: Option<&'static str>,
@@ -87,9 +43,9 @@ pub struct Found {
 /// A directory as the walk met it, for the cache file: its prefix, its stamp
 /// (when it could be read) and whether its listing raised nothing, and
 /// whether each of its entries in id order — its concept files and
-/// sub-directories, the files and directories of [`Walked`] in walk order —
+/// sub-directories, the files and directories of [`WalkResult`] in walk order —
 /// is a directory.
-pub struct DirFound {
+pub struct DirRecord {
     pub prefix: String,
     pub stamp: Option<DirStamp>,
     pub plain: bool,
@@ -101,28 +57,38 @@ pub struct DirFound {
 /// in id order), and how many directories were listed (the rest reused
 /// their recorded listing).
 #[derive(Default)]
-pub struct Walked {
-    pub found: Vec<Found>,
+pub struct WalkResult {
+    pub found: Vec<FileEntry>,
     pub diagnostics: Vec<Diagnostic>,
-    pub dirs: Vec<DirFound>,
+    pub dirs: Vec<DirRecord>,
     pub listed: usize,
 }
 
-/// A [`Walked`] under way: its files in runs (a directory's own files
+/// A [`WalkResult`] under way: its files in runs (a directory's own files
 /// between its sub-directories' runs), joined once at the end so a million
 /// files are not copied again at every level of growth.
 #[derive(Default)]
 struct Part {
-    runs: Vec<Vec<Found>>,
+    runs: Vec<Vec<FileEntry>>,
     diagnostics: Vec<Diagnostic>,
-    dirs: Vec<DirFound>,
+    dirs: Vec<DirRecord>,
     listed: usize,
+}
+
+/// Directory listings recorded by an earlier walk (a cache file keeps
+/// them): what a walk may reuse instead of listing a directory again.
+pub trait RecordedListings: Sync {
+    /// The entries recorded for the directory at `prefix` (`a/b/`; the
+    /// root's is empty) in id order — whether each is a directory, and its
+    /// name (a file's with its `.md`) — when the directory's stamp then was
+    /// `now`; `None` when it was not, or nothing usable was recorded.
+    fn entries(&self, prefix: &str, now: DirStamp) -> Option<Vec<(bool, &str)>>;
 }
 
 /// The recorded listings a walk may reuse, and the instant before which a
 /// directory must have last changed for its listing to be reused.
 pub struct Prior<'a> {
-    pub listings: Listings<'a>,
+    pub listings: &'a dyn RecordedListings,
     pub trusted_before: u128,
 }
 
@@ -132,12 +98,11 @@ impl Prior<'_> {
     /// could have given.
     fn entries(&self, prefix: &str, now: Option<DirStamp>) -> Option<Vec<(bool, &str)>> {
         let now = now?;
-        let l = self.listings.get(prefix)?;
         let newest = u128::from(now[2].max(now[3]));
-        if l.stamp != now || newest >= self.trusted_before {
+        if newest >= self.trusted_before {
             return None;
         }
-        let entries = l.entries()?;
+        let entries = self.listings.entries(prefix, now)?;
         let usable = |&(dir, name): &(bool, &str)| {
             !name.is_empty()
                 && !name.starts_with('.')
@@ -147,6 +112,16 @@ impl Prior<'_> {
         };
         entries.iter().all(usable).then_some(entries)
     }
+}
+
+/// A directory's listing as a cache file records it: its prefix (`a/b/`,
+/// the root's is empty), its stamp, and its entries in id order (whether
+/// each is a directory, and its name; a file's name without its `.md`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirListing<'a> {
+    pub prefix: &'a str,
+    pub stamp: DirStamp,
+    pub entries: Vec<(bool, &'a str)>,
 }
 
 const BAD_CHAR: &str =
@@ -173,181 +148,13 @@ fn is_concept_name(name: &[u8]) -> bool {
     name.ends_with(b".md") && name != b"index.md" && name != b"log.md"
 }
 
-/// A directory's entries (but `.` and `..`), each with its kind or why that
-/// could not be learnt, and the error that ended the listing early.
-type Entries = (
-    Vec<(OsString, std::io::Result<Kind>)>,
-    Option<std::io::Error>,
-);
-
-/// What kind of entry a directory listing gave.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    File,
-    Dir,
-    Symlink,
-    Other,
-}
-
-#[cfg(unix)]
-mod fsys {
-    //! Directories opened once and used by descriptor: stamped, listed and
-    //! their files stat'ed relative to it (far cheaper than a stat of each
-    //! full path).
-    use super::{stamp_from, Entries, Kind, Stamp};
-    use crate::cache::DirStamp;
-    use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
-    use std::ffi::OsStr;
-    use std::os::fd::OwnedFd;
-    use std::os::unix::ffi::OsStrExt;
-    use std::path::Path;
-
-    pub struct Dir(OwnedFd);
-
-    fn kind_of(t: FileType) -> Kind {
-        match t {
-            FileType::RegularFile => Kind::File,
-            FileType::Directory => Kind::Dir,
-            FileType::Symlink => Kind::Symlink,
-            _ => Kind::Other,
-        }
-    }
-
-    /// Nanoseconds since the epoch (0 before it, saturating past 2554).
-    fn ns(secs: i64, nanos: u32) -> u64 {
-        u64::try_from(secs).map_or(0, |s| {
-            s.saturating_mul(1_000_000_000)
-                .saturating_add(u64::from(nanos))
-        })
-    }
-
-    /// The fields of a `stat` this module reads, whose integer types differ
-    /// between platforms: size, modification and change times, device, inode.
-    #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
-    fn fields(st: &rfs::Stat) -> (u64, (i64, u32), (i64, u32), u64, u64) {
-        (
-            st.st_size as u64,
-            (st.st_mtime as i64, st.st_mtime_nsec as u32),
-            (st.st_ctime as i64, st.st_ctime_nsec as u32),
-            st.st_dev as u64,
-            st.st_ino as u64,
-        )
-    }
-
-    impl Dir {
-        pub fn open(path: &Path) -> std::io::Result<Dir> {
-            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-            Ok(Dir(rfs::open(path, flags, Mode::empty())?))
-        }
-
-        pub fn stamp(&self) -> Option<DirStamp> {
-            let (_, m, c, dev, ino) = fields(&rfs::fstat(&self.0).ok()?);
-            Some([dev, ino, ns(m.0, m.1), ns(c.0, c.1)])
-        }
-
-        /// The stamp of the file `name` in this directory.
-        pub fn stat(&self, name: &OsStr) -> Stamp {
-            let st = rfs::statat(&self.0, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
-            let (len, m, ..) = fields(&st);
-            stamp_from(len, m.0, m.1)
-        }
-
-        pub fn entries(&self) -> Entries {
-            let mut out = Vec::new();
-            let mut dir = match rfs::Dir::read_from(&self.0) {
-                Ok(d) => d,
-                Err(e) => return (out, Some(e.into())),
-            };
-            loop {
-                let e = match dir.read() {
-                    None => return (out, None),
-                    Some(Err(e)) => return (out, Some(e.into())),
-                    Some(Ok(e)) => e,
-                };
-                let name = e.file_name().to_bytes();
-                if name == b"." || name == b".." {
-                    continue;
-                }
-                let kind = match e.file_type() {
-                    FileType::Unknown => {
-                        rfs::statat(&self.0, e.file_name(), AtFlags::SYMLINK_NOFOLLOW)
-                            .map(|st| kind_of(FileType::from_raw_mode(st.st_mode)))
-                            .map_err(std::io::Error::from)
-                    }
-                    t => Ok(kind_of(t)),
-                };
-                out.push((OsStr::from_bytes(name).to_os_string(), kind));
-            }
-        }
-    }
-}
-
-#[cfg(not(unix))]
-use fsys_std as fsys;
-
-/// The walk's directories elsewhere than on Unix, by path through `std::fs`:
-/// no stamp, so no listing is reused. Built in tests on Unix too, so it is
-/// compiled and compared with the descriptor-based one there.
-#[cfg(any(not(unix), test))]
-mod fsys_std {
-    use super::{stamp_of, Entries, Kind, Stamp};
-    use crate::cache::DirStamp;
-    use std::ffi::OsStr;
-    use std::path::{Path, PathBuf};
-
-    pub struct Dir(PathBuf);
-
-    impl Dir {
-        pub fn open(path: &Path) -> std::io::Result<Dir> {
-            std::fs::read_dir(path)?;
-            Ok(Dir(path.to_path_buf()))
-        }
-
-        pub fn stamp(&self) -> Option<DirStamp> {
-            None
-        }
-
-        pub fn stat(&self, name: &OsStr) -> Stamp {
-            let m = std::fs::symlink_metadata(self.0.join(name)).ok()?;
-            stamp_of(&m)
-        }
-
-        pub fn entries(&self) -> Entries {
-            let mut out = Vec::new();
-            let entries = match std::fs::read_dir(&self.0) {
-                Ok(e) => e,
-                Err(e) => return (out, Some(e)),
-            };
-            for e in entries {
-                let e = match e {
-                    Ok(e) => e,
-                    Err(err) => return (out, Some(err)),
-                };
-                let kind = e.file_type().map(|t| {
-                    if t.is_symlink() {
-                        Kind::Symlink
-                    } else if t.is_dir() {
-                        Kind::Dir
-                    } else if t.is_file() {
-                        Kind::File
-                    } else {
-                        Kind::Other
-                    }
-                });
-                out.push((e.file_name(), kind));
-            }
-            (out, None)
-        }
-    }
-}
-
 /// A directory still to walk: absolute path, relative prefix (`a/b/`), and a
 /// bad-name reason inherited from a parent.
 type Pending = (PathBuf, String, Option<&'static str>);
 
 /// One directory entry worth keeping, with the id it sorts by.
 enum Item {
-    File(Found),
+    File(FileEntry),
     /// A sub-directory: its index in the list of pending directories.
     Dir(String, usize),
 }
@@ -392,7 +199,7 @@ pub fn walk_sorted(
     progress: &Progress,
     prior: Option<&Prior<'_>>,
     stamps: Stamps,
-) -> Result<Walked, Error> {
+) -> Result<WalkResult, Error> {
     progress.start(Phase::Walk, 0);
     let not_found = |reason: String| Error::BundleNotFound {
         path: root.display().to_string(),
@@ -408,12 +215,12 @@ pub fn walk_sorted(
         prior,
         stamps,
     };
-    let dir = fsys::Dir::open(root).map_err(|e| not_found(e.to_string()))?;
+    let dir = Dir::open(root).map_err(|e| not_found(e.to_string()))?;
     let part = walk_open(dir, root, "", None, &ctx);
     progress.check()?;
     let mut found = Vec::with_capacity(part.runs.iter().map(Vec::len).sum());
     part.runs.into_iter().for_each(|r| found.extend(r));
-    let mut w = Walked {
+    let mut w = WalkResult {
         found,
         diagnostics: part.diagnostics,
         dirs: part.dirs,
@@ -437,7 +244,7 @@ fn walk_dir((path, prefix, bad): Pending, ctx: &Ctx<'_>) -> Part {
     // nothing to record.
     let unwalked = |diagnostics| Part {
         diagnostics,
-        dirs: vec![DirFound {
+        dirs: vec![DirRecord {
             prefix: prefix.clone(),
             stamp: None,
             plain: false,
@@ -449,7 +256,7 @@ fn walk_dir((path, prefix, bad): Pending, ctx: &Ctx<'_>) -> Part {
         return unwalked(Vec::new());
     }
     ctx.watch.add_dir(&path);
-    match fsys::Dir::open(&path) {
+    match Dir::open(&path) {
         Ok(dir) => walk_open(dir, &path, &prefix, bad, ctx),
         Err(e) => unwalked(vec![unlistable(&prefix, &e)]),
     }
@@ -472,7 +279,7 @@ fn unlistable(prefix: &str, e: &std::io::Error) -> Diagnostic {
 /// closed before its sub-directories are walked, so a deep tree does not
 /// hold a descriptor per level.
 fn walk_open(
-    dir: fsys::Dir,
+    dir: Dir,
     path: &Path,
     prefix: &str,
     bad: Option<&'static str>,
@@ -511,7 +318,7 @@ fn walk_open(
     let mut w = Part {
         runs: Vec::new(),
         diagnostics,
-        dirs: vec![DirFound {
+        dirs: vec![DirRecord {
             prefix: prefix.to_string(),
             stamp,
             plain,
@@ -544,7 +351,7 @@ fn walk_open(
 /// The items of a directory whose recorded `entries` are reused: each file
 /// stat'ed (in parallel), each sub-directory added to `subdirs`.
 fn from_listing(
-    dir: &fsys::Dir,
+    dir: &Dir,
     path: &Path,
     prefix: &str,
     entries: &[(bool, &str)],
@@ -562,7 +369,7 @@ fn from_listing(
                 let mut id = String::with_capacity(prefix.len() + stem.len());
                 id.push_str(prefix);
                 id.push_str(stem);
-                Item::File(Found {
+                Item::File(FileEntry {
                     id,
                     bad_id: None,
                     stamp: None,
@@ -587,7 +394,7 @@ fn from_listing(
 /// what could not be read become diagnostics, other files are ignored.
 /// Also whether the listing was plain: no diagnostic and no unusable name.
 fn list(
-    dir: &fsys::Dir,
+    dir: &Dir,
     path: &Path,
     prefix: &str,
     bad: Option<&'static str>,
@@ -603,7 +410,7 @@ fn list(
         plain = false;
     }
     let mut items = Vec::new();
-    let mut files: Vec<(OsString, Found)> = Vec::new();
+    let mut files: Vec<(OsString, FileEntry)> = Vec::new();
     for (os_name, kind) in entries {
         if os_name.as_encoded_bytes().first() == Some(&b'.') {
             continue;
@@ -642,7 +449,7 @@ fn list(
             let mut id = String::with_capacity(prefix.len() + name.len() - 3);
             id.push_str(prefix);
             id.push_str(&name[..name.len() - 3]);
-            let found = Found {
+            let found = FileEntry {
                 id,
                 bad_id: bad.or(name_bad),
                 stamp: None,
@@ -662,7 +469,7 @@ fn list(
 /// The listings of `dirs` to record in a cache file, for a walk whose files
 /// have the ids `ids` (in walk order): each directory with a stamp whose
 /// listing was plain, with its entries named.
-pub fn listings<'a>(dirs: &'a [DirFound], ids: &[&'a str]) -> Vec<cache::DirOut<'a>> {
+pub fn listings<'a>(dirs: &'a [DirRecord], ids: &[&'a str]) -> Vec<DirListing<'a>> {
     let mut out = Vec::new();
     let (mut next_file, mut next_dir) = (0usize, 0usize);
     // Replay the walk's order: a directory's entries, each sub-directory's
@@ -682,7 +489,7 @@ pub fn listings<'a>(dirs: &'a [DirFound], ids: &[&'a str]) -> Vec<cache::DirOut<
             stack.pop();
             let e = entries.pop().unwrap_or_default();
             if let (Some(stamp), true) = (here.stamp, here.plain) {
-                out.push(cache::DirOut {
+                out.push(DirListing {
                     prefix: &here.prefix,
                     stamp,
                     entries: e,
@@ -722,7 +529,45 @@ mod tests {
         crate::testing::scratch_dir("walk", name)
     }
 
-    fn walk(root: &Path, prior: Option<&Prior<'_>>) -> Walked {
+    /// Listings recorded as a cache file records them (its files named with
+    /// their `.md`; the cache tests check that a cache file reads them back).
+    /// Per directory: its prefix, its stamp, its entries.
+    type Listed = (String, DirStamp, Vec<(bool, String)>);
+
+    struct Recorded(Vec<Listed>);
+
+    impl RecordedListings for Recorded {
+        fn entries(&self, prefix: &str, now: DirStamp) -> Option<Vec<(bool, &str)>> {
+            let (_, stamp, entries) = self.0.iter().find(|(p, ..)| p == prefix)?;
+            (*stamp == now).then(|| entries.iter().map(|(d, n)| (*d, n.as_str())).collect())
+        }
+    }
+
+    fn recorded(dirs: &[DirListing<'_>]) -> Recorded {
+        Recorded(
+            dirs.iter()
+                .map(|l| {
+                    let entries = l
+                        .entries
+                        .iter()
+                        .map(|&(dir, n)| {
+                            (
+                                dir,
+                                if dir {
+                                    n.to_string()
+                                } else {
+                                    format!("{n}.md")
+                                },
+                            )
+                        })
+                        .collect();
+                    (l.prefix.to_string(), l.stamp, entries)
+                })
+                .collect(),
+        )
+    }
+
+    fn walk(root: &Path, prior: Option<&Prior<'_>>) -> WalkResult {
         walk_sorted(
             root,
             &Watch::new(root),
@@ -736,7 +581,7 @@ mod tests {
     /// What a walk found, comparable: ids, stamps, diagnostics, directories.
     #[allow(clippy::type_complexity)]
     fn seen(
-        w: &Walked,
+        w: &WalkResult,
     ) -> (
         Vec<(String, Stamp)>,
         Vec<(Code, String)>,
@@ -752,7 +597,7 @@ mod tests {
         )
     }
 
-    fn ids(w: &Walked) -> Vec<&str> {
+    fn ids(w: &WalkResult) -> Vec<&str> {
         w.found.iter().map(|f| f.id.as_str()).collect()
     }
 
@@ -849,10 +694,10 @@ mod tests {
         // shows whether the recorded listing or the directory was read.
         let a = dirs.iter_mut().find(|l| l.prefix == "a/").unwrap();
         a.entries.push((false, "ghost"));
-        let bytes = cache::Listings::encode(&dirs);
+        let rec = recorded(&dirs);
         let with = |trusted_before: u128| {
             let prior = Prior {
-                listings: cache::Listings::parse(&bytes).unwrap(),
+                listings: &rec,
                 trusted_before,
             };
             walk(&d, Some(&prior))
@@ -878,7 +723,7 @@ mod tests {
         assert_eq!(seen(&after), seen(&walk(&d, None)));
     }
 
-    fn ids_of(w: &Walked) -> Vec<String> {
+    fn ids_of(w: &WalkResult) -> Vec<String> {
         w.found.iter().map(|f| f.id.clone()).collect()
     }
 
@@ -888,19 +733,19 @@ mod tests {
         let record = |d: &Path| {
             let w = walk(d, None);
             let ids = ids(&w);
-            cache::Listings::encode(&listings(&w.dirs, &ids))
+            recorded(&listings(&w.dirs, &ids))
         };
-        let check = |d: &Path, bytes: &[u8], listed: usize| {
+        let check = |d: &Path, rec: &Recorded, listed: usize| {
             let prior = Prior {
-                listings: cache::Listings::parse(bytes).unwrap(),
+                listings: rec,
                 trusted_before: u128::MAX,
             };
             let w = walk(d, Some(&prior));
             assert_eq!(seen(&w), seen(&walk(d, None)));
             assert_eq!(w.listed, listed);
         };
-        let bytes = record(&d);
-        check(&d, &bytes, 0);
+        let rec = record(&d);
+        check(&d, &rec, 0);
         // Removed, renamed, a new directory, a changed file (its stamp is
         // the walk's to report, not the listing's).
         let mut t = 2_000_000;
@@ -916,8 +761,8 @@ mod tests {
         fs::write(d.join("a/s/t/n.md"), "x").unwrap();
         bump(&d.join("a/s"));
         fs::write(d.join("top.md"), "changed, longer").unwrap();
-        check(&d, &bytes, 4); // a/, a/s/, a/s/t/ (new) and b/
-                              // A symbolic link or an odd name is a diagnostic: never recorded.
+        check(&d, &rec, 4); // a/, a/s/, a/s/t/ (new) and b/
+                            // A symbolic link or an odd name is a diagnostic: never recorded.
         #[cfg(unix)]
         {
             std::os::unix::fs::symlink(d.join("top.md"), d.join("b/link.md")).unwrap();
@@ -927,69 +772,8 @@ mod tests {
             let dirs = listings(&w.dirs, &ids);
             assert!(dirs.iter().all(|l| l.prefix != "b/"));
             assert!(dirs.iter().any(|l| l.prefix == "a/"));
-            let bytes = cache::Listings::encode(&dirs);
-            check(&d, &bytes, 1);
+            let rec = recorded(&dirs);
+            check(&d, &rec, 1);
         }
-    }
-
-    #[test]
-    fn a_file_is_stamped_alike_through_its_directory_and_its_path() {
-        let d = scratch("stamps");
-        let dir = fsys::Dir::open(&d).unwrap();
-        for (name, at) in [
-            ("now.md", None),
-            (
-                "old.md",
-                Some(UNIX_EPOCH + Duration::new(1_234_567_890, 123_456_789)),
-            ),
-            ("pre-epoch.md", UNIX_EPOCH.checked_sub(Duration::new(10, 5))),
-        ] {
-            fs::write(d.join(name), "text").unwrap();
-            if let Some(t) = at {
-                fs::File::options()
-                    .write(true)
-                    .open(d.join(name))
-                    .unwrap()
-                    .set_modified(t)
-                    .unwrap();
-            }
-            let via_dir = dir.stat(OsStr::new(name));
-            assert!(via_dir.is_some());
-            assert_eq!(via_dir, stamp(&d.join(name)), "{name}");
-        }
-        assert_eq!(dir.stat(OsStr::new("missing.md")), None);
-        assert_eq!(
-            stamp(&d.join("old.md")).map(|s| s.1),
-            Some(1_234_567_890_123_456_789)
-        );
-        assert_eq!(stamp(&d.join("pre-epoch.md")).map(|s| s.1), Some(0));
-    }
-
-    /// The `std::fs` directories (used where there is no Unix) list the same
-    /// entries, of the same kinds, with the same stamps, and never a
-    /// directory stamp (so no listing is reused there).
-    #[test]
-    fn the_std_directories_agree_with_the_descriptor_ones() {
-        let d = scratch("std-dirs");
-        fs::create_dir_all(d.join("sub")).unwrap();
-        fs::write(d.join("a.md"), "text").unwrap();
-        fs::write(d.join("b.txt"), "longer text").unwrap();
-        #[cfg(unix)]
-        std::os::unix::fs::symlink(d.join("a.md"), d.join("link.md")).unwrap();
-        let by_fd = fsys::Dir::open(&d).unwrap();
-        let by_path = fsys_std::Dir::open(&d).unwrap();
-        assert!(by_path.stamp().is_none() && by_fd.stamp().is_some());
-        let sorted = |(mut e, err): Entries| {
-            assert!(err.is_none());
-            e.sort_by(|a, b| a.0.cmp(&b.0));
-            e.into_iter().map(|(n, k)| (n, k.ok())).collect::<Vec<_>>()
-        };
-        let listed = sorted(by_fd.entries());
-        assert_eq!(listed, sorted(by_path.entries()));
-        assert_eq!(listed.len(), 4);
-        for (name, _) in &listed {
-            assert_eq!(by_fd.stat(name), by_path.stat(name), "{name:?}");
-        }
-        assert!(fsys_std::Dir::open(&d.join("missing")).is_err());
     }
 }

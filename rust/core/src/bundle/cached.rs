@@ -1,0 +1,467 @@
+//! A load through a cache file: the files whose stamps match the cache
+//! file's records are taken from it, the rest read; a new cache file is
+//! written as the files are read, unless every file came from the old one.
+
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use super::assemble::{finish, ordinal_ranks, Outcome, SnapshotParts};
+use super::cell::ConceptCell;
+use super::{Bundle, CacheReport, CacheStatus};
+use crate::cache::{self, CacheFile, Rejected};
+use crate::concept::source::{SourceText, TextStore};
+use crate::concept::ConceptRow;
+use crate::diagnostic::Diagnostic;
+use crate::error::Error;
+use crate::fs::read::read_some;
+use crate::fs::stamp::RACY_NS;
+use crate::fs::walk::{listings, walk_sorted, DirRecord, FileEntry, Prior, Stamps, WalkResult};
+use crate::fs::watch::Watch;
+use crate::index::{chunk_fields, Chunks, Index};
+use crate::progress::{Phase, Progress};
+use crate::text::id_cmp_bytes;
+
+/// Files read per step of a load that writes a cache file: their texts go to
+/// the file while that step is indexed, so at most one step's bodies are in
+/// memory at once.
+pub(super) const WAVE: usize = 32 * 1024;
+
+/// Where and how [`build_writing`] writes: the cache file, the bundle root it
+/// is recorded for, the instant it counts as written, and the files per wave.
+struct CacheTarget<'a> {
+    cache_file: &'a Path,
+    root_key: &'a str,
+    written_ns: u128,
+    wave: usize,
+    /// The walk's directories, whose listings the file records.
+    dirs: &'a [DirRecord],
+}
+
+/// Load `found` in waves of `wave` files, writing a new cache file as it
+/// goes: each wave is read (files `cached` yields are not read again) and its
+/// words are indexed while its texts are appended to the cache file, then
+/// served from it, so bodies never pile up in memory. The index is merged at
+/// the end (while the file records are written) and the cache file completed
+/// and renamed into place. A failure to
+/// write the cache only leaves the texts in memory; it is returned beside the
+/// bundle.
+fn build_writing(
+    root: &Path,
+    found: Vec<FileEntry>,
+    walk_diagnostics: Vec<Diagnostic>,
+    watch: Watch,
+    cached: &(dyn Fn(usize) -> Option<Outcome> + Sync),
+    to: CacheTarget<'_>,
+    progress: &Progress,
+) -> Result<(Bundle, std::io::Result<()>), Error> {
+    let CacheTarget {
+        cache_file,
+        root_key,
+        written_ns,
+        wave,
+        dirs,
+    } = to;
+    let tmp = cache_file.with_extension(format!("tmp-{}-{}", std::process::id(), now_ns()));
+    // However this ends (cancelled, failed, renamed), no temporary file stays.
+    let _cleanup = RemoveOnDrop(&tmp);
+    let mut sink = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|f| cache::Sink::new(f, root_key));
+    let mut refs: Vec<cache::TextRef> = Vec::new();
+    let total = found.len();
+    progress.start(Phase::Read, total);
+    let mut g = SnapshotParts::new(&walk_diagnostics, total);
+    let mut chunks = Chunks::default();
+    let mut rest = found.into_iter();
+    let mut first = 0usize;
+    // Each wave's texts are written while it is indexed (both only read it),
+    // so the single-threaded write overlaps parallel work; then they are
+    // served from the file and their memory freed.
+    while first < total {
+        let wave: Vec<FileEntry> = rest.by_ref().take(wave.max(1)).collect();
+        let reads = read_some(root, &wave, first, cached, progress);
+        first += wave.len();
+        progress.check()?;
+        let base = g.concepts.len();
+        g.add(wave, reads);
+        let (more, ()) = rayon::join(
+            || chunk_fields(&g.concepts[base..], base as u32, progress),
+            || write_texts(&mut sink, &g.concepts[base..], &mut refs),
+        );
+        chunks.append(more);
+        serve_stored(&mut sink, &mut g.concepts[base..], &refs, cache_file);
+        progress.check()?;
+    }
+    progress.start(Phase::Index, 0);
+    // The file records need no index: they are written while the index is
+    // merged, leaving only the index to write after.
+    let (index, ()) = rayon::join(
+        || Index::from_chunks(chunks, &g.concepts),
+        || write_records(&mut sink, &g, &refs, dirs, written_ns),
+    );
+    let index = Arc::new(index?);
+    let ordinal = ordinal_ranks(&g.concepts);
+    progress.check()?;
+    let written = sink.and_then(|s| {
+        s.finish(&index, &ordinal)?;
+        fs::rename(&tmp, cache_file)
+    });
+    // On failure the temporary file is removed; texts already served from it
+    // stay readable through the open handle.
+    let b = finish(root, g, walk_diagnostics, watch, (index, ordinal));
+    progress.start(Phase::Done, 0);
+    Ok((b, written))
+}
+
+/// Append the texts of `concepts` to the cache file being written, their
+/// references to `refs`. A failure ends the writing (`sink` becomes the
+/// error) and leaves the texts in memory.
+fn write_texts(
+    sink: &mut std::io::Result<cache::Sink>,
+    concepts: &[ConceptCell],
+    refs: &mut Vec<cache::TextRef>,
+) {
+    let Ok(s) = sink else { return };
+    s.preallocate(concepts.iter().map(|c| c.source.stored_len()).sum());
+    let appended = s.texts(concepts.iter().map(|c| &**c));
+    match appended {
+        Ok(new) => refs.extend(new),
+        Err(e) => *sink = Err(e),
+    }
+}
+
+/// Write the file records of `g` (every text written, at `refs`) to the
+/// cache file being written. A failure ends the writing.
+fn write_records(
+    sink: &mut std::io::Result<cache::Sink>,
+    g: &SnapshotParts,
+    refs: &[cache::TextRef],
+    dirs: &[DirRecord],
+    written_ns: u128,
+) {
+    let Ok(s) = sink else { return };
+    let files: Vec<cache::FileRecord<'_>> = g
+        .files
+        .iter()
+        .filter_map(|f| {
+            Some(cache::FileRecord {
+                id: &f.id,
+                stamp: f.stamp?,
+                concept: f
+                    .position
+                    .map(|p| (&*g.concepts[p as usize], refs[p as usize])),
+                diagnostics: f.diagnostics.get(),
+            })
+        })
+        .collect();
+    let ids: Vec<&str> = g.files.iter().map(|f| f.id.as_str()).collect();
+    let dirs = listings(dirs, &ids);
+    if let Err(e) = s.records(&files, &dirs, written_ns) {
+        *sink = Err(e);
+    }
+}
+
+/// Serve the texts of `concepts` (the last ones whose texts
+/// [`write_texts`] appended) from the cache file from now on, dropping them
+/// from memory. Nothing changes when writing has failed.
+fn serve_stored(
+    sink: &mut std::io::Result<cache::Sink>,
+    concepts: &mut [ConceptCell],
+    refs: &[cache::TextRef],
+    cache_file: &Path,
+) {
+    let Ok(s) = sink else { return };
+    let store = match s.store(cache_file) {
+        Ok(store) => store,
+        Err(e) => {
+            *sink = Err(e);
+            return;
+        }
+    };
+    let written = &refs[refs.len() - concepts.len()..];
+    for (c, r) in concepts.iter_mut().zip(written) {
+        if let Some(c) = c.get_mut() {
+            c.source = stored(&store, r);
+        }
+    }
+}
+
+/// Removes a file when dropped (nothing happens if it is gone).
+struct RemoveOnDrop<'a>(&'a Path);
+
+impl Drop for RemoveOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(self.0);
+    }
+}
+
+fn stored(store: &Arc<TextStore>, r: &cache::TextRef) -> SourceText {
+    SourceText::Stored {
+        store: Arc::clone(store),
+        at: r.at,
+        frontmatter_len: r.frontmatter_len,
+        body_len: r.body_len,
+        crc: r.crc,
+    }
+}
+
+fn now_ns() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+/// Match the found files with the records of the cache file `o`: both are in
+/// id order, so each part of `found` is matched in one pass from the first
+/// record not before it (a binary search), the parts in parallel. A record
+/// is trusted for a file with the same id and stamp, not modified within
+/// [`RACY_NS`] of the cache being written.
+fn match_records(
+    found: &[FileEntry],
+    o: &CacheFile,
+    record: &mut [Option<usize>],
+) -> Result<(), Rejected> {
+    use std::cmp::Ordering::Less;
+    const PART: usize = 1 << 14;
+    let trusted_before = o.written_ns.saturating_sub(RACY_NS);
+    let file = |j: usize| (j < o.len()).then(|| o.file_bytes(j)).transpose();
+    record
+        .par_chunks_mut(PART)
+        .zip(found.par_chunks(PART))
+        .try_for_each(|(record, found)| {
+            let first = found.first().map_or(&[][..], |f| f.id.as_bytes());
+            let (mut lo, mut hi) = (0, o.len());
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if id_cmp_bytes(o.file_bytes(mid)?.0, first) == Less {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            let mut j = lo;
+            let mut cur = file(j)?;
+            for (slot, f) in record.iter_mut().zip(found) {
+                while let Some((id, _)) = cur {
+                    if id_cmp_bytes(id, f.id.as_bytes()) != Less {
+                        break;
+                    }
+                    j += 1;
+                    cur = file(j)?;
+                }
+                if let Some((id, st)) = cur {
+                    if id == f.id.as_bytes() {
+                        if f.stamp == Some(st) && u128::from(st.1) < trusted_before {
+                            *slot = Some(j);
+                        }
+                        j += 1;
+                        cur = file(j)?;
+                    }
+                }
+            }
+            Ok(())
+        })
+}
+
+impl Bundle {
+    /// [`Bundle::load_with`] through `cache_file`, reading `wave` files at a
+    /// time when the files must be read ([`build_writing`]).
+    pub(super) fn load_through(
+        root: &Path,
+        cache_file: &Path,
+        progress: &Progress,
+        wave: usize,
+    ) -> Result<(Bundle, CacheReport), Error> {
+        let started = now_ns();
+        let watch = Watch::new(root);
+        let root_key = root.to_string_lossy();
+        let mut report = CacheReport {
+            status: CacheStatus::Hit,
+            detail: String::new(),
+            reread: 0,
+            listed: 0,
+        };
+        let mut opened = match CacheFile::open(cache_file, &root_key) {
+            Ok(o) => Some(o),
+            Err(cache::OpenError::Missing) => {
+                report.status = CacheStatus::Miss;
+                None
+            }
+            Err(cache::OpenError::Unreadable(e)) => {
+                report.status = CacheStatus::Rebuilt;
+                report.detail = format!("could not be read ({e})");
+                None
+            }
+            Err(cache::OpenError::Rejected(r)) => {
+                report.status = CacheStatus::Rebuilt;
+                report.detail = r.to_string();
+                None
+            }
+        };
+        // The walk reuses the recorded listings of unchanged directories.
+        let listings = match opened.as_ref().map(|o| o.listings()).transpose() {
+            Ok(l) => l,
+            Err(r) => {
+                report.status = CacheStatus::Rebuilt;
+                report.detail = r.to_string();
+                None
+            }
+        };
+        let prior = listings.as_ref().map(|listings| Prior {
+            listings,
+            trusted_before: opened
+                .as_ref()
+                .map_or(0, |o| o.written_ns.saturating_sub(RACY_NS)),
+        });
+        // Stamps are compared with the cache's records when there are any;
+        // otherwise every file is read, and stamped as it is read.
+        let stamps = match prior {
+            Some(_) => Stamps::All,
+            None => Stamps::Unopened,
+        };
+        let WalkResult {
+            found,
+            diagnostics: walk_diagnostics,
+            dirs,
+            listed,
+        } = walk_sorted(root, &watch, progress, prior.as_ref(), stamps)?;
+        drop(listings);
+        if report.status == CacheStatus::Rebuilt {
+            opened = None;
+        }
+        report.listed = listed;
+        // `record[i]` is the cache record of found file `i`, when it can be trusted.
+        let mut record: Vec<Option<usize>> = vec![None; found.len()];
+        if let Some(o) = &opened {
+            if let Err(r) = match_records(&found, o, &mut record) {
+                report.status = CacheStatus::Rebuilt;
+                report.detail = r.to_string();
+                record.fill(None);
+                opened = None;
+            }
+        }
+        let used = record.iter().flatten().count();
+        report.reread = found.len() - used;
+        let all_cached = opened
+            .as_ref()
+            .is_some_and(|o| used == found.len() && used == o.len());
+        if all_cached {
+            // Every file as cached: the saved index describes exactly these
+            // concepts. Each record is checked (and its columns read) but no
+            // concept is built: they are decoded when first used ([`ConceptCell`]),
+            // and their texts stay in the cache file.
+            if let Some(o) = opened.take().map(Arc::new) {
+                const PART: usize = 4096;
+                progress.start(Phase::Read, found.len());
+                // The records and the saved index are checked side by side;
+                // the few files with diagnostics are gathered apart.
+                let with_diagnostics = std::sync::Mutex::new(Vec::new());
+                let (columns, index) = rayon::join(
+                    || -> Result<Vec<Option<ConceptRow>>, Rejected> {
+                        record
+                            .par_chunks(PART)
+                            .enumerate()
+                            .flat_map_iter(|(k, part)| {
+                                progress.advance(part.len());
+                                let with_diagnostics = &with_diagnostics;
+                                let o = &o;
+                                part.iter().enumerate().map(move |(j, r)| {
+                                    let (d, c) = o.skim(r.unwrap_or(usize::MAX))?;
+                                    if !d.is_empty() {
+                                        if let Ok(mut w) = with_diagnostics.lock() {
+                                            w.push((k * PART + j, d));
+                                        }
+                                    }
+                                    Ok(c)
+                                })
+                            })
+                            .collect()
+                    },
+                    || o.index(),
+                );
+                progress.check()?;
+                let checked = columns.and_then(|columns| {
+                    let n = columns.iter().flatten().count();
+                    let (ix, ord) = index?;
+                    if ord.len() != n {
+                        return Err(Rejected::Corrupt(
+                            "saved index: not as many concepts as the records".into(),
+                        ));
+                    }
+                    Ok((columns, (ix, ord)))
+                });
+                match checked {
+                    Ok((columns, (ix, ord))) => {
+                        let mut g = SnapshotParts::new(&walk_diagnostics, found.len());
+                        let mut diagnostics = with_diagnostics.into_inner().unwrap_or_default();
+                        diagnostics.sort_unstable_by_key(|(i, _)| *i);
+                        g.add_stored(found, &columns, diagnostics, &record, &o);
+                        let b = finish(root, g, walk_diagnostics, watch, (Arc::new(ix), ord));
+                        progress.check()?;
+                        progress.start(Phase::Done, 0);
+                        return Ok((b, report));
+                    }
+                    Err(why) => {
+                        // Start again from the files alone, with a new cache file.
+                        report.status = CacheStatus::Rebuilt;
+                        report.detail = why.to_string();
+                        report.reread = found.len();
+                        record.fill(None);
+                    }
+                }
+            }
+        }
+        if report.status == CacheStatus::Hit {
+            report.status = CacheStatus::Partial;
+        }
+        // Texts taken from the old cache file are read into memory now (and
+        // checked): the index build and the new cache file both need them.
+        let damaged = std::sync::atomic::AtomicBool::new(false);
+        let cached = |i: usize| {
+            let (o, r) = (opened.as_ref()?, record[i]?);
+            let read = o.read(r).ok().and_then(|mut read| {
+                if let Some(c) = read.concept.as_mut() {
+                    let t = c.source.read().ok()?;
+                    let texts = SourceText::owned(&t.body, &t.frontmatter);
+                    c.source = texts;
+                }
+                Some(Outcome::from(read))
+            });
+            if read.is_none() {
+                damaged.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            read
+        };
+        let (bundle, written) = build_writing(
+            root,
+            found,
+            walk_diagnostics,
+            watch,
+            &cached,
+            CacheTarget {
+                cache_file,
+                root_key: &root_key,
+                written_ns: started,
+                wave,
+                dirs: &dirs,
+            },
+            progress,
+        )?;
+        if damaged.into_inner() {
+            report.status = CacheStatus::Rebuilt;
+            report.detail = "is corrupt (a text or record does not read back)".into();
+        }
+        if let Err(e) = written {
+            report.detail = format!("{} (not written: {e})", report.detail)
+                .trim_start()
+                .to_string();
+        }
+        Ok((bundle, report))
+    }
+}

@@ -1,0 +1,356 @@
+//! Loads, reopens through the cache file and refreshes, end to end.
+
+use std::fs;
+use std::path::PathBuf;
+
+use super::*;
+use crate::concept::Concept;
+use crate::fs::stamp::RACY_NS;
+
+mod refresh {
+    use super::*;
+
+    /// A snapshot's concept ids in position order.
+    fn ids(b: &Bundle) -> Vec<String> {
+        b.concepts.iter().map(|c| c.id().to_string()).collect()
+    }
+
+    #[test]
+    fn a_load_in_many_waves_equals_a_plain_load() {
+        let d = crate::testing::scratch_dir("refresh", "waves");
+        fs::create_dir_all(d.join("root/sub")).unwrap();
+        let root = d.join("root");
+        for i in 0..23 {
+            let dir = if i % 3 == 0 { "sub/" } else { "" };
+            let text = match i % 7 {
+                6 => "---\ntitle: [broken\n---\n".to_string(),
+                k => format!(
+                    "---\ntype: T\ntitle: t{i}\ntags: [k{k}]\n---\nbody {i} word{k}\r\nline\n"
+                ),
+            };
+            fs::write(root.join(format!("{dir}c{i:02}.md")), text).unwrap();
+        }
+        // Old enough that a reopen trusts every file.
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        for p in ["sub/c00", "c01", "sub/c03"]
+            .iter()
+            .map(|n| root.join(format!("{n}.md")))
+        {
+            fs::File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+        let plain = Bundle::load(&root).unwrap();
+        let file = d.join("c.okfc");
+        let view = |b: &Bundle| {
+            let texts: Vec<(String, Option<String>, String, usize)> = b
+                .concepts
+                .iter()
+                .map(|c| {
+                    let fm = c.frontmatter().unwrap().len();
+                    (
+                        c.id.clone(),
+                        c.title.clone(),
+                        c.body().unwrap().into_owned(),
+                        fm,
+                    )
+                })
+                .collect();
+            let hits: Vec<(Vec<u32>, Vec<u32>)> = ["word1", "body", "T1", "line", "zzz"]
+                .iter()
+                .map(|q| {
+                    let r = crate::score::search(b, q, None, None);
+                    (r.positions, r.scores)
+                })
+                .collect();
+            let tagged = crate::score::search(b, "body", Some("k2"), None).positions;
+            (
+                texts,
+                hits,
+                tagged,
+                b.diagnostics.clone(),
+                b.ordinal_rank.to_vec(),
+            )
+        };
+        for wave in [1, 4, 5, 100] {
+            let _ = fs::remove_file(&file);
+            let (b, report) =
+                Bundle::load_through(&root, &file, &Progress::default(), wave).unwrap();
+            assert_eq!(report.status, CacheStatus::Miss);
+            assert!(
+                b.concepts.iter().all(|c| c.source.is_stored()),
+                "wave {wave}"
+            );
+            assert_eq!(view(&b), view(&plain), "wave {wave}");
+            for (a, p) in b.index.fields.iter().zip(&plain.index.fields) {
+                assert_eq!(
+                    (&*a.postings, &*a.dense_bits),
+                    (&*p.postings, &*p.dense_bits)
+                );
+            }
+            // A reopen: the recent files are read again, the rest taken as cached.
+            let (again, report) =
+                Bundle::load_through(&root, &file, &Progress::default(), wave).unwrap();
+            assert_eq!(
+                (report.status, report.reread),
+                (CacheStatus::Partial, 20),
+                "wave {wave}"
+            );
+            assert_eq!(view(&again), view(&plain), "wave {wave}");
+        }
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    /// Through the cache file: directories older than the racy margin are
+    /// not listed again on a reopen, and one that gains a file is, with the
+    /// result of a fresh load. Directory times cannot be set back (the
+    /// status-change time), so this waits out the margin once.
+    #[test]
+    fn a_reopen_lists_only_the_directories_that_changed() {
+        let d = crate::testing::scratch_dir("refresh", "relist");
+        let root = d.join("root");
+        for f in ["a/x.md", "a/y.md", "b/z.md", "b/c/w.md", "top.md"] {
+            fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
+            fs::write(
+                root.join(f),
+                format!("---\ntype: T\ntitle: {f}\n---\nbody\n"),
+            )
+            .unwrap();
+        }
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        for f in ["a/x.md", "a/y.md", "b/z.md", "b/c/w.md", "top.md"] {
+            let h = fs::File::options().write(true).open(root.join(f)).unwrap();
+            h.set_modified(old).unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_nanos(
+            RACY_NS as u64 + 100_000_000,
+        ));
+        let file = d.join("c.okfc");
+        let (_, cold) = Bundle::load_cached(&root, &file).unwrap();
+        assert_eq!((cold.status, cold.listed), (CacheStatus::Miss, 4));
+        let (warm, r) = Bundle::load_cached(&root, &file).unwrap();
+        assert_eq!((r.status, r.reread, r.listed), (CacheStatus::Hit, 0, 0));
+        assert_eq!(warm.len(), 5);
+        fs::write(root.join("b/c/new.md"), "---\ntype: T\ntitle: new\n---\n").unwrap();
+        let (after, r) = Bundle::load_cached(&root, &file).unwrap();
+        assert_eq!((r.status, r.reread, r.listed), (CacheStatus::Partial, 1, 1));
+        let fresh = Bundle::load(&root).unwrap();
+        assert_eq!(ids(&after), ids(&fresh));
+        assert!(ids(&after).contains(&"b/c/new".to_string()));
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_warm_reopen_decodes_a_concept_only_when_it_is_used() {
+        let d = crate::testing::scratch_dir("refresh", "lazy");
+        fs::create_dir_all(d.join("root/sub")).unwrap();
+        let root = d.join("root");
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        for i in 0..12 {
+            let dir = if i % 3 == 0 { "sub/" } else { "" };
+            let text = match i % 4 {
+                0 => "---\ntitle: [broken\n---\n".to_string(),
+                1 => format!(
+                    "---\ntype: T\ntitle: t{i}\nauthority: canonical\nstale_after: 2020-01-0{}\nsupersedes: [c0{}]\n---\nbody {i}\n",
+                    1 + i % 9,
+                    i + 1
+                ),
+                k => format!("---\ntype: T\ntitle: t{i}\ntags: [k{k}]\n---\nbody {i} w{k}\n"),
+            };
+            let p = root.join(format!("{dir}c{i:02}.md"));
+            fs::write(&p, text).unwrap();
+            fs::File::options()
+                .write(true)
+                .open(&p)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+        let plain = Bundle::load(&root).unwrap();
+        let file = d.join("c.okfc");
+        let (_, report) = Bundle::load_cached(&root, &file).unwrap();
+        assert_eq!(report.status, CacheStatus::Miss);
+        let (warm, report) = Bundle::load_cached(&root, &file).unwrap();
+        assert_eq!((report.status, report.reread), (CacheStatus::Hit, 0));
+        assert_eq!(warm.len(), plain.len());
+        // Ids, positions, columns and diagnostics without decoding anything.
+        assert_eq!(ids(&warm), ids(&plain));
+        assert_eq!(warm.position("sub/c09"), plain.position("sub/c09"));
+        assert_eq!(warm.columns, plain.columns);
+        assert_eq!(warm.columns.governed.len(), 3);
+        assert_eq!(warm.diagnostics, plain.diagnostics);
+        assert!(warm.concepts.iter().all(|c| !c.is_decoded()));
+        // A search decodes nothing; a refresh that keeps the index carries
+        // the slots over as they are.
+        let hits = crate::score::search(&warm, "body", None, None);
+        assert_eq!(hits.positions.len(), plain.len());
+        let touched = root.join("c02.md");
+        fs::File::options()
+            .write(true)
+            .open(&touched)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now())
+            .unwrap();
+        let next = warm.refresh().unwrap().expect("a touched file is a change");
+        assert_eq!(next.made_by, MadeBy::EventsIndexKept);
+        let decoded: Vec<&str> = next
+            .concepts
+            .iter()
+            .filter(|c| c.is_decoded())
+            .map(|c| c.id())
+            .collect();
+        assert_eq!(decoded, ["c02"], "only the file read again is in memory");
+        assert_eq!(next.columns, Bundle::load(&root).unwrap().columns);
+        // Decoded, each concept is the one a fresh load reads.
+        for (a, b) in warm.concepts.iter().zip(&plain.concepts) {
+            let (a, b): (&Concept, &Concept) = (a, b);
+            assert_eq!(
+                (&a.id, &a.title, &a.tags, a.stale_after, &a.authority),
+                (&b.id, &b.title, &b.tags, b.stale_after, &b.authority)
+            );
+            assert_eq!(a.governance, b.governance);
+            assert_eq!(a.body().unwrap(), b.body().unwrap());
+            assert!(a.source.is_stored());
+        }
+        assert!(warm.concepts.iter().all(ConceptCell::is_decoded));
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    /// The space allocated ahead of a cache file's texts and index
+    /// ([`cache::Sink::preallocate`]) is exactly what they fill: the file
+    /// holds no blocks past its end, and it is read back.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_cache_file_has_no_space_allocated_past_its_end() {
+        use std::os::unix::fs::MetadataExt;
+        let d = crate::testing::scratch_dir("bundle", "prealloc");
+        // Bodies of several pages each: space allocated for the wrong length
+        // shows in whole blocks.
+        for i in 0..40 {
+            let body = format!("word{i} ").repeat(1500 + 37 * i);
+            let text = format!("---\ntype: T\ntitle: t{i}\n---\n{body}");
+            fs::write(d.join(format!("c{i}.md")), text).unwrap();
+        }
+        let cache_dir = crate::testing::scratch_dir("bundle", "prealloc-cache");
+        let file = cache_dir.join("c.okfc");
+        let (_, r) = Bundle::load_cached(&d, &file).unwrap();
+        assert_eq!(r.status, CacheStatus::Miss);
+        let m = fs::metadata(&file).unwrap();
+        let (allocated, size) = (m.blocks() * 512, m.len());
+        assert!(size > 400_000, "{size}");
+        assert!(
+            allocated <= size.next_multiple_of(64 * 1024),
+            "{allocated} bytes allocated for a file of {size}"
+        );
+        // Read back, not rejected (the files are too new to be trusted, so
+        // they are read again: "partial").
+        let (warm, r) = Bundle::load_cached(&d, &file).unwrap();
+        assert!(
+            matches!(r.status, CacheStatus::Hit | CacheStatus::Partial),
+            "{:?}",
+            r.status
+        );
+        assert_eq!(warm.concepts.len(), 40);
+        let _ = fs::remove_dir_all(&d);
+        let _ = fs::remove_dir_all(&cache_dir);
+    }
+
+    #[test]
+    fn refresh_rereads_only_what_changed() {
+        let d = crate::testing::scratch_dir("refresh", "refresh");
+        fs::create_dir_all(d.join("sub")).unwrap();
+        fs::write(d.join("a.md"), "---\ntype: T\ntitle: alpha\n---\none").unwrap();
+        fs::write(d.join("sub/b.md"), "---\ntype: T\ntitle: beta\n---\ntwo").unwrap();
+        fs::write(d.join("bad.md"), "---\ntype: T\n").unwrap();
+        let b = Bundle::load(&d).unwrap();
+        assert!(b.refresh().unwrap().is_none());
+        // Change one file (a different size, so the stamp differs whatever the
+        // clock's granularity), add one, remove one.
+        fs::write(
+            d.join("a.md"),
+            "---\ntype: T\ntitle: alpha two\n---\none more",
+        )
+        .unwrap();
+        fs::write(d.join("c.md"), "---\ntype: T\ntitle: gamma\n---\nthree").unwrap();
+        fs::remove_file(d.join("sub/b.md")).unwrap();
+        let fresh = b.refresh().unwrap().expect("changed");
+        let again = Bundle::load(&d).unwrap();
+        let ids = |x: &Bundle| {
+            x.concepts
+                .iter()
+                .map(|c| {
+                    (
+                        c.id.clone(),
+                        c.title.clone(),
+                        c.body().unwrap().into_owned(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&fresh), ids(&again));
+        assert_eq!(fresh.diagnostics, again.diagnostics);
+        assert_eq!(fresh.concepts[0].title.as_deref(), Some("alpha two"));
+        assert_eq!(b.concepts.len(), 2, "the old snapshot is untouched");
+        assert!(fresh.refresh().unwrap().is_none());
+        let _ = fs::remove_dir_all(&d);
+    }
+}
+
+mod watch {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = crate::testing::scratch_dir("watch", name);
+        fs::create_dir_all(d.join("sub")).unwrap();
+        fs::write(d.join("sub/a.md"), "---\ntype: T\ntitle: alpha\n---\none").unwrap();
+        d
+    }
+
+    #[test]
+    fn same_size_rewrite_is_seen() {
+        let d = scratch("rewrite");
+        let b = Bundle::load(&d).unwrap();
+        assert!(b.refresh().unwrap().is_none());
+        // Same length, different content: only the watch or the mtime tells.
+        fs::write(d.join("sub/a.md"), "---\ntype: T\ntitle: ALPHA\n---\none").unwrap();
+        let fresh = b.refresh().unwrap().expect("changed");
+        assert_eq!(fresh.concepts[0].title.as_deref(), Some("ALPHA"));
+        assert!(fresh.refresh().unwrap().is_none());
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn files_in_a_new_directory_are_seen() {
+        let d = scratch("newdir");
+        let b = Bundle::load(&d).unwrap();
+        fs::create_dir(d.join("later")).unwrap();
+        // An empty new directory changes no concept, but the next snapshot
+        // must watch it.
+        let b2 = b
+            .refresh()
+            .unwrap()
+            .expect("a new directory needs a new snapshot");
+        assert_eq!(b2.len(), 1);
+        fs::write(d.join("later/n.md"), "---\ntype: T\n---\nnew").unwrap();
+        let b3 = b2
+            .refresh()
+            .unwrap()
+            .expect("the file in the new directory is seen");
+        assert_eq!(b3.len(), 2);
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn irrelevant_changes_keep_the_snapshot() {
+        let d = scratch("hidden");
+        let b = Bundle::load(&d).unwrap();
+        fs::write(d.join("sub/.hidden.md"), "x").unwrap();
+        fs::write(d.join("notes.txt"), "x").unwrap();
+        assert!(b.refresh().unwrap().is_none());
+        assert!(b.refresh().unwrap().is_none());
+        let _ = fs::remove_dir_all(&d);
+    }
+}

@@ -1,0 +1,512 @@
+//! Reading a cache file: mapped, checked whole, and used in place.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use memmap2::Mmap;
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+use super::decode::{Reader, R};
+use super::listings::Listings;
+use super::{Rejected, FORMAT, MAGIC, TAIL, VERSION};
+use crate::array::Array;
+use crate::concept::source::{SourceText, TextStore};
+use crate::concept::{Actor, Concept, ConceptRow, FileOutcome, Governance, Status, TrustTier};
+use crate::diagnostic::{Code, Diagnostic};
+use crate::fs::stamp::FileStamp;
+use crate::index::trigram::Trigrams;
+use crate::index::{FieldIndex, Index, NOT_DENSE};
+
+/// A concept record's fields, borrowed from the mapping: parsed to check a
+/// record and take its [`ConceptRow`], and again to build the concept when it
+/// is first used — one parser, so a record that checks always decodes.
+struct Fields<'a> {
+    kind: Option<&'a str>,
+    title: Option<&'a str>,
+    description: Option<&'a str>,
+    tags: Vec<&'a str>,
+    resource: Option<&'a str>,
+    status: Status,
+    status_known: bool,
+    stale_after: Option<i64>,
+    generated: Option<Actor>,
+    verified: Vec<Actor>,
+    trust_tier: TrustTier,
+    authority: Option<&'a str>,
+    /// `supersedes`, `superseded_by`, `conflicts_with`.
+    governance: Option<[Vec<&'a str>; 3]>,
+    /// Where the texts are: offset, frontmatter length, body length, CRC.
+    texts: (u64, u32, u32, u32),
+}
+
+/// An open, checked cache file.
+pub struct CacheFile {
+    map: Arc<Mmap>,
+    store: Arc<TextStore>,
+    /// Where the core starts in the file (8-aligned).
+    core_at: usize,
+    core_len: usize,
+    texts_len: u64,
+    pub written_ns: u128,
+    /// Each file's record, as an offset into the core.
+    records: Array<u64>,
+    index_at: usize,
+    dirs_at: usize,
+}
+
+/// Where a checked cache file's parts are ([`CacheFile::check`]).
+struct Layout {
+    core_at: usize,
+    core_len: usize,
+    texts_base: u64,
+    texts_len: u64,
+    written_ns: u128,
+    table_at: usize,
+    index_at: usize,
+    dirs_at: usize,
+}
+
+/// Why a cache file could not be opened: missing, unreadable or rejected.
+pub enum OpenError {
+    Missing,
+    Unreadable(std::io::Error),
+    Rejected(Rejected),
+}
+
+impl From<Rejected> for OpenError {
+    fn from(r: Rejected) -> Self {
+        OpenError::Rejected(r)
+    }
+}
+
+/// CRC-32 of `b`, in parallel slices combined in order.
+fn crc_parallel(b: &[u8]) -> u32 {
+    const SLICE: usize = 16 << 20;
+    let parts: Vec<crc32fast::Hasher> = b
+        .par_chunks(SLICE)
+        .map(|s| {
+            let mut h = crc32fast::Hasher::new();
+            h.update(s);
+            h
+        })
+        .collect();
+    let mut all = crc32fast::Hasher::new();
+    for p in &parts {
+        all.combine(p);
+    }
+    all.finalize()
+}
+
+impl CacheFile {
+    /// Map the cache file at `path` and check it was written for `root` by
+    /// this okfast, is whole, and has an intact header and core.
+    pub fn open(path: &Path, root: &str) -> Result<CacheFile, OpenError> {
+        if cfg!(target_endian = "big") {
+            return Err(Rejected::Foreign("a little-endian machine".into()).into());
+        }
+        let file = File::open(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => OpenError::Missing,
+            _ => OpenError::Unreadable(e),
+        })?;
+        // SAFETY: the file is only ever replaced by rename, never changed in
+        // place (module docs); every view into the map is bounds-checked.
+        let map = unsafe { Mmap::map(&file) }.map_err(OpenError::Unreadable)?;
+        let l = CacheFile::check(&map, root)?;
+        let (core_at, core_len) = (l.core_at, l.core_len);
+        let map = Arc::new(map);
+        let n = (core_len - TAIL) / 8; // an upper bound, checked by `mapped`
+        let mut r = Reader {
+            b: &map[core_at..],
+            at: l.table_at,
+        };
+        let n = usize::try_from(r.u64()?)
+            .ok()
+            .filter(|&k| k <= n)
+            .ok_or(Rejected::Truncated)?;
+        let records = Array::<u64>::mapped(&map, core_at + r.at, n)
+            .ok_or_else(|| Rejected::Corrupt("record table".into()))?;
+        let tail = core_len - TAIL;
+        if records.iter().any(|&o| o as usize >= tail) || l.index_at >= tail || l.dirs_at >= tail {
+            return Err(Rejected::Corrupt("record offsets".into()).into());
+        }
+        let store = Arc::new(TextStore {
+            file,
+            base: l.texts_base,
+            path: path.to_path_buf(),
+        });
+        Ok(CacheFile {
+            map,
+            store,
+            core_at,
+            core_len,
+            texts_len: l.texts_len,
+            written_ns: l.written_ns,
+            records,
+            index_at: l.index_at,
+            dirs_at: l.dirs_at,
+        })
+    }
+
+    /// Check the header and the core's checksum: where the core and the
+    /// texts are, when the file was written, where its tables are.
+    fn check(b: &[u8], root: &str) -> R<Layout> {
+        let mut h = Reader { b, at: 0 };
+        if h.take(MAGIC.len())? != MAGIC {
+            return Err(Rejected::Foreign("another program (wrong magic)".into()));
+        }
+        let format = h.u32()?;
+        if format != FORMAT {
+            return Err(Rejected::Foreign(format!(
+                "another okfast (cache format {format}; this is {FORMAT})"
+            )));
+        }
+        let version = h.str_ref()?;
+        if version != VERSION {
+            return Err(Rejected::Foreign(format!(
+                "okfast {version} (this is {VERSION})"
+            )));
+        }
+        if h.str_ref()? != root {
+            return Err(Rejected::Foreign("another bundle root".into()));
+        }
+        let texts_len = h.u64()?;
+        let core_len = usize::try_from(h.u64()?).map_err(|_| Rejected::Truncated)?;
+        let core_crc = h.u32()?;
+        let header_end = h.at;
+        if crc32fast::hash(&b[..header_end]) != h.u32()? {
+            return Err(Rejected::Checksum);
+        }
+        let texts_base = h.at as u64;
+        let texts_end = texts_base
+            .checked_add(texts_len)
+            .filter(|&e| e <= b.len() as u64)
+            .ok_or(Rejected::Truncated)? as usize;
+        let core_at = texts_end.next_multiple_of(8);
+        match core_at.checked_add(core_len) {
+            Some(end) if end == b.len() => {}
+            Some(end) if end > b.len() => return Err(Rejected::Truncated),
+            _ => return Err(Rejected::Corrupt("trailing bytes".into())),
+        }
+        if b[texts_end..core_at].iter().any(|&x| x != 0) {
+            return Err(Rejected::Corrupt("padding".into()));
+        }
+        let core = &b[core_at..];
+        if crc_parallel(core) != core_crc {
+            return Err(Rejected::Checksum);
+        }
+        let mut p = Reader { b: core, at: 0 };
+        let n = p.u64()?;
+        let written_ns = p.u128()?;
+        let tail = core_len.checked_sub(TAIL).ok_or(Rejected::Truncated)?;
+        let mut t = Reader { b: core, at: tail };
+        let (table_at, index_at, dirs_at) =
+            (t.u64()? as usize, t.u64()? as usize, t.u64()? as usize);
+        let mut r = Reader {
+            b: core,
+            at: table_at,
+        };
+        if table_at >= tail || r.u64()? != n {
+            return Err(Rejected::Corrupt("record table".into()));
+        }
+        Ok(Layout {
+            core_at,
+            core_len,
+            texts_base,
+            texts_len,
+            written_ns,
+            table_at,
+            index_at,
+            dirs_at,
+        })
+    }
+
+    /// Where the texts are in the file (for the tests of damage).
+    #[cfg(test)]
+    pub(super) fn text_section(&self) -> std::ops::Range<usize> {
+        self.store.base as usize..(self.store.base + self.texts_len) as usize
+    }
+
+    fn core(&self) -> &[u8] {
+        &self.map[self.core_at..self.core_at + self.core_len]
+    }
+
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// File `i`'s id and stamp, without decoding the rest of its record.
+    pub fn file(&self, i: usize) -> Result<(&str, FileStamp), Rejected> {
+        let (id, stamp) = self.file_bytes(i)?;
+        let id = std::str::from_utf8(id).map_err(|_| Rejected::Corrupt("invalid UTF-8".into()))?;
+        Ok((id, stamp))
+    }
+
+    /// [`CacheFile::file`] with the id's bytes as stored (not checked to be
+    /// UTF-8: equal to a `str`'s bytes, they are).
+    pub fn file_bytes(&self, i: usize) -> Result<(&[u8], FileStamp), Rejected> {
+        let at = self.records.get(i).ok_or(Rejected::Truncated)?;
+        let mut p = Reader {
+            b: self.core(),
+            at: *at as usize,
+        };
+        let n = p.u32()? as usize;
+        let (id, size) = (p.take(n)?, p.u64()?);
+        let mtime =
+            u64::try_from(p.u128()?).map_err(|_| Rejected::Corrupt("modification time".into()))?;
+        Ok((id, (size, mtime)))
+    }
+
+    /// File `i`'s diagnostics and concept; the concept's texts stay in the file.
+    pub fn read(&self, i: usize) -> Result<FileOutcome, Rejected> {
+        let (mut p, id, diagnostics) = self.head(i)?;
+        let concept = if p.flag()? {
+            let f = self.fields(&mut p)?;
+            Some(self.concept_of(id, f))
+        } else {
+            None
+        };
+        Ok(FileOutcome {
+            concept,
+            diagnostics,
+        })
+    }
+
+    /// File `i`'s diagnostics and, when it holds a concept, that concept's
+    /// [`ConceptRow`]: the record is checked exactly as [`CacheFile::concept`]
+    /// decodes it, so a record that skims decodes, without keeping anything.
+    pub fn skim(&self, i: usize) -> Result<(Vec<Diagnostic>, Option<ConceptRow>), Rejected> {
+        let (mut p, _, diagnostics) = self.head(i)?;
+        let columns = if p.flag()? {
+            let f = self.fields(&mut p)?;
+            Some(ConceptRow::new(
+                f.stale_after,
+                f.authority,
+                f.governance.is_some(),
+            ))
+        } else {
+            None
+        };
+        Ok((diagnostics, columns))
+    }
+
+    /// The concept of file `i`, decoded (its texts stay in the file).
+    pub fn concept(&self, i: usize) -> Result<Concept, Rejected> {
+        let (mut p, id, _) = self.head(i)?;
+        if !p.flag()? {
+            return Err(Rejected::Corrupt("no concept in the record".into()));
+        }
+        let f = self.fields(&mut p)?;
+        Ok(self.concept_of(id, f))
+    }
+
+    /// Record `i` read up to its concept: the reader there, the id and the
+    /// file's diagnostics.
+    fn head(&self, i: usize) -> R<(Reader<'_>, &str, Vec<Diagnostic>)> {
+        let at = self.records.get(i).ok_or(Rejected::Truncated)?;
+        let mut p = Reader {
+            b: self.core(),
+            at: *at as usize,
+        };
+        let id = p.str_ref()?;
+        p.take(24)?; // the stamp
+        let nd = p.u32()? as usize;
+        let mut diagnostics = Vec::with_capacity(nd.min(64));
+        for _ in 0..nd {
+            let code = p.code(&Code::ALL, "diagnostic code")?;
+            diagnostics.push(Diagnostic::new(code, p.str()?, p.str()?));
+        }
+        Ok((p, id, diagnostics))
+    }
+
+    /// A concept record's fields, borrowed from the mapping and checked.
+    fn fields<'a>(&self, p: &mut Reader<'a>) -> R<Fields<'a>> {
+        let kind = p.opt_ref()?;
+        let title = p.opt_ref()?;
+        let description = p.opt_ref()?;
+        let tags = p.strs_ref()?;
+        let resource = p.opt_ref()?;
+        let status = p.code(&Status::ALL, "status")?;
+        let status_known = p.flag()?;
+        let stale_after = if p.flag()? {
+            Some(p.u64()? as i64)
+        } else {
+            None
+        };
+        let generated = if p.flag()? { Some(p.actor()?) } else { None };
+        let nv = p.u32()? as usize;
+        if nv > p.b.len() - p.at {
+            return Err(Rejected::Truncated);
+        }
+        let verified = (0..nv).map(|_| p.actor()).collect::<R<Vec<_>>>()?;
+        let trust_tier = p.code(&TrustTier::ALL, "trust tier")?;
+        let authority = p.opt_ref()?;
+        let governance = if p.flag()? {
+            Some([p.strs_ref()?, p.strs_ref()?, p.strs_ref()?])
+        } else {
+            None
+        };
+        let (at, frontmatter_len, body_len, crc) = (p.u64()?, p.u32()?, p.u32()?, p.u32()?);
+        let end = at
+            .checked_add(u64::from(frontmatter_len) + u64::from(body_len))
+            .ok_or(Rejected::Truncated)?;
+        if end > self.texts_len {
+            return Err(Rejected::Corrupt("text out of range".into()));
+        }
+        Ok(Fields {
+            kind,
+            title,
+            description,
+            tags,
+            resource,
+            status,
+            status_known,
+            stale_after,
+            generated,
+            verified,
+            trust_tier,
+            authority,
+            governance,
+            texts: (at, frontmatter_len, body_len, crc),
+        })
+    }
+
+    fn concept_of(&self, id: &str, f: Fields<'_>) -> Concept {
+        let own = |s: Option<&str>| s.map(str::to_string);
+        let all = |v: Vec<&str>| v.into_iter().map(str::to_string).collect::<Vec<_>>();
+        let (at, frontmatter_len, body_len, crc) = f.texts;
+        Concept {
+            id: id.to_string(),
+            kind: own(f.kind),
+            title: own(f.title),
+            description: own(f.description),
+            tags: all(f.tags),
+            resource: own(f.resource),
+            status: f.status,
+            status_known: f.status_known,
+            stale_after: f.stale_after,
+            generated: f.generated,
+            verified: f.verified,
+            trust_tier: f.trust_tier,
+            authority: own(f.authority),
+            governance: f.governance.map(|[a, b, c]| {
+                Box::new(Governance {
+                    supersedes: all(a),
+                    superseded_by: all(b),
+                    conflicts_with: all(c),
+                })
+            }),
+            source: SourceText::Stored {
+                store: Arc::clone(&self.store),
+                at,
+                frontmatter_len,
+                body_len,
+                crc,
+            },
+        }
+    }
+
+    /// The saved index and ordinal ranks, as views into the mapping, checked
+    /// to describe as many concepts as there are ordinal ranks (the caller
+    /// checks that number against the records): any inconsistency (which
+    /// the checksum makes a sign of tampering, not of disk damage) rejects
+    /// them rather than risk a bad lookup. Needs no record, so it can run
+    /// beside the records' own check.
+    pub fn index(&self) -> Result<(Index, Array<u32>), Rejected> {
+        let core = self.core();
+        let mut p = Reader {
+            b: core,
+            at: self.index_at,
+        };
+        let bad = |what: &str| Rejected::Corrupt(format!("saved index: {what}"));
+        let mut fields: Vec<FieldIndex> = Vec::with_capacity(3);
+        for _ in 0..3 {
+            let f = FieldIndex {
+                vocab: self.array(&mut p)?,
+                word_starts: self.array(&mut p)?,
+                post_starts: self.array(&mut p)?,
+                postings: self.array(&mut p)?,
+                dense_slot: self.array(&mut p)?,
+                dense_bits: self.array(&mut p)?,
+                bitset_words: usize::try_from(p.u64()?).map_err(|_| bad("bitset size"))?,
+                trigrams: Trigrams {
+                    keys: self.array(&mut p)?,
+                    starts: self.array(&mut p)?,
+                    words: self.array(&mut p)?,
+                },
+            };
+            fields.push(f);
+        }
+        let n_tags = usize::try_from(p.u64()?).map_err(|_| Rejected::Truncated)?;
+        if n_tags > core.len() / 16 {
+            return Err(Rejected::Truncated);
+        }
+        let mut tags: FxHashMap<String, Array<u32>> = FxHashMap::default();
+        for _ in 0..n_tags {
+            let t = p.str()?;
+            p.pad()?;
+            tags.insert(t, self.array(&mut p)?);
+        }
+        let ordinal: Array<u32> = self.array(&mut p)?;
+        let n = ordinal.len();
+        if ordinal.iter().any(|&x| x as usize >= n) || p.at != core.len() - TAIL {
+            return Err(bad("ordinal ranks"));
+        }
+        if !fields.par_iter().all(|f| consistent(f, n)) {
+            return Err(bad("inconsistent with the concepts"));
+        }
+        if tags
+            .values()
+            .any(|list| list.iter().any(|&x| x as usize >= n))
+        {
+            return Err(bad("tag posting out of range"));
+        }
+        let fields: [FieldIndex; 3] = fields.try_into().map_err(|_| bad("fields"))?;
+        Ok((Index { fields, tags }, ordinal))
+    }
+
+    /// The directory listings the file recorded, by prefix.
+    pub fn listings(&self) -> Result<Listings<'_>, Rejected> {
+        Listings::read(&self.core()[self.dirs_at..])
+    }
+
+    /// The array at `p` as a view (its length, items, pad).
+    fn array<T: bytemuck::Pod>(&self, p: &mut Reader<'_>) -> R<Array<T>> {
+        let len = usize::try_from(p.u64()?).map_err(|_| Rejected::Truncated)?;
+        let at = p.at;
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or(Rejected::Truncated)?;
+        p.take(bytes)?;
+        p.pad()?;
+        Array::mapped(&self.map, self.core_at + at, len).ok_or(Rejected::Truncated)
+    }
+}
+
+/// Whether a saved field index is well formed for `n` concepts.
+fn consistent(f: &FieldIndex, n: usize) -> bool {
+    let words = f.word_starts.len().saturating_sub(1);
+    let slots = f.dense_slot.iter().filter(|&&s| s != NOT_DENSE).count();
+    f.bitset_words == n.div_ceil(64)
+        && !f.word_starts.is_empty()
+        && f.word_starts.windows(2).all(|w| w[0] <= w[1])
+        && f.word_starts.last().map(|&e| e as usize) == Some(f.vocab.len())
+        && f.post_starts.len() == words + 1
+        && f.post_starts.windows(2).all(|w| w[0] <= w[1])
+        && f.post_starts.last().map(|&e| e as usize) == Some(f.postings.len())
+        && f.postings.par_iter().all(|&x| (x as usize) < n)
+        && f.dense_slot.len() == words
+        && f.dense_slot
+            .iter()
+            .all(|&s| s == NOT_DENSE || (s as usize) < slots)
+        && f.dense_bits.len() == slots * f.bitset_words
+        && f.trigrams.starts.len() == f.trigrams.keys.len() + 1
+        && f.trigrams.starts.windows(2).all(|w| w[0] <= w[1])
+        && f.trigrams.starts.last().map(|&e| e as usize) == Some(f.trigrams.words.len())
+        && f.trigrams.words.par_iter().all(|&w| (w as usize) < words)
+}

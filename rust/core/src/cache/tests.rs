@@ -1,0 +1,205 @@
+//! The cache file: written, read back, and rejected whole when damaged.
+
+use std::fs::File;
+use std::path::Path;
+
+use super::read::CacheFile;
+use super::write::{FileRecord, Sink, TextRef, TEXT_GROUP};
+use super::*;
+use crate::array::Array;
+use crate::concept::{read_concept, Concept, FileOutcome};
+use crate::fs::stamp::FileStamp;
+use crate::index::Index;
+
+fn sample() -> Vec<(String, FileStamp, FileOutcome)> {
+    let src = [
+            "---\ntype: T\ntitle: Å\ntags: [a, b]\nstale_after: 2030-01-01\nverified: {by: human:x, at: t}\nsupersedes: [z]\nauthority: canonical\n---\nbody\n",
+            "---\ntitle: [broken\n---\n",
+            "no frontmatter at all",
+        ];
+    src.iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let id = format!("c{i}");
+            let r = read_concept(&id, &format!("{id}.md"), s.as_bytes());
+            (id, (s.len() as u64, 1_000 + i as u64), r)
+        })
+        .collect()
+}
+
+fn concepts(files: &[(String, FileStamp, FileOutcome)]) -> Vec<Concept> {
+    files.iter().filter_map(|f| f.2.concept.clone()).collect()
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    crate::testing::scratch_dir("cache", name).join("c.okfc")
+}
+
+/// Write the sample's cache to a new file at `path`; its bytes.
+fn written(files: &[(String, FileStamp, FileOutcome)], path: &Path) -> Vec<u8> {
+    written_with(files, path, 0)
+}
+
+/// [`written`], with `extra` ordinal ranks more than there are concepts.
+fn written_with(files: &[(String, FileStamp, FileOutcome)], path: &Path, extra: u32) -> Vec<u8> {
+    let cs = concepts(files);
+    let index = Index::build(&cs);
+    let ordinal: Vec<u32> = (0..cs.len() as u32 + extra).collect();
+    let _ = std::fs::remove_file(path);
+    let f = File::options()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .unwrap();
+    let mut sink = Sink::new(f, "/root").unwrap();
+    let refs: Vec<TextRef> = sink.texts(cs.iter()).unwrap();
+    let mut refs = refs.into_iter();
+    let outs: Vec<FileRecord<'_>> = files
+        .iter()
+        .map(|(id, st, r)| FileRecord {
+            id,
+            stamp: *st,
+            concept: r.concept.as_ref().map(|c| (c, refs.next().unwrap())),
+            diagnostics: &r.diagnostics,
+        })
+        .collect();
+    sink.records(&outs, &[], 42).unwrap();
+    sink.finish(&index, &ordinal).unwrap();
+    std::fs::read(path).unwrap()
+}
+
+fn open(path: &Path) -> Result<CacheFile, Rejected> {
+    match CacheFile::open(path, "/root") {
+        Ok(o) => Ok(o),
+        Err(OpenError::Rejected(r)) => Err(r),
+        Err(_) => panic!("not a rejection"),
+    }
+}
+
+/// More concepts than several `writev` groups hold, with empty bodies,
+/// no frontmatter and multi-byte text among them: each text reads back
+/// from where its reference says, whichever group wrote it.
+#[test]
+fn texts_written_in_groups_read_back() {
+    let files: Vec<(String, FileStamp, FileOutcome)> = (0..TEXT_GROUP * 2 + 77)
+        .map(|i| {
+            let id = format!("c{i:04}");
+            let body = "ß word ".repeat(i % 7);
+            let src = match i % 3 {
+                0 => format!("---\ntype: T\ntitle: t{i}\n---\n{body}"),
+                1 => format!("plain text {i} {body}"),
+                _ => "---\ntype: T\n---\n".to_string(),
+            };
+            let r = read_concept(&id, &format!("{id}.md"), src.as_bytes());
+            (id, (src.len() as u64, i as u64), r)
+        })
+        .collect();
+    let path = scratch("groups");
+    written(&files, &path);
+    let o = open(&path).unwrap();
+    for (i, (_, _, r)) in files.iter().enumerate() {
+        let (a, b) = (
+            o.read(i).unwrap().concept.unwrap(),
+            r.concept.clone().unwrap(),
+        );
+        assert!(a.source.is_stored());
+        assert_eq!(a.body().unwrap(), b.body().unwrap(), "{i}");
+        assert_eq!(a.frontmatter().unwrap(), b.frontmatter().unwrap(), "{i}");
+    }
+}
+
+#[test]
+fn round_trip_with_texts_read_back() {
+    let files = sample();
+    let path = scratch("round");
+    written(&files, &path);
+    let o = open(&path).unwrap();
+    assert_eq!(o.written_ns, 42);
+    assert_eq!(o.len(), files.len());
+    for (i, (id, st, r)) in files.iter().enumerate() {
+        assert_eq!(o.file(i).unwrap(), (id.as_str(), *st));
+        let got = o.read(i).unwrap();
+        assert_eq!(got.diagnostics, r.diagnostics);
+        let (a, b) = (got.concept.as_ref(), r.concept.as_ref());
+        assert_eq!(a.is_some(), b.is_some());
+        if let (Some(a), Some(b)) = (a, b) {
+            assert!(a.source.is_stored());
+            assert_eq!(a.body().unwrap(), b.body().unwrap());
+            assert_eq!(a.frontmatter().unwrap(), b.frontmatter().unwrap());
+            assert_eq!(
+                (&a.title, &a.tags, a.stale_after),
+                (&b.title, &b.tags, b.stale_after)
+            );
+            assert_eq!(a.governance, b.governance);
+        }
+    }
+}
+
+#[test]
+fn the_saved_index_is_a_view_and_is_checked() {
+    let files = sample();
+    let cs = concepts(&files);
+    let path = scratch("index");
+    written(&files, &path);
+    let o = open(&path).unwrap();
+    let (ix, ord) = o.index().unwrap();
+    let built = Index::build(&cs);
+    for (a, b) in ix.fields.iter().zip(&built.fields) {
+        assert!(matches!(a.postings, Array::Mapped { .. }));
+        assert_eq!(*a.vocab, *b.vocab);
+        assert_eq!(*a.word_starts, *b.word_starts);
+        assert_eq!(*a.postings, *b.postings);
+        assert_eq!(*a.dense_bits, *b.dense_bits);
+        assert_eq!(*a.trigrams.words, *b.trigrams.words);
+    }
+    assert_eq!(ix.tags, built.tags);
+    assert_eq!(*ord, (0..cs.len() as u32).collect::<Vec<_>>());
+    // Ranks for another number of concepts than the index describes are
+    // an inconsistency.
+    drop(o);
+    written_with(&files, &path, 64);
+    assert!(open(&path).unwrap().index().is_err());
+}
+
+#[test]
+fn every_truncation_and_every_flipped_byte_is_caught() {
+    let files = sample();
+    let path = scratch("flip");
+    let bytes = written(&files, &path);
+    let o = open(&path).unwrap();
+    let texts = o.text_section();
+    drop(o);
+    for n in 0..bytes.len() {
+        std::fs::write(&path, &bytes[..n]).unwrap();
+        assert!(open(&path).is_err(), "prefix {n}");
+    }
+    for i in 0..bytes.len() {
+        let mut b = bytes.clone();
+        b[i] ^= 0x01;
+        std::fs::write(&path, &b).unwrap();
+        match open(&path) {
+            // Only the text section is checked later, per concept.
+            Ok(o) => {
+                assert!(texts.contains(&i), "byte {i} passed the open checks");
+                let bad = (0..o.len())
+                    .filter_map(|k| o.read(k).unwrap().concept)
+                    .filter(|c| c.source.read().is_err())
+                    .count();
+                assert_eq!(bad, 1, "byte {i}");
+                // The damaged file was removed, so the next load rebuilds it.
+                assert!(!path.exists());
+            }
+            Err(_) => assert!(!texts.contains(&i), "byte {i}"),
+        }
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    assert!(matches!(
+        CacheFile::open(&path, "/other"),
+        Err(OpenError::Rejected(Rejected::Foreign(_)))
+    ));
+    let mut longer = bytes.clone();
+    longer.push(0);
+    std::fs::write(&path, &longer).unwrap();
+    assert!(open(&path).is_err());
+}

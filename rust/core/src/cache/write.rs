@@ -1,0 +1,460 @@
+//! CacheTarget a cache file: texts as the concepts are read, then the core (the
+//! file records, the directory listings, the index) and the header.
+
+use std::fs::File;
+use std::io::{BufWriter, IoSlice, Seek, SeekFrom, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+use super::{FORMAT, MAGIC, VERSION};
+use crate::concept::source::TextStore;
+use crate::concept::{Actor, Concept};
+use crate::diagnostic::{Code, Diagnostic};
+use crate::fs::stamp::FileStamp;
+use crate::fs::walk::DirListing;
+use crate::index::Index;
+
+/// A writer that knows its position and, while `hashing`, feeds a CRC-32.
+struct Out<W: Write> {
+    w: W,
+    at: u64,
+    crc: crc32fast::Hasher,
+    hashing: bool,
+}
+
+impl<W: Write> Out<W> {
+    fn raw(&mut self, b: &[u8]) -> std::io::Result<()> {
+        if self.hashing {
+            self.crc.update(b);
+        }
+        self.at += b.len() as u64;
+        self.w.write_all(b)
+    }
+    fn u8(&mut self, v: u8) -> std::io::Result<()> {
+        self.raw(&[v])
+    }
+    fn u32(&mut self, v: u32) -> std::io::Result<()> {
+        self.raw(&v.to_le_bytes())
+    }
+    fn u64(&mut self, v: u64) -> std::io::Result<()> {
+        self.raw(&v.to_le_bytes())
+    }
+    fn u128(&mut self, v: u128) -> std::io::Result<()> {
+        self.raw(&v.to_le_bytes())
+    }
+    fn str(&mut self, s: &str) -> std::io::Result<()> {
+        self.u32(s.len() as u32)?;
+        self.raw(s.as_bytes())
+    }
+    fn opt(&mut self, s: Option<&str>) -> std::io::Result<()> {
+        match s {
+            None => self.u8(0),
+            Some(s) => {
+                self.u8(1)?;
+                self.str(s)
+            }
+        }
+    }
+    fn strs(&mut self, v: &[String]) -> std::io::Result<()> {
+        self.u32(v.len() as u32)?;
+        v.iter().try_for_each(|s| self.str(s))
+    }
+    fn actor(&mut self, a: &Actor) -> std::io::Result<()> {
+        self.opt(a.by.as_deref())?;
+        self.opt(a.at.as_deref())
+    }
+    fn pad(&mut self) -> std::io::Result<()> {
+        let n = (8 - (self.at % 8) as usize) % 8;
+        self.raw(&[0u8; 8][..n])
+    }
+    /// An array: length, items, zero pad to 8 (items start 8-aligned).
+    fn array<T: bytemuck::Pod>(&mut self, v: &[T]) -> std::io::Result<()> {
+        self.u64(v.len() as u64)?;
+        self.raw(bytemuck::cast_slice(v))?;
+        self.pad()
+    }
+}
+
+/// Where one concept's texts were written.
+#[derive(Clone, Copy)]
+pub struct TextRef {
+    pub at: u64,
+    pub frontmatter_len: u32,
+    pub body_len: u32,
+    pub crc: u32,
+}
+
+/// One file as the cache records it, with where its concept's texts are.
+pub struct FileRecord<'a> {
+    pub id: &'a str,
+    pub stamp: FileStamp,
+    pub concept: Option<(&'a Concept, TextRef)>,
+    pub diagnostics: &'a [Diagnostic],
+}
+
+fn header_prefix(root: &str) -> Vec<u8> {
+    let mut h = Vec::new();
+    h.extend_from_slice(MAGIC);
+    h.extend_from_slice(&FORMAT.to_le_bytes());
+    for s in [VERSION, root] {
+        h.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        h.extend_from_slice(s.as_bytes());
+    }
+    h
+}
+
+/// A cache file being written: texts first, as concepts are read (so a
+/// load never holds every body at once), then [`Sink::finish`] writes the
+/// core and the header.
+pub struct Sink {
+    out: Out<BufWriter<File>>,
+    prefix: Vec<u8>,
+    texts_base: u64,
+    /// The file's own handle, for reading texts back.
+    file: File,
+    /// Set by [`Sink::records`]: the core is under way.
+    core: Option<CoreStart>,
+}
+
+/// Where the core starts and what its first part ([`Sink::records`]) left
+/// for [`Sink::finish`].
+struct CoreStart {
+    texts_len: u64,
+    core_at: u64,
+    /// Each file record's offset from the core's start.
+    offsets: Vec<u64>,
+    /// Where the directories start, from the core's start.
+    dirs_at: u64,
+}
+
+impl Sink {
+    /// Start a cache file for `root` in `file` (new and empty, opened for
+    /// reading and writing).
+    pub fn new(file: File, root: &str) -> std::io::Result<Sink> {
+        if cfg!(target_endian = "big") {
+            return Err(std::io::Error::other("the cache is little-endian only"));
+        }
+        let prefix = header_prefix(root);
+        let mut out = Out {
+            w: BufWriter::with_capacity(1 << 20, file.try_clone()?),
+            at: 0,
+            crc: crc32fast::Hasher::new(),
+            hashing: false,
+        };
+        out.raw(&prefix)?;
+        out.raw(&[0u8; 24])?; // texts length, core length, core CRC, header CRC: at the end
+        let texts_base = out.at;
+        Ok(Sink {
+            out,
+            prefix,
+            texts_base,
+            file,
+            core: None,
+        })
+    }
+
+    /// Append concepts' texts, each its frontmatter then its body. They go
+    /// [`TEXT_GROUP`] concepts at a time in one `writev` straight to the file,
+    /// not copied into the write buffer first (29 MB on databricks).
+    pub fn texts<'c>(
+        &mut self,
+        concepts: impl IntoIterator<Item = &'c Concept>,
+    ) -> std::io::Result<Vec<TextRef>> {
+        if self.core.is_some() {
+            return Err(std::io::Error::other("cache texts after the records"));
+        }
+        self.out.w.flush()?;
+        let mut refs = Vec::new();
+        let mut concepts = concepts.into_iter().peekable();
+        while concepts.peek().is_some() {
+            let group = concepts
+                .by_ref()
+                .take(TEXT_GROUP)
+                .map(|c| c.source.read())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(std::io::Error::other)?;
+            let mut slices = Vec::with_capacity(2 * group.len());
+            for t in &group {
+                let (f, b) = (t.frontmatter.as_bytes(), t.body.as_bytes());
+                let mut h = crc32fast::Hasher::new();
+                h.update(f);
+                h.update(b);
+                refs.push(TextRef {
+                    at: self.out.at - self.texts_base,
+                    frontmatter_len: f.len() as u32,
+                    body_len: b.len() as u32,
+                    crc: h.finalize(),
+                });
+                self.out.at += (f.len() + b.len()) as u64;
+                slices.extend([IoSlice::new(f), IoSlice::new(b)]);
+            }
+            write_all_vectored(self.out.w.get_mut(), &mut slices)?;
+        }
+        Ok(refs)
+    }
+
+    /// Allocate the file's space for the next `len` bytes before they are
+    /// written (Linux: `fallocate`, keeping the file's size), so the file
+    /// system does not allocate it page by page as the writes arrive: 46 MB
+    /// written to a new ext4 file took 6.2 ms of system time instead of
+    /// 8.7-10.9 ms. Best effort: where it cannot be done the writes do it.
+    pub fn preallocate(&self, len: u64) {
+        preallocate(&self.file, self.out.at, len);
+    }
+
+    /// Push what was appended to the file, and hand out a store that reads
+    /// texts back from it (valid for the texts appended so far).
+    pub fn store(&mut self, path: &Path) -> std::io::Result<Arc<TextStore>> {
+        self.out.w.flush()?;
+        Ok(Arc::new(TextStore {
+            file: self.file.try_clone()?,
+            base: self.texts_base,
+            path: path.to_path_buf(),
+        }))
+    }
+
+    /// End the texts and write the core's first part: `files` in id order,
+    /// stamped as written at `written_ns`, and the directory listings `dirs`.
+    /// It needs no index, so it can be written while the index is merged;
+    /// [`Sink::finish`] writes the rest.
+    pub fn records(
+        &mut self,
+        files: &[FileRecord<'_>],
+        dirs: &[DirListing<'_>],
+        written_ns: u128,
+    ) -> std::io::Result<()> {
+        if self.core.is_some() {
+            return Err(std::io::Error::other("cache records written twice"));
+        }
+        let out = &mut self.out;
+        let texts_len = out.at - self.texts_base;
+        out.pad()?;
+        let core_at = out.at;
+        out.hashing = true;
+        let rel = |out: &Out<_>| out.at - core_at;
+        out.u64(files.len() as u64)?;
+        out.u128(written_ns)?;
+        let mut offsets = Vec::with_capacity(files.len());
+        for f in files {
+            offsets.push(rel(out));
+            out.str(f.id)?;
+            out.u64(f.stamp.0)?;
+            out.u128(u128::from(f.stamp.1))?;
+            out.u32(f.diagnostics.len() as u32)?;
+            for d in f.diagnostics {
+                let code = Code::ALL.iter().position(|c| *c == d.code).unwrap_or(0);
+                out.u8(code as u8)?;
+                out.str(&d.message)?;
+                out.str(&d.path)?;
+            }
+            match &f.concept {
+                Some((c, r)) => {
+                    out.u8(1)?;
+                    concept_out(out, c, r)?;
+                }
+                None => out.u8(0)?,
+            }
+        }
+        let dirs_at = rel(out);
+        dirs_out(out, dirs)?;
+        self.core = Some(CoreStart {
+            texts_len,
+            core_at,
+            offsets,
+            dirs_at,
+        });
+        Ok(())
+    }
+
+    /// Write the rest of the core — the record table, the index and the
+    /// ordinal ranks — and the header. [`Sink::records`] must come first.
+    pub fn finish(mut self, index: &Index, ordinal: &[u32]) -> std::io::Result<()> {
+        let Some(CoreStart {
+            texts_len,
+            core_at,
+            offsets,
+            dirs_at,
+        }) = self.core.take()
+        else {
+            return Err(std::io::Error::other("cache records not written"));
+        };
+        let out = &mut self.out;
+        let rel = |out: &Out<_>| out.at - core_at;
+        out.pad()?;
+        // The rest's exact size, from a dry run that only counts.
+        let mut dry = Out {
+            w: std::io::sink(),
+            at: out.at,
+            crc: crc32fast::Hasher::new(),
+            hashing: false,
+        };
+        // The tag lists sorted once, for both runs (the map's order is not the
+        // file's: keep it deterministic).
+        let mut tags: Vec<(&String, &[u32])> = index.tags.iter().map(|(t, l)| (t, &**l)).collect();
+        tags.sort_unstable();
+        dry.array(&offsets)?;
+        index_out(&mut dry, index, &tags, ordinal)?;
+        preallocate(&self.file, out.at, dry.at - out.at + 24);
+        let table_at = rel(out);
+        out.array(&offsets)?;
+        let index_at = rel(out);
+        index_out(out, index, &tags, ordinal)?;
+        out.u64(table_at)?;
+        out.u64(index_at)?;
+        out.u64(dirs_at)?;
+        let core_len = rel(out);
+        let core_crc = out.crc.clone().finalize();
+        out.w.flush()?;
+        let mut fixed = Vec::with_capacity(24);
+        fixed.extend_from_slice(&texts_len.to_le_bytes());
+        fixed.extend_from_slice(&core_len.to_le_bytes());
+        fixed.extend_from_slice(&core_crc.to_le_bytes());
+        let mut h = crc32fast::Hasher::new();
+        h.update(&self.prefix);
+        h.update(&fixed);
+        fixed.extend_from_slice(&h.finalize().to_le_bytes());
+        let f = &mut self.file;
+        f.seek(SeekFrom::Start(self.prefix.len() as u64))?;
+        f.write_all(&fixed)?;
+        f.flush()
+    }
+}
+
+/// Concepts whose texts one `writev` writes: two slices each, well under
+/// the 1,024 slices a call may take.
+pub(super) const TEXT_GROUP: usize = 256;
+
+/// Write all of `slices` to `file` (`Write::write_all_vectored` is not
+/// stable yet).
+fn write_all_vectored(file: &mut File, mut slices: &mut [IoSlice<'_>]) -> std::io::Result<()> {
+    IoSlice::advance_slices(&mut slices, 0);
+    while !slices.is_empty() {
+        match file.write_vectored(slices) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut slices, n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// [`Sink::preallocate`] on `file` from offset `at`.
+fn preallocate(file: &File, at: u64, len: u64) {
+    #[cfg(target_os = "linux")]
+    {
+        let _ = rustix::fs::fallocate(file, rustix::fs::FallocateFlags::KEEP_SIZE, at, len);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, at, len);
+}
+
+fn concept_out<W: Write>(p: &mut Out<W>, c: &Concept, r: &TextRef) -> std::io::Result<()> {
+    p.opt(c.kind.as_deref())?;
+    p.opt(c.title.as_deref())?;
+    p.opt(c.description.as_deref())?;
+    p.strs(&c.tags)?;
+    p.opt(c.resource.as_deref())?;
+    p.u8(c.status as u8)?;
+    p.u8(c.status_known as u8)?;
+    match c.stale_after {
+        None => p.u8(0)?,
+        Some(t) => {
+            p.u8(1)?;
+            p.u64(t as u64)?;
+        }
+    }
+    match &c.generated {
+        None => p.u8(0)?,
+        Some(a) => {
+            p.u8(1)?;
+            p.actor(a)?;
+        }
+    }
+    p.u32(c.verified.len() as u32)?;
+    for a in &c.verified {
+        p.actor(a)?;
+    }
+    p.u8(c.trust_tier as u8)?;
+    p.opt(c.authority.as_deref())?;
+    match &c.governance {
+        None => p.u8(0)?,
+        Some(g) => {
+            p.u8(1)?;
+            p.strs(&g.supersedes)?;
+            p.strs(&g.superseded_by)?;
+            p.strs(&g.conflicts_with)?;
+        }
+    }
+    p.u64(r.at)?;
+    p.u32(r.frontmatter_len)?;
+    p.u32(r.body_len)?;
+    p.u32(r.crc)
+}
+
+fn dirs_out<W: Write>(out: &mut Out<W>, dirs: &[DirListing<'_>]) -> std::io::Result<()> {
+    out.u64(dirs.len() as u64)?;
+    for d in dirs {
+        out.str(d.prefix)?;
+        d.stamp.iter().try_for_each(|&v| out.u64(v))?;
+        out.u32(d.entries.len() as u32)?;
+        let bytes: usize = d
+            .entries
+            .iter()
+            .map(|&(dir, n)| 5 + n.len() + if dir { 0 } else { 3 })
+            .sum();
+        out.u64(bytes as u64)?;
+        for &(dir, name) in &d.entries {
+            out.u8(u8::from(dir))?;
+            if dir {
+                out.str(name)?;
+            } else {
+                out.u32(name.len() as u32 + 3)?;
+                out.raw(name.as_bytes())?;
+                out.raw(b".md")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Write `index`, its folded tag lists as `tags` (sorted), and `ordinal`.
+fn index_out<W: Write>(
+    p: &mut Out<W>,
+    index: &Index,
+    tags: &[(&String, &[u32])],
+    ordinal: &[u32],
+) -> std::io::Result<()> {
+    for f in &index.fields {
+        p.array::<u8>(&f.vocab)?;
+        p.array::<u32>(&f.word_starts)?;
+        p.array::<u64>(&f.post_starts)?;
+        p.array::<u32>(&f.postings)?;
+        p.array::<u32>(&f.dense_slot)?;
+        p.array::<u64>(&f.dense_bits)?;
+        p.u64(f.bitset_words as u64)?;
+        p.array::<u32>(&f.trigrams.keys)?;
+        p.array::<u32>(&f.trigrams.starts)?;
+        p.array::<u32>(&f.trigrams.words)?;
+    }
+    p.u64(tags.len() as u64)?;
+    for &(t, list) in tags {
+        p.str(t)?;
+        p.pad()?;
+        p.array::<u32>(list)?;
+    }
+    p.array::<u32>(ordinal)
+}
+
+/// `dirs` as a cache file records them (for the tests of the listings).
+#[cfg(test)]
+pub(super) fn encode_listings(dirs: &[DirListing<'_>]) -> Vec<u8> {
+    let mut out = Out {
+        w: Vec::new(),
+        at: 0,
+        crc: crc32fast::Hasher::new(),
+        hashing: false,
+    };
+    dirs_out(&mut out, dirs).expect("writing to memory");
+    out.w
+}

@@ -1,0 +1,347 @@
+//! Reading a bundle's concept files: each opened relative to the bundle's
+//! root, stamped as it is read, and turned into a [`FileOutcome`].
+
+use std::fs;
+use std::io::Read as _;
+use std::path::Path;
+
+use rayon::prelude::*;
+
+use super::stamp::{stamp_of, Stamp};
+use super::walk::FileEntry;
+use crate::concept::{read_concept_from, FileOutcome, MAX_FILE_BYTES};
+use crate::diagnostic::{Code, Diagnostic};
+use crate::error::Error;
+use crate::progress::{Phase, Progress};
+
+/// Read one found file of the bundle at `root`: its outcome and the stamp
+/// it was read at — the walk's, or, when the walk took none
+/// ([`crate::fs::walk::Stamps::Unopened`]), the opened file's own.
+pub fn read_found(root: &Path, f: &FileEntry) -> (FileOutcome, Stamp) {
+    read_found_in(&RootDir::path_only(root), f)
+}
+
+/// The bundle's root: its path, and (on Unix, when it could be opened) the
+/// directory itself, so each file is opened relative to it — the kernel
+/// then resolves only the id's own components, not the root's path again
+/// for every file (~0.5 us a file).
+struct RootDir<'a> {
+    path: &'a Path,
+    #[cfg(unix)]
+    dir: Option<rustix::fd::OwnedFd>,
+}
+
+impl<'a> RootDir<'a> {
+    fn path_only(path: &'a Path) -> RootDir<'a> {
+        RootDir {
+            path,
+            #[cfg(unix)]
+            dir: None,
+        }
+    }
+
+    /// `path`, opened when it can be (if not, files are opened by full path).
+    fn open(path: &'a Path) -> RootDir<'a> {
+        RootDir {
+            path,
+            #[cfg(unix)]
+            dir: rustix::fs::open(
+                path,
+                rustix::fs::OFlags::RDONLY
+                    | rustix::fs::OFlags::DIRECTORY
+                    | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )
+            .ok(),
+        }
+    }
+
+    /// Open the concept file at `rel` (relative to the root) for reading.
+    fn open_file(&self, rel: &str) -> std::io::Result<fs::File> {
+        #[cfg(unix)]
+        if let Some(dir) = &self.dir {
+            use rustix::fs::OFlags;
+            let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+            return rustix::fs::openat(dir, rel, flags, rustix::fs::Mode::empty())
+                .map(fs::File::from)
+                .map_err(std::io::Error::from);
+        }
+        open_concept_file(&self.path.join(rel))
+    }
+}
+
+/// [`read_found`] under an opened root.
+fn read_found_in(root: &RootDir<'_>, f: &FileEntry) -> (FileOutcome, Stamp) {
+    let path = format!("{}.md", f.id);
+    let skip = |code, msg: String| FileOutcome {
+        concept: None,
+        diagnostics: vec![Diagnostic::new(code, msg, path.clone())],
+    };
+    let unreadable = |e: &dyn std::fmt::Display| {
+        skip(Code::UnreadableFile, format!("File could not be read: {e}"))
+    };
+    if let Some(why) = f.bad_id {
+        return (skip(Code::InvalidConceptId, why.to_string()), f.stamp);
+    }
+    let mut file = match root.open_file(&path) {
+        Ok(file) => file,
+        Err(e) => return (unreadable(&e), None),
+    };
+    // The size the open file has now, when the walk did not stat it: then
+    // one read (of one byte more) usually gets all of it and shows its end.
+    let (at, size_now) = match f.stamp {
+        Some(st) => (Some(st), None),
+        None => match file.metadata() {
+            Ok(m) if m.is_file() => (stamp_of(&m), Some(m.len())),
+            Ok(_) => return (unreadable(&"not a regular file"), None),
+            Err(e) => return (unreadable(&e), None),
+        },
+    };
+    let too_large = |n: u64| format!("File is {n} bytes, over the 16 MiB limit for a concept file");
+    if let Some((len, _)) = at {
+        if len > MAX_FILE_BYTES {
+            return (skip(Code::FileTooLarge, too_large(len)), at);
+        }
+    }
+    let mut bytes = Vec::new();
+    if let Err(e) = read_concept_bytes(&mut file, &mut bytes, at.map(|(len, _)| len), size_now) {
+        return (unreadable(&e), at);
+    }
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        let n = file.metadata().map_or(bytes.len() as u64, |m| m.len());
+        return (skip(Code::FileTooLarge, too_large(n)), at);
+    }
+    (read_concept_from(&f.id, &path, bytes), at)
+}
+
+/// Open a concept file for reading. Not blocking on Unix: should the walk's
+/// regular file have been swapped for a FIFO since, opening it returns at
+/// once (and reading it finds nothing or fails) instead of hanging the load.
+fn open_concept_file(p: &Path) -> std::io::Result<fs::File> {
+    let mut o = fs::OpenOptions::new();
+    o.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    }
+    o.open(p)
+}
+
+/// Read all of `file` (up to one byte past the size limit) into `bytes`.
+/// `expected` is the size last seen, which sizes the buffer; `size_now` the
+/// size `fstat` gave for this very descriptor a moment ago: then a read of
+/// one byte more that returns exactly that many bytes has reached the end,
+/// and no second read is made to see it. Anything else (a file that grew or
+/// shrank meanwhile, no size at hand) reads on to the end.
+fn read_concept_bytes(
+    file: &mut fs::File,
+    bytes: &mut Vec<u8>,
+    expected: Option<u64>,
+    size_now: Option<u64>,
+) -> std::io::Result<()> {
+    if let Some(n) = size_now {
+        bytes.reserve_exact(n as usize + 1);
+        if read_into_spare(file, bytes)? as u64 == n {
+            return Ok(());
+        }
+    } else {
+        // Room for the size the walk saw and one byte more, so the file is
+        // read in one call and its end seen in the next.
+        bytes.reserve(expected.map_or(0, |len| len as usize + 1));
+    }
+    // Read one byte past the limit so a file that grew is still caught
+    // without reading all of it.
+    let room = (MAX_FILE_BYTES + 1).saturating_sub(bytes.len() as u64);
+    file.take(room).read_to_end(bytes).map(|_| ())
+}
+
+/// One `read` appended to `bytes`, into its spare capacity (which must be
+/// there): not zero-filled first, as reading into a `resize`d buffer would be
+/// (on databricks, 29 MB of memset in a cold load). Retried when interrupted.
+#[cfg(unix)]
+fn read_into_spare(file: &fs::File, bytes: &mut Vec<u8>) -> std::io::Result<usize> {
+    loop {
+        match rustix::io::read(file, rustix::buffer::spare_capacity(bytes)) {
+            Err(rustix::io::Errno::INTR) => continue,
+            r => return r.map_err(std::io::Error::from),
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn read_into_spare(mut file: &fs::File, bytes: &mut Vec<u8>) -> std::io::Result<usize> {
+    let start = bytes.len();
+    bytes.resize(bytes.capacity(), 0);
+    let got = loop {
+        match std::io::Read::read(&mut file, &mut bytes[start..]) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            r => break r,
+        }
+    };
+    bytes.truncate(start + *got.as_ref().unwrap_or(&0));
+    got
+}
+
+/// Read every found file in parallel, except those `cached` yields (it is
+/// given the file's position in `found`); each outcome as a `T`.
+pub fn read_all<T: From<FileOutcome> + Send>(
+    root: &Path,
+    found: &[FileEntry],
+    cached: &(dyn Fn(usize) -> Option<T> + Sync),
+    progress: &Progress,
+) -> Result<Vec<(T, Stamp)>, Error> {
+    progress.start(Phase::Read, found.len());
+    let reads = read_some(root, found, 0, cached, progress);
+    progress.check()?;
+    Ok(reads)
+}
+
+/// Read `found` (files `first..` of the load) in parallel, except those
+/// `cached` yields, counting each file done.
+pub fn read_some<T: From<FileOutcome> + Send>(
+    root: &Path,
+    found: &[FileEntry],
+    first: usize,
+    cached: &(dyn Fn(usize) -> Option<T> + Sync),
+    progress: &Progress,
+) -> Vec<(T, Stamp)> {
+    let root = RootDir::open(root);
+    found
+        .par_iter()
+        .enumerate()
+        .map(|(k, f)| {
+            let out = match cached(first + k) {
+                Some(read) => (read, f.stamp),
+                None if progress.cancelled() => (FileOutcome::default().into(), None),
+                None => {
+                    let (read, stamp) = read_found_in(&root, f);
+                    (read.into(), stamp)
+                }
+            };
+            progress.step();
+            out
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::stamp::stamp;
+    use std::path::PathBuf;
+
+    fn scratch(name: &str) -> PathBuf {
+        crate::testing::scratch_dir("bundle", name)
+    }
+
+    /// A file found with a usable id and no stamp (a cold load's walk).
+    fn unstamped(id: &str) -> FileEntry {
+        FileEntry {
+            id: id.into(),
+            bad_id: None,
+            stamp: None,
+        }
+    }
+
+    #[test]
+    fn a_file_that_vanishes_before_reading_is_unreadable() {
+        let d = scratch("vanish");
+        let f = unstamped("x");
+        let (r, st) = read_found(&d, &f);
+        assert_eq!(st, None);
+        assert!(r.concept.is_none());
+        assert_eq!(r.diagnostics[0].code, Code::UnreadableFile);
+        assert!(r.diagnostics[0]
+            .message
+            .starts_with("File could not be read: "));
+        assert_eq!(r.diagnostics[0].severity(), "error");
+    }
+
+    /// A file the walk did not stat is stamped through the descriptor it
+    /// is read with: the same stamp a stat by name gives.
+    #[test]
+    fn a_file_read_without_a_walk_stamp_is_stamped_as_opened() {
+        let d = scratch("own-stamp");
+        fs::write(d.join("x.md"), "---\ntype: T\ntitle: x\n---\nbody").unwrap();
+        let f = unstamped("x");
+        let (r, st) = read_found(&d, &f);
+        assert!(r.diagnostics.is_empty());
+        assert_eq!(r.concept.unwrap().body().unwrap(), "body");
+        assert_eq!(st, stamp(&d.join("x.md")));
+        assert!(st.is_some());
+    }
+
+    /// The single read that ends at the size `fstat` gave, and every other
+    /// case (no size, or a size that is no longer the file's: it grew or
+    /// shrank since) reading on to the end: always the whole file.
+    #[test]
+    fn a_concept_file_is_read_whole_whatever_size_was_seen() {
+        let d = scratch("read-whole");
+        let p = d.join("f.md");
+        let text: Vec<u8> = (0..5000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        fs::write(&p, &text).unwrap();
+        let n = text.len() as u64;
+        for (expected, size_now) in [
+            (None, None),
+            (Some(n), None),
+            (Some(n), Some(n)),
+            (Some(10), Some(10)),
+            (Some(n + 100), Some(n + 100)),
+            (Some(0), Some(0)),
+        ] {
+            let mut f = fs::File::open(&p).unwrap();
+            let mut bytes = Vec::new();
+            read_concept_bytes(&mut f, &mut bytes, expected, size_now).unwrap();
+            assert_eq!(bytes, text, "seen {expected:?}, now {size_now:?}");
+        }
+    }
+
+    /// A FIFO where the walk saw a concept file (swapped in since) is
+    /// reported, not waited on: opening does not block, and `fstat` shows it
+    /// is no regular file.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_in_place_of_a_concept_file_is_reported_not_waited_on() {
+        let d = scratch("fifo-read");
+        let dir =
+            rustix::fs::open(&d, rustix::fs::OFlags::DIRECTORY, rustix::fs::Mode::empty()).unwrap();
+        rustix::fs::mknodat(
+            &dir,
+            "x.md",
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let f = unstamped("x");
+        // By full path, and relative to the opened root (as a load reads).
+        for root in [RootDir::path_only(&d), RootDir::open(&d)] {
+            let (r, st) = read_found_in(&root, &f);
+            assert_eq!(st, None);
+            assert!(r.concept.is_none());
+            assert_eq!(r.diagnostics[0].code, Code::UnreadableFile);
+            assert_eq!(
+                r.diagnostics[0].message,
+                "File could not be read: not a regular file"
+            );
+        }
+    }
+
+    /// A file read relative to the opened root is the file its path names,
+    /// in a subdirectory too, and a missing one is reported.
+    #[cfg(unix)]
+    #[test]
+    fn files_are_read_relative_to_the_opened_root() {
+        let d = scratch("relative");
+        fs::create_dir_all(d.join("sub")).unwrap();
+        fs::write(d.join("sub/x.md"), "---\ntype: T\ntitle: x\n---\nin sub").unwrap();
+        let root = RootDir::open(&d);
+        assert!(root.dir.is_some());
+        let (r, st) = read_found_in(&root, &unstamped("sub/x"));
+        assert_eq!(r.concept.unwrap().body().unwrap(), "in sub");
+        assert_eq!(st, stamp(&d.join("sub/x.md")));
+        let (r, _) = read_found_in(&root, &unstamped("sub/gone"));
+        assert_eq!(r.diagnostics[0].code, Code::UnreadableFile);
+    }
+}

@@ -1,0 +1,315 @@
+//! The per-field index, built once per bundle snapshot.
+//!
+//! A query term never contains white space, so a term occurs in a field
+//! exactly when it occurs inside one of the field's white-space-delimited
+//! words (after folding, which maps white space to itself and nothing else to
+//! white space). Each field therefore keeps its distinct folded words in one
+//! `\n`-separated buffer (the vocabulary) with CSR postings of the concepts
+//! that hold each word. A substring query is one SIMD `memmem` scan over the
+//! vocabulary — far smaller than the corpus — and a union of postings.
+
+mod build;
+pub mod intern;
+pub mod trigram;
+
+pub use build::{chunk_fields, Chunks};
+use build::{merge_field, tag_lists};
+
+use std::borrow::Borrow;
+
+use rustc_hash::FxHashMap;
+
+use crate::array::Array;
+use crate::concept::source::TextError;
+use crate::concept::Concept;
+use crate::progress::Progress;
+use trigram::Trigrams;
+
+/// The three scored fields of docs/spec.md §3.2, with their weights.
+pub const FIELDS: [(Field, u32); 3] = [(Field::Title, 3), (Field::TagsDesc, 2), (Field::Body, 1)];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    Title,
+    TagsDesc,
+    Body,
+}
+
+impl Field {
+    /// Apply `f` to each piece of the field's text (docs/spec.md §3.2). White space
+    /// between pieces only separates words, so `tags_desc` needs no joining.
+    /// The body may have to be read back from the cache file, which can fail.
+    pub fn for_each_piece(self, c: &Concept, mut f: impl FnMut(&str)) -> Result<(), TextError> {
+        match self {
+            Field::Title => f(c.title.as_deref().unwrap_or("")),
+            Field::TagsDesc => {
+                c.tags.iter().for_each(|t| f(t));
+                f(c.description.as_deref().unwrap_or(""));
+            }
+            Field::Body => f(&c.body()?),
+        }
+        Ok(())
+    }
+}
+
+/// Every array is a [`Array`]: built in memory, or a view into the mapped
+/// cache file of a reopened bundle.
+#[derive(Default)]
+pub struct FieldIndex {
+    /// Distinct folded words, each followed by `\n`.
+    pub vocab: Array<u8>,
+    /// Start of word `i` in `vocab`; one extra entry at the end.
+    pub word_starts: Array<u32>,
+    /// Postings of sparse word `i`: `postings[post_starts[i]..post_starts[i + 1]]`,
+    /// ascending concept positions (empty for dense words).
+    pub post_starts: Array<u64>,
+    pub postings: Array<u32>,
+    /// Dense words — held by more than one concept in 32, where a bitset is
+    /// smaller than a postings list — as bitsets: `dense_slot[i]` is the
+    /// bitset's index in `dense_bits` (`NOT_DENSE` for sparse words).
+    pub dense_slot: Array<u32>,
+    pub dense_bits: Array<u64>,
+    /// 64-bit words per bitset: `ceil(concepts / 64)`.
+    pub bitset_words: usize,
+    /// Substring lookup over `vocab`.
+    pub trigrams: Trigrams,
+}
+
+pub const NOT_DENSE: u32 = u32::MAX;
+
+pub struct Index {
+    pub fields: [FieldIndex; 3],
+    /// Folded tag → ascending positions of the concepts that carry it.
+    pub tags: FxHashMap<String, Array<u32>>,
+}
+
+impl Index {
+    /// The index of concepts whose texts are in memory (a test helper: it
+    /// panics when a body must be read back and cannot be).
+    pub fn build<C: Borrow<Concept> + Sync>(concepts: &[C]) -> Index {
+        Index::build_with(concepts, &Progress::default()).expect("bodies readable")
+    }
+
+    /// The index of `concepts`, stopping early (with an unusable index) once
+    /// `progress` is cancelled; an error when a stored body cannot be read.
+    pub fn build_with<C: Borrow<Concept> + Sync>(
+        concepts: &[C],
+        progress: &Progress,
+    ) -> Result<Index, TextError> {
+        Index::from_chunks(chunk_fields(concepts, 0, progress), concepts)
+    }
+
+    /// The index of `concepts` from the chunks of all of them.
+    pub fn from_chunks<C: Borrow<Concept> + Sync>(
+        chunks: Chunks,
+        concepts: &[C],
+    ) -> Result<Index, TextError> {
+        let n = concepts.len();
+        let [a, b, c] = chunks.0;
+        // The tag lists are made while the fields merge (one thread's work).
+        let ((title, tags), (tags_desc, body)) = rayon::join(
+            || rayon::join(|| merge_field(a, n), || tag_lists(concepts)),
+            || rayon::join(|| merge_field(b, n), || merge_field(c, n)),
+        );
+        Ok(Index {
+            fields: [title?, tags_desc?, body?],
+            tags,
+        })
+    }
+}
+
+/// Word `w` of a vocabulary buffer (each word followed by `\n`) whose words
+/// start at `starts`.
+pub(super) fn vocab_word<'a>(vocab: &'a [u8], starts: &[u32], w: u32) -> &'a [u8] {
+    &vocab[starts[w as usize] as usize..starts[w as usize + 1] as usize - 1]
+}
+
+impl FieldIndex {
+    pub fn word_count(&self) -> usize {
+        self.word_starts.len().saturating_sub(1)
+    }
+
+    /// The bytes of word `w` (without its separator).
+    pub fn word(&self, w: u32) -> &[u8] {
+        vocab_word(&self.vocab, &self.word_starts, w)
+    }
+
+    /// Ids of the distinct words that contain the folded term, ascending.
+    pub fn words_containing(&self, folded_term: &[u8], out: &mut Vec<u32>) {
+        out.clear();
+        if folded_term.is_empty() {
+            return;
+        }
+        if folded_term.len() >= 3 {
+            self.trigrams
+                .filter_into(folded_term, |w| self.word(w), out);
+            return;
+        }
+        let finder = memchr::memmem::Finder::new(folded_term);
+        let starts = &self.word_starts;
+        let mut from = 0usize;
+        let mut w = 0usize;
+        while let Some(k) = finder.find(&self.vocab[from..]) {
+            let off = (from + k) as u32;
+            // Matches come in increasing order: gallop forward from the last
+            // word instead of a binary search over the whole vocabulary.
+            let mut step = 1;
+            while w + step < starts.len() && starts[w + step] <= off {
+                w += step;
+                step *= 2;
+            }
+            w += starts[w..(w + step).min(starts.len())].partition_point(|&s| s <= off) - 1;
+            out.push(w as u32);
+            // One hit per word is enough: resume at the next word.
+            from = starts[w + 1] as usize;
+        }
+    }
+
+    /// The bitset of a dense word, `None` for a sparse one.
+    pub fn dense(&self, word: u32) -> Option<&[u64]> {
+        match self.dense_slot[word as usize] {
+            NOT_DENSE => None,
+            slot => {
+                Some(&self.dense_bits[slot as usize * self.bitset_words..][..self.bitset_words])
+            }
+        }
+    }
+
+    /// Mark the concepts holding `word` in `bits`.
+    pub fn mark(&self, word: u32, bits: &mut [u64]) {
+        match self.dense(word) {
+            Some(d) => bits.iter_mut().zip(d).for_each(|(x, y)| *x |= y),
+            None => {
+                for &p in self.postings(word) {
+                    bits[p as usize >> 6] |= 1 << (p & 63);
+                }
+            }
+        }
+    }
+
+    /// Postings of a sparse word (empty for a dense one).
+    pub fn postings(&self, word: u32) -> &[u32] {
+        let w = word as usize;
+        &self.postings[self.post_starts[w] as usize..self.post_starts[w + 1] as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::concept::read_concept;
+    use crate::text::{contains_ci, fold};
+
+    /// Concepts whose field `k` holds `term`, found through the index.
+    fn found(ix: &Index, k: usize, term: &str, n: usize) -> Vec<u32> {
+        let f = &ix.fields[k];
+        let mut words = Vec::new();
+        f.words_containing(fold(term).as_bytes(), &mut words);
+        let mut bits = vec![0u64; n.div_ceil(64)];
+        for &w in &words {
+            f.mark(w, &mut bits);
+        }
+        (0..n as u32)
+            .filter(|&p| bits[p as usize >> 6] >> (p & 63) & 1 == 1)
+            .collect()
+    }
+
+    const SYLLABLES: [&str; 10] = ["ka", "Lo", "mi", "ße", "NU", "ro", "é", "ti", "zu", "a-b"];
+
+    /// One to four random syllables.
+    fn random_word(rng: &mut crate::testing::Rng) -> String {
+        (0..1 + rng.below(4))
+            .map(|_| SYLLABLES[rng.below(SYLLABLES.len())])
+            .collect()
+    }
+
+    /// `n` concepts whose fields are a few random syllables each.
+    fn random_concepts(n: usize, rng: &mut crate::testing::Rng) -> Vec<Concept> {
+        let mut word = || random_word(rng);
+        (0..n)
+            .map(|i| {
+                let (t, d, g, b1, b2) = (word(), word(), word(), word(), word());
+                let src = format!(
+                    "---\ntype: t\ntitle: {t}\ndescription: {d} x\ntags: [{g}]\n---\n{b1} {b2}\n"
+                );
+                read_concept(&format!("c{i}"), "c.md", src.as_bytes())
+                    .concept
+                    .unwrap()
+            })
+            .collect()
+    }
+
+    /// Indexes over one partition (a few concepts) and over many (past the
+    /// threshold of [`partitions`]), built from several chunks, find exactly
+    /// the concepts a scan of each field's text finds, for terms of every
+    /// length (the memmem path and the trigram path).
+    #[test]
+    fn the_index_finds_what_a_scan_finds() {
+        let mut rng = crate::testing::Rng(0x2545_F491_4F6C_DD1D);
+        for n in [300usize, 5000] {
+            let concepts = random_concepts(n, &mut rng);
+            let mut word = || random_word(&mut rng);
+            let ix = Index::build(&concepts);
+            let texts = |c: &Concept| {
+                [
+                    c.title.clone().unwrap_or_default(),
+                    format!(
+                        "{} {}",
+                        c.tags.join(" "),
+                        c.description.clone().unwrap_or_default()
+                    ),
+                    c.body().unwrap().into_owned(),
+                ]
+            };
+            let fields: Vec<[String; 3]> = concepts.iter().map(texts).collect();
+            let mut terms: Vec<String> = SYLLABLES.iter().map(|s| s.to_string()).collect();
+            terms.extend((0..40).map(|_| word()));
+            terms.extend(["k", "AM", "zz", "ßen", "o"].map(String::from));
+            for term in &terms {
+                for (k, _) in FIELDS.iter().enumerate() {
+                    let want: Vec<u32> = (0..n as u32)
+                        .filter(|&p| contains_ci(&fields[p as usize][k], term))
+                        .collect();
+                    assert_eq!(
+                        found(&ix, k, term, n),
+                        want,
+                        "{n} concepts, field {k}, {term:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// However many threads build it — so however the slices fall and
+    /// whichever thread takes which task from the queue — the index is the
+    /// same, array for array: every field's chunks reach the merge in
+    /// position order (the vocabulary is in order of first appearance, so a
+    /// chunk out of place changes it).
+    #[test]
+    fn the_index_is_the_same_whatever_the_threads() {
+        let mut rng = crate::testing::Rng(0x9E37_79B9_7F4A_7C15);
+        let concepts = random_concepts(3000, &mut rng);
+        let build = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| Index::build(&concepts))
+        };
+        let one = build(1);
+        for threads in [2, 3, 7] {
+            let ix = build(threads);
+            for (k, (a, b)) in one.fields.iter().zip(&ix.fields).enumerate() {
+                let at = format!("field {k}, {threads} threads");
+                assert_eq!(&a.vocab[..], &b.vocab[..], "{at}");
+                assert_eq!(&a.word_starts[..], &b.word_starts[..], "{at}");
+                assert_eq!(&a.post_starts[..], &b.post_starts[..], "{at}");
+                assert_eq!(&a.postings[..], &b.postings[..], "{at}");
+                assert_eq!(&a.dense_slot[..], &b.dense_slot[..], "{at}");
+                assert_eq!(&a.dense_bits[..], &b.dense_bits[..], "{at}");
+                assert_eq!(&a.trigrams.keys[..], &b.trigrams.keys[..], "{at}");
+                assert_eq!(&a.trigrams.words[..], &b.trigrams.words[..], "{at}");
+            }
+        }
+    }
+}
