@@ -198,3 +198,113 @@ def test_a_closed_pipe_ends_the_output_quietly() -> None:
     finally:
         os.close(write_end)
     assert (r.returncode, r.stderr) == (1, "")
+
+
+# -- bad input: status 2, never a traceback (docs/spec.md §10.4) -------------------
+
+#: What stderr holds: one line ``okfast: …`` (an OkfastError), argparse's usage
+#: message, or a bad catalog's heading and its problems.
+ONE_LINE, USAGE, CATALOG = "one line", "usage", "catalog"
+GLOSSARY = str(EXAMPLES / "data-glossary")
+CATALOG_JSON = str(EXAMPLES / "catalog.json")
+RESOLVE = ["resolve", "--catalog", CATALOG_JSON]
+
+
+def run_bad(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int | str | None, str]:
+    """Status and stderr of one command. argparse's usage errors exit through
+    SystemExit; any other exception escapes and fails the test (it would be a
+    traceback for the user)."""
+    try:
+        code: int | str | None = main(argv)
+    except SystemExit as e:
+        code = e.code
+    return code, capsys.readouterr().err
+
+
+def check_refused(code: int | str | None, err: str, kind: str) -> None:
+    assert code == 2, err
+    assert "Traceback" not in err
+    lines = err.splitlines()
+    if kind == ONE_LINE:
+        assert len(lines) == 1 and lines[0].startswith("okfast: "), err
+    elif kind == USAGE:
+        assert lines[0].startswith("usage: okfast") and ": error: " in lines[-1], err
+    else:
+        assert lines[0].startswith("okfast: bad catalog ") and len(lines) >= 2, err
+        assert all(line.startswith("  [") for line in lines[1:]), err
+
+
+BAD_INPUT = {
+    # search
+    "search blank path": (["search", "", "x"], ONE_LINE),
+    "search blank query": (["search", GLOSSARY, ""], ONE_LINE),
+    "search white-space query": (["search", GLOSSARY, "  \t"], ONE_LINE),
+    "search negative limit": (["search", GLOSSARY, "x", "--limit", "-1"], USAGE),
+    "search huge limit": (["search", GLOSSARY, "x", "--limit", "9" * 20], USAGE),
+    "search unknown bundle": (["search", "/definitely/not/here", "x"], ONE_LINE),
+    "search unknown option": (["search", GLOSSARY, "x", "--fuzzy"], USAGE),
+    # validate
+    "validate blank path": (["validate", ""], ONE_LINE),
+    "validate negative-looking path": (["validate", "-1"], ONE_LINE),
+    "validate unknown bundle": (["validate", "/definitely/not/here"], ONE_LINE),
+    "validate unknown option": (["validate", GLOSSARY, "--strict"], USAGE),
+    # resolve
+    "resolve blank query": ([*RESOLVE, ""], ONE_LINE),
+    "resolve white-space query": ([*RESOLVE, "   "], ONE_LINE),
+    "resolve blank catalog": (["resolve", "--catalog", "", "x"], CATALOG),
+    "resolve unknown catalog": (
+        ["resolve", "--catalog", "/definitely/not/here.json", "x"],
+        CATALOG,
+    ),
+    "resolve negative limit": ([*RESOLVE, "x", "--limit", "-1"], USAGE),
+    "resolve negative min-score": ([*RESOLVE, "x", "--min-score", "-1"], USAGE),
+    "resolve negative quota": ([*RESOLVE, "x", "--fairness-quota", "-1"], USAGE),
+    "resolve huge quota": (
+        [*RESOLVE, "x", "--strategy", "merged", "--fairness-quota", "9" * 20],
+        USAGE,
+    ),
+    "resolve negative tolerance": ([*RESOLVE, "x", "--stale", "tolerate:-1"], USAGE),
+    "resolve blank stale policy": ([*RESOLVE, "x", "--stale", ""], USAGE),
+    "resolve unknown strategy": ([*RESOLVE, "x", "--strategy", "best"], USAGE),
+    "resolve unknown authority": ([*RESOLVE, "x", "--min-authority", "supreme"], USAGE),
+    "resolve unknown option": ([*RESOLVE, "x", "--fast"], USAGE),
+    "unknown command": (["find", "x"], USAGE),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUT))
+def test_bad_input_exits_2_without_a_traceback(
+    case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv, kind = BAD_INPUT[case]
+    code, err = run_bad(argv, capsys)
+    check_refused(code, err, kind)
+
+
+def test_a_blank_resolve_query_is_one_line_from_the_shell() -> None:
+    """The command a user types, through the installed entry point's module."""
+    r = subprocess.run(
+        [sys.executable, "-m", "okfast", "resolve", "--catalog", CATALOG_JSON, ""],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (r.returncode, r.stdout, r.stderr) == (
+        2,
+        "",
+        "okfast: Query.text must be non-blank text\n",
+    )
+
+
+def test_a_message_over_several_lines_is_shown_on_one(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from okfast import cli
+    from okfast.errors import OkfastError
+
+    def fail(path: str, **kw: object) -> None:
+        raise OkfastError("first\nsecond")
+
+    monkeypatch.setattr(cli.Bundle, "load", fail)
+    code, err = run_bad(["validate", GLOSSARY], capsys)
+    assert (code, err) == (2, "okfast: first; second\n")

@@ -93,3 +93,65 @@ def test_a_catalog_without_memory_is_a_usage_error(
     (tmp_path / "c.json").write_text('{"version": 1, "sources": [{"id": "kb", "path": "kb"}]}')
     code, _, err = run(capsys, "memory", "list", "--catalog", str(tmp_path / "c.json"))
     assert code == 2 and "no enabled memory sources" in err
+
+
+# -- bad input: status 2, never a traceback (docs/spec.md §10.4) -------------------
+
+
+def _bad_input_cases(catalog: str) -> dict[str, tuple[list[str], str]]:
+    c = ["--catalog", catalog]
+    who = [*c, "--tenant", "acme", "--user", "alice"]
+    note = ["--name", "note", "--title", "Note", "--description", "A note.", "--section", "x"]
+
+    def without(flag: str, value: str) -> list[str]:
+        at = note.index(flag)
+        return [*note[:at], flag, value, *note[at + 2 :]]
+
+    return {
+        # list
+        "list blank tenant": (["list", *c, "--tenant", ""], "one line"),
+        "list negative tenant": (["list", *c, "--tenant", "-1"], "one line"),
+        "list user without tenant": (["list", *c, "--user", "alice"], "one line"),
+        "list blank catalog": (["list", "--catalog", ""], "catalog"),
+        "list unknown catalog": (["list", "--catalog", "/definitely/not/here.json"], "catalog"),
+        "list unknown option": (["list", *c, "--all"], "usage"),
+        # read
+        "read blank query": (["read", *who, ""], "one line"),
+        "read white-space query": (["read", *who, "  "], "one line"),
+        "read negative limit": (["read", *who, "x", "--limit", "-1"], "usage"),
+        "read huge limit": (["read", *who, "x", "--limit", "9" * 20], "usage"),
+        "read unknown tenant id": (["read", *c, "--tenant", "..", "x"], "one line"),
+        "read unknown option": (["read", *who, "x", "--tier", "user"], "usage"),
+        # write
+        "write blank name": (["write", *who, *without("--name", "")], "one line"),
+        "write unsafe name": (["write", *who, *without("--name", "../x")], "one line"),
+        "write blank title": (["write", *who, *without("--title", " ")], "one line"),
+        "write blank description": (["write", *who, *without("--description", "\t")], "one line"),
+        "write blank section": (["write", *who, *without("--section", "")], "one line"),
+        "write nothing": (["write", *who], "one line"),
+        "write blank session": (["write", *who, "--session", "", *note], "one line"),
+        "write unknown tier": (["write", *who, "--tier", "attic", *note], "usage"),
+        # delete
+        "delete blank user": (["delete", *c, "--tenant", "acme", "--user", ""], "one line"),
+        "delete negative tenant": (["delete", *c, "--tenant", "-1"], "one line"),
+        "delete unknown tier": (["delete", *who, "--tier", "attic"], "usage"),
+        "delete unknown option": (["delete", *who, "--force"], "usage"),
+        "unknown memory command": (["erase", *who], "usage"),
+    }
+
+
+BAD_INPUT_NAMES = sorted(_bad_input_cases("c.json"))
+
+
+@pytest.mark.parametrize("case", BAD_INPUT_NAMES)
+def test_bad_input_exits_2_without_a_traceback(
+    case: str, catalog: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from test_cli import check_refused, run_bad
+
+    argv, kind = _bad_input_cases(catalog)[case]
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    code, err = run_bad(["memory", *argv], capsys)
+    check_refused(code, err, kind)
+    # Refused before anything reached the store.
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before

@@ -2,13 +2,16 @@
 
 from okfast._native import __version__
 from okfast.bundle import Bundle
-from okfast.catalog import Catalog, CatalogDiagnostic, CatalogError, ReloadResult, Source
+from okfast.catalog import Catalog, CatalogDiagnostic, ReloadResult, Source
 from okfast.context import Assembly, AssemblyBlock, ContextAssembler
 from okfast.errors import (
     BundleNotFoundError,
+    CacheDamagedError,
     CacheWarning,
+    CatalogError,
     ConceptNotFoundError,
     InvalidArgumentError,
+    InvalidArgumentTypeError,
     OkfastError,
 )
 from okfast.memory import FileMemoryStore, MemoryEntry, Tier, capture
@@ -38,6 +41,7 @@ __all__ = [
     "AssemblyBlock",
     "Bundle",
     "BundleNotFoundError",
+    "CacheDamagedError",
     "CacheWarning",
     "Catalog",
     "CatalogDiagnostic",
@@ -53,6 +57,7 @@ __all__ = [
     "GroupedResolver",
     "Hit",
     "InvalidArgumentError",
+    "InvalidArgumentTypeError",
     "MemoryEntry",
     "MergedResolver",
     "OkfastError",

@@ -1,4 +1,7 @@
-"""Type stub of the Rust extension ``okfast._native`` (checked by mypy.stubtest)."""
+"""Type stub of the Rust extension ``okfast._native`` (checked by mypy.stubtest).
+
+Its exceptions are the classes of ``okfast.errors`` (docs/spec.md §8).
+"""
 
 from collections.abc import Callable
 from typing import Any, final
@@ -8,9 +11,6 @@ import numpy.typing as npt
 
 __all__ = [
     "Bundle",
-    "BundleNotFoundError",
-    "InvalidArgumentError",
-    "OkfastError",
     "__version__",
     "fairness_order",
     "fused_order",
@@ -18,15 +18,6 @@ __all__ = [
 ]
 
 __version__: str
-
-class OkfastError(Exception):
-    """Base class of every exception okfast raises."""
-
-class BundleNotFoundError(OkfastError, FileNotFoundError):
-    """The bundle root is missing or is not a readable directory."""
-
-class InvalidArgumentError(OkfastError, ValueError):
-    """An argument is outside its domain (a programmer error)."""
 
 @final
 class Bundle:

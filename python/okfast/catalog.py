@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from okfast.errors import OkfastError
+from okfast.errors import CatalogError as CatalogError  # re-exported from here too
 from okfast.paths import is_absolute_spelling, is_within, join_lexically
 
 ROOT_KEYS = frozenset({"version", "sources"})
@@ -43,14 +43,6 @@ class CatalogDiagnostic:
         return f"[{self.code}] {self.message}"
 
 
-class CatalogError(OkfastError, ValueError):
-    """The catalog has problems; ``.diagnostics`` lists every one."""
-
-    def __init__(self, diagnostics: tuple[CatalogDiagnostic, ...]) -> None:
-        self.diagnostics = diagnostics
-        super().__init__("\n".join(str(d) for d in diagnostics))
-
-
 @dataclass(frozen=True, slots=True)
 class Source:
     """One catalog entry. ``directory`` is the resolved bundle directory of an
@@ -73,19 +65,18 @@ class ReloadResult:
     diagnostics: tuple[CatalogDiagnostic, ...] = ()
 
 
-class _StrictJSONError(ValueError):
-    pass
-
-
+# The two JSON hooks below raise a plain ValueError, as json's own decoder
+# does: parse_catalog catches it and reports a ParseError diagnostic
+# (docs/spec.md §4), so it never reaches a caller.
 def _reject_constant(name: str) -> Any:
-    raise _StrictJSONError(f"{name} is not JSON")
+    raise ValueError(f"{name} is not JSON")
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in pairs:
         if k in out:
-            raise _StrictJSONError(f"duplicate key {k!r}")
+            raise ValueError(f"duplicate key {k!r}")
         out[k] = v
     return out
 

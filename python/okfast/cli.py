@@ -1,7 +1,10 @@
 """The ``okfast`` command line: ``search``, ``resolve``, ``validate`` and ``memory``.
 
-Exit codes: 0 success; 1 ``validate`` found an error (or a missing type);
-2 bad usage, an unreadable bundle root or a bad catalog.
+Exit codes (docs/spec.md §10.4): 0 success; 1 ``validate`` found an error
+(or a missing type); 2 bad usage, a bad catalog, or any other
+:class:`~okfast.errors.OkfastError` (an unreadable bundle root, a blank query,
+an argument out of its domain), shown as one line ``okfast: <message>`` on
+stderr, never as a traceback.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any
 from okfast import governance
 from okfast.bundle import Bundle
 from okfast.catalog import AUTHORITIES, Catalog, CatalogError
-from okfast.errors import OkfastError
+from okfast.errors import InvalidArgumentError, OkfastError
 from okfast.memory import cli as memory_cli
 from okfast.model import Diagnostic, Explanation, Passage
 from okfast.query import Query, StalePolicy, Strategy
@@ -69,8 +72,24 @@ class _ProgressBar:
         self.shown = True
 
 
+def _bundle_path(path: str) -> str:
+    # Bundle.load("") would load the working directory (the path is made
+    # absolute, docs/spec.md §1.1): on the command line an empty path is a slip.
+    if not path:
+        raise InvalidArgumentError("the bundle path is empty")
+    return path
+
+
+def _non_blank_query(text: str) -> None:
+    # A blank query has no results (docs/spec.md §3.1): on the command line it
+    # is a slip, refused as it is by `resolve` (§5.1).
+    if not text.strip():
+        raise InvalidArgumentError("the query text is blank")
+
+
 def _cmd_search(args: argparse.Namespace) -> int:
-    bundle = Bundle.load(args.path, progress=_ProgressBar.maybe())
+    _non_blank_query(args.query)
+    bundle = Bundle.load(_bundle_path(args.path), progress=_ProgressBar.maybe())
     hits = bundle.search(args.query, tag=args.tag, limit=args.limit)
     if args.json:
         _print_json(
@@ -109,7 +128,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    bundle = Bundle.load(args.path, progress=_ProgressBar.maybe())
+    bundle = Bundle.load(_bundle_path(args.path), progress=_ProgressBar.maybe())
     diags = bundle.diagnostics + tuple(governance.validate(bundle))
     failed = any(_fails_validation(d) for d in diags)
     if args.json:
@@ -265,13 +284,22 @@ def _positive(text: str) -> int:
     return n
 
 
+# The largest whole number an option takes: the native core reads counts as
+# 64-bit integers, so a larger one would fail to convert instead of being
+# refused here as bad usage.
+_MAX_WHOLE = 2**63 - 1
+
+
 def _non_negative(text: str) -> int:
+    """An argparse type: a whole number from 0 to 2**63 - 1."""
     try:
         n = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if n < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0: {n}")
+    if n > _MAX_WHOLE:
+        raise argparse.ArgumentTypeError(f"must be <= {_MAX_WHOLE}: {n}")
     return n
 
 
@@ -315,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--json", action="store_true", help="machine-readable output")
     v.set_defaults(run=_cmd_validate)
 
-    memory_cli.register(sub, _load_catalog, _print_json)
+    memory_cli.register(sub, _load_catalog, _print_json, _non_negative)
     return p
 
 
@@ -326,7 +354,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Flushed here, so a failed write is handled below, not at exit.
         sys.stdout.flush()
     except OkfastError as e:
-        print(f"okfast: {e}", file=sys.stderr)
+        # Bad input is one line and status 2, never a traceback (docs/spec.md
+        # §10.4); a message that spans lines is joined onto one.
+        print("okfast: " + "; ".join(str(e).splitlines()), file=sys.stderr)
         return 2
     except BrokenPipeError:
         # The reader went away (`okfast resolve ... | head`): stop quietly

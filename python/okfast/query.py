@@ -1,7 +1,7 @@
 """What a caller asks for: ``Query``, ``Strategy``, ``StalePolicy`` (SPEC §2.3, §5.1).
 
-Programmer errors in a query raise ``ValueError`` at construction, before any
-source is touched.
+Programmer errors in a query raise :class:`okfast.InvalidArgumentError` (a
+``ValueError``, docs/spec.md §8) at construction, before any source is touched.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from okfast.catalog import AUTHORITIES
+from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.memory.scope import Scope
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ class StalePolicy:
     def tolerate(cls, days: float) -> StalePolicy:
         """Admit when ``stale_after`` is unset or ``now <= stale_after + days``."""
         if not days >= 0:
-            raise ValueError(f"StalePolicy.tolerate: days must be >= 0, got {days!r}")
+            raise InvalidArgumentError(f"StalePolicy.tolerate: days must be >= 0, got {days!r}")
         return cls("tolerate", float(days))
 
     @classmethod
@@ -71,7 +72,9 @@ class StalePolicy:
                 return cls.tolerate(float(text.split(":", 1)[1]))
             except ValueError:
                 pass
-        raise ValueError(f"stale policy must be use, strict or tolerate:DAYS, got {text!r}")
+        raise InvalidArgumentError(
+            f"stale policy must be use, strict or tolerate:DAYS, got {text!r}"
+        )
 
     def admits_us(self, stale_after_us: Any, now_us: int) -> Any:
         """Vectorised test over microsecond instants (numpy array or int;
@@ -80,7 +83,10 @@ class StalePolicy:
             return stale_after_us == stale_after_us  # all True, same shape
         if self.kind == "strict":
             return stale_after_us > now_us
-        slack = int(self.days * _US_PER_DAY)
+        # Capped at 2**62 µs (~146,000 years), beyond every instant a date can
+        # name, so a huge or infinite tolerance admits all instead of
+        # overflowing the int64 arithmetic.
+        slack = int(min(self.days * _US_PER_DAY, 2.0**62))
         return (stale_after_us == NEVER_US) | (stale_after_us >= now_us - slack)
 
     def __str__(self) -> str:
@@ -90,7 +96,7 @@ class StalePolicy:
 def micros(t: datetime) -> int:
     """An aware datetime → microseconds since the Unix epoch."""
     if t.tzinfo is None:
-        raise ValueError("the clock must return an aware datetime")
+        raise InvalidArgumentError("the clock must return an aware datetime")
     return (t - _EPOCH) // timedelta(microseconds=1)
 
 
@@ -116,27 +122,31 @@ class Query:
     rrf_k: int = 60
 
     def __post_init__(self) -> None:
-        if not isinstance(self.text, str) or not self.text.strip():
-            raise ValueError("Query.text must be non-blank text")
+        if not isinstance(self.text, str):
+            raise InvalidArgumentTypeError("Query.text must be non-blank text")
+        if not self.text.strip():
+            raise InvalidArgumentError("Query.text must be non-blank text")
         if self.strategy is not None:
             try:
                 object.__setattr__(self, "strategy", Strategy(self.strategy))
             except ValueError:
                 names = ", ".join(s.value for s in Strategy)
-                raise ValueError(f"unknown strategy {self.strategy!r} (one of {names})") from None
+                raise InvalidArgumentError(
+                    f"unknown strategy {self.strategy!r} (one of {names})"
+                ) from None
         if self.fairness_quota is not None and (
             isinstance(self.fairness_quota, bool) or self.fairness_quota <= 0
         ):
-            raise ValueError(f"fairness_quota must be > 0, got {self.fairness_quota!r}")
+            raise InvalidArgumentError(f"fairness_quota must be > 0, got {self.fairness_quota!r}")
         if self.permitted_source_ids is not None and self.visibility is not None:
-            raise ValueError("set permitted_source_ids or visibility, not both")
+            raise InvalidArgumentError("set permitted_source_ids or visibility, not both")
         if self.limit is not None and self.limit < 0:
-            raise ValueError(f"limit must be >= 0, got {self.limit}")
+            raise InvalidArgumentError(f"limit must be >= 0, got {self.limit}")
         if self.min_authority is not None and self.min_authority not in AUTHORITIES:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"min_authority must be one of {', '.join(AUTHORITIES)}, got {self.min_authority!r}"
             )
         if self.min_score is not None and (isinstance(self.min_score, bool) or self.min_score < 0):
-            raise ValueError(f"min_score must be >= 0, got {self.min_score!r}")
+            raise InvalidArgumentError(f"min_score must be >= 0, got {self.min_score!r}")
         if self.rrf_k <= 0:
-            raise ValueError(f"rrf_k must be > 0, got {self.rrf_k}")
+            raise InvalidArgumentError(f"rrf_k must be > 0, got {self.rrf_k}")

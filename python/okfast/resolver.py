@@ -22,7 +22,7 @@ import numpy.typing as npt
 from okfast import _native, governance
 from okfast.bundle import Bundle, Progress
 from okfast.catalog import Catalog, Source
-from okfast.errors import OkfastError
+from okfast.errors import BundleNotFoundError, InvalidArgumentError, OkfastError
 from okfast.model import Diagnostic, DiagnosticCode, Exclusion
 from okfast.passages import Context, ExplainInfo, PassageList, Searched
 from okfast.paths import directory_key
@@ -184,7 +184,7 @@ class _Engine(ABC):
         for s in sources:
             try:
                 if s.directory is None or not s.directory.is_dir():
-                    raise FileNotFoundError(f"{s.directory} is not a directory")
+                    raise BundleNotFoundError(f"{s.directory} is not a directory")
                 snap = self.r._bundles.get(s)
             except (OSError, OkfastError) as e:
                 f.exclusions.append(Exclusion(s.id, "", "source-unavailable", str(e)))
@@ -420,11 +420,13 @@ class Resolver:
         try:
             self.default_strategy = Strategy(default_strategy)
         except ValueError:
-            raise ValueError(f"unknown strategy {default_strategy!r}") from None
+            raise InvalidArgumentError(f"unknown strategy {default_strategy!r}") from None
         if default_fairness_quota is not None and default_fairness_quota <= 0:
-            raise ValueError(f"default_fairness_quota must be > 0, got {default_fairness_quota}")
+            raise InvalidArgumentError(
+                f"default_fairness_quota must be > 0, got {default_fairness_quota}"
+            )
         if max_staleness < 0:
-            raise ValueError(f"max_staleness must be >= 0, got {max_staleness}")
+            raise InvalidArgumentError(f"max_staleness must be >= 0, got {max_staleness}")
         self.catalog = catalog
         self.default_fairness_quota = default_fairness_quota
         self.default_visibility = default_visibility

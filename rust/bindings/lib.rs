@@ -14,73 +14,48 @@ use okfast_core::progress::Progress;
 use okfast_core::score::{self, query_terms};
 use okfast_core::yaml::Value;
 use okfast_core::Error;
-use pyo3::create_exception;
-use pyo3::exceptions::{
-    PyException, PyFileNotFoundError, PyKeyboardInterrupt, PyRuntimeError, PyValueError,
-};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyTuple, PyType};
+use pyo3::types::{PyDict, PyList, PyType};
 
-create_exception!(
-    okfast,
-    OkfastError,
-    PyException,
-    "Base class of every exception okfast raises."
-);
-
+// The exception classes are defined in Python, in `okfast.errors`, with every
+// other class okfast raises (docs/spec.md §8), so that Rust and Python raise
+// the very same types. That module is pure Python and never imports this one;
+// it is imported when the first error is raised, and each class is then
+// looked up once.
+static ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 static BUNDLE_NOT_FOUND: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static INVALID_ARGUMENT: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static CACHE_DAMAGED: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
-/// `OkfastError` subclasses that are also a built-in exception, made once
-/// with `type(name, (OkfastError, builtin), {})` (create_exception! allows
-/// one base only).
-fn derived<'py>(
+/// The class `name` of `okfast.errors`, cached in `cell`.
+fn error_class<'py>(
     py: Python<'py>,
     cell: &'static PyOnceLock<Py<PyType>>,
     name: &str,
-    builtin: Bound<'py, PyType>,
-    doc: &str,
 ) -> PyResult<Bound<'py, PyType>> {
     let ty = cell.get_or_try_init(py, || -> PyResult<Py<PyType>> {
-        let bases = PyTuple::new(py, [py.get_type::<OkfastError>(), builtin])?;
-        let ns = PyDict::new(py);
-        ns.set_item("__doc__", doc)?;
-        ns.set_item("__module__", "okfast")?;
-        let t = py.get_type::<PyType>().call1((name, bases, ns))?;
-        Ok(t.cast_into::<PyType>()?.unbind())
+        let errors = ERRORS.get_or_try_init(py, || -> PyResult<Py<PyModule>> {
+            Ok(py.import("okfast.errors")?.unbind())
+        })?;
+        Ok(errors
+            .bind(py)
+            .getattr(name)?
+            .cast_into::<PyType>()?
+            .unbind())
     })?;
     Ok(ty.bind(py).clone())
-}
-
-fn bundle_not_found(py: Python<'_>) -> PyResult<Bound<'_, PyType>> {
-    derived(
-        py,
-        &BUNDLE_NOT_FOUND,
-        "BundleNotFoundError",
-        py.get_type::<PyFileNotFoundError>(),
-        "The bundle root is missing or is not a readable directory.",
-    )
-}
-
-fn invalid_argument(py: Python<'_>) -> PyResult<Bound<'_, PyType>> {
-    derived(
-        py,
-        &INVALID_ARGUMENT,
-        "InvalidArgumentError",
-        py.get_type::<PyValueError>(),
-        "An argument is outside its domain (a programmer error).",
-    )
 }
 
 /// The one map from core errors to Python exceptions.
 fn to_py(py: Python<'_>, e: Error) -> PyErr {
     let ty = match &e {
-        Error::BundleNotFound { .. } => bundle_not_found(py),
-        Error::InvalidArgument(_) => invalid_argument(py),
+        Error::BundleNotFound { .. } => error_class(py, &BUNDLE_NOT_FOUND, "BundleNotFoundError"),
+        Error::InvalidArgument(_) => error_class(py, &INVALID_ARGUMENT, "InvalidArgumentError"),
         // Only reached when no Python error explains the stop.
         Error::Cancelled => return PyKeyboardInterrupt::new_err(e.to_string()),
-        Error::CacheDamaged(_) => return OkfastError::new_err(e.to_string()),
+        Error::CacheDamaged(_) => error_class(py, &CACHE_DAMAGED, "CacheDamagedError"),
     };
     match ty {
         Ok(t) => PyErr::from_type(t, e.to_string()),
@@ -679,10 +654,6 @@ fn watched<T: Send + 'static>(
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let py = m.py();
-    m.add("OkfastError", py.get_type::<OkfastError>())?;
-    m.add("BundleNotFoundError", bundle_not_found(py)?)?;
-    m.add("InvalidArgumentError", invalid_argument(py)?)?;
     m.add_class::<PyBundle>()?;
     m.add_function(wrap_pyfunction!(read_concept, m)?)?;
     m.add_function(wrap_pyfunction!(fused_order, m)?)?;

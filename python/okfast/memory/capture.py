@@ -15,6 +15,7 @@ import re
 from datetime import datetime, timezone
 
 from okfast import _native
+from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.memory.entry import MemoryEntry
 from okfast.memory.scope import Scope, Tier
 from okfast.memory.store import FileMemoryStore, MemoryWriteResult
@@ -25,7 +26,7 @@ _UNREPRESENTABLE = re.compile("[\x00\ud800-\udfff]")
 def quote(text: str) -> str:
     """Every line of ``text`` prefixed with ``> `` (``(none)`` for empty text)."""
     if not isinstance(text, str):
-        raise TypeError(f"captured text must be a str, not {type(text).__name__}")
+        raise InvalidArgumentTypeError(f"captured text must be a str, not {type(text).__name__}")
     if text == "":
         return "(none)"
     text = _UNREPRESENTABLE.sub("\ufffd", text)
@@ -35,7 +36,7 @@ def quote(text: str) -> str:
 def day_entry(user_text: str, agent_text: str, now: datetime) -> MemoryEntry:
     """The entry ``capture`` writes for an exchange at ``now``."""
     if now.tzinfo is None:
-        raise ValueError("capture: `now` must be timezone-aware")
+        raise InvalidArgumentError("capture: `now` must be timezone-aware")
     t = now.astimezone(timezone.utc)
     day = f"{t.year:04d}-{t.month:02d}-{t.day:02d}"
     clock = f"{t.hour:02d}:{t.minute:02d}:{t.second:02d}"

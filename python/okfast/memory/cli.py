@@ -2,8 +2,10 @@
 memory store, e.g. to answer a data-subject access (``list --bodies --json``)
 or erasure (``delete --cascade``) request.
 
-Exit codes: 0 done; 1 the store reported an error (a write or delete that did
-not happen, a tier that could not be read); 2 bad usage or a bad catalog.
+Exit codes (docs/spec.md §10.4): 0 done; 1 the store reported an error (a
+write or delete that did not happen, a tier that could not be read); 2 bad
+usage, a bad catalog, or an argument okfast refuses (an
+:class:`~okfast.errors.OkfastError`, shown by ``okfast.cli.main`` as one line).
 """
 
 from __future__ import annotations
@@ -14,24 +16,22 @@ from collections.abc import Callable
 from typing import Any
 
 from okfast.catalog import Catalog
+from okfast.errors import InvalidArgumentError
 from okfast.memory.capture import capture
-from okfast.memory.entry import MemoryEntry
+from okfast.memory.entry import MemoryEntry, check_entry
 from okfast.memory.scope import Scope, Tier
 from okfast.memory.store import FileMemoryStore
 
 LoadCatalog = Callable[[str], "Catalog | None"]
 PrintJson = Callable[[object], None]
+WholeNumber = Callable[[str], int]
 
 
 def _open(args: argparse.Namespace, load: LoadCatalog) -> tuple[FileMemoryStore, Scope] | None:
     catalog = load(args.catalog)
     if catalog is None:
         return None
-    try:
-        scope = Scope(args.tenant, args.user, args.session)
-    except ValueError as e:
-        print(f"okfast: {e}", file=sys.stderr)
-        return None
+    scope = Scope(args.tenant, args.user, args.session)  # a bad id: InvalidArgumentError
     store = FileMemoryStore.from_catalog(catalog)
     if not store.roots:
         print(f"okfast: {args.catalog} has no enabled memory sources", file=sys.stderr)
@@ -81,6 +81,9 @@ def _list(args: argparse.Namespace, store: FileMemoryStore, scope: Scope, out: P
 
 
 def _read(args: argparse.Namespace, store: FileMemoryStore, scope: Scope, out: PrintJson) -> int:
+    if not args.query.strip():
+        # As for `okfast search`: a blank query has no results (docs/spec.md §3.1).
+        raise InvalidArgumentError("the query text is blank")
     result = store.read(scope, args.query, limit=args.limit)
     if args.json:
         rows = [
@@ -124,7 +127,11 @@ def _write(args: argparse.Namespace, store: FileMemoryStore, scope: Scope, out: 
             return 2
         section = sys.stdin.read() if args.section == "-" else args.section
         fm = {"type": args.type, "title": args.title, "description": args.description}
-        r = store.write(scope, MemoryEntry(args.name, fm, section), args.tier)
+        entry = MemoryEntry(args.name, fm, section)
+        # What the operator typed is checked first, so a bad name, title or
+        # section is bad usage (status 2); the store's own refusals stay 1.
+        check_entry(entry)
+        r = store.write(scope, entry, args.tier)
     if args.json:
         out({"written": r.written, "error": r.error, "concept_id": r.concept_id})
     elif r.written:
@@ -152,8 +159,9 @@ def _delete(args: argparse.Namespace, store: FileMemoryStore, scope: Scope, out:
     return 1 if r.error else 0
 
 
-def register(sub: Any, load: LoadCatalog, out: PrintJson) -> None:
-    """Add ``memory`` and its four commands to the top-level parser."""
+def register(sub: Any, load: LoadCatalog, out: PrintJson, whole: WholeNumber) -> None:
+    """Add ``memory`` and its four commands to the top-level parser (``whole``:
+    the argparse type of a whole number >= 0, shared with the other commands)."""
     m = sub.add_parser("memory", help="list, read, write or delete one scope's memory")
     msub = m.add_subparsers(dest="memory_command", required=True)
     commands = {
@@ -173,7 +181,7 @@ def register(sub: Any, load: LoadCatalog, out: PrintJson) -> None:
             c.add_argument("--bodies", action="store_true", help="include each concept's body")
         elif name == "read":
             c.add_argument("query", help="query text")
-            c.add_argument("--limit", type=int, default=None, help="passages per tier")
+            c.add_argument("--limit", type=whole, default=None, help="passages per tier")
         elif name == "write":
             c.add_argument("--tier", choices=[t.value for t in Tier], default="user")
             c.add_argument("--user-text", default=None, help="capture: what the user said")

@@ -17,6 +17,7 @@ from typing import Any
 
 from okfast import _native
 from okfast.catalog import is_safe_segment
+from okfast.errors import EntryError as EntryError  # re-exported from here too
 
 #: A concept file larger than this is skipped by every reader (SPEC §1.3), so
 #: an append that would cross it is refused instead of silently losing the file.
@@ -40,10 +41,6 @@ class MemoryEntry:
     section: str = ""
 
 
-class EntryError(ValueError):
-    """Why an entry cannot be written (reported as data by the store)."""
-
-
 def check_name(name: object) -> str:
     if not isinstance(name, str) or not is_safe_segment(name):
         raise EntryError(f"memory concept name {name!r} is not a safe segment")
@@ -52,6 +49,14 @@ def check_name(name: object) -> str:
     if len(name.encode()) + 3 > 255:
         raise EntryError("memory concept name is too long for a file name (max 252 bytes)")
     return name
+
+
+def check_entry(entry: MemoryEntry) -> None:
+    """The producer checks of ``entry`` alone (name, section, frontmatter), as
+    :meth:`FileMemoryStore.write` makes them before any I/O: :class:`EntryError`."""
+    check_name(entry.name)
+    check_section(entry.section)
+    render_frontmatter(entry.frontmatter)
 
 
 def _quote(s: str) -> str:

@@ -26,6 +26,8 @@ import weakref
 from collections.abc import Iterator, Sequence
 from typing import Final
 
+from okfast.errors import UnsafePathError
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX
@@ -48,22 +50,14 @@ TMP_MARK = ".tmp-"
 DELETED_PREFIX = ".deleted-"
 
 
-class UnsafePath(Exception):
-    """A symbolic link or a non-directory where the store needs a directory."""
-
-
-class Moved(Exception):
-    """The locked directory was renamed away (deleted) while we waited for it."""
-
-
-def _refuse(parent: int, name: str, shown: str) -> UnsafePath:
+def _refuse(parent: int, name: str, shown: str) -> UnsafePathError:
     try:
         st = os.stat(name, dir_fd=parent, follow_symlinks=False)
     except OSError:
-        return UnsafePath(f"{shown} cannot be opened as a directory")
+        return UnsafePathError(f"{shown} cannot be opened as a directory")
     if stat.S_ISLNK(st.st_mode):
-        return UnsafePath(f"{shown} is a symbolic link; memory never follows links")
-    return UnsafePath(f"{shown} is not a directory")
+        return UnsafePathError(f"{shown} is a symbolic link; memory never follows links")
+    return UnsafePathError(f"{shown} is not a directory")
 
 
 def open_root(root: str) -> int | None:
@@ -75,7 +69,7 @@ def open_root(root: str) -> int | None:
     except OSError as e:
         if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
             kind = "a symbolic link" if os.path.islink(root) else "not a directory"
-            raise UnsafePath(f"tier root {root} is {kind}") from e
+            raise UnsafePathError(f"tier root {root} is {kind}") from e
         raise
 
 
@@ -165,11 +159,11 @@ def read_file(dir_fd: int, name: str) -> bytes | None:
         return None
     except OSError as e:
         if e.errno in (errno.ELOOP, errno.EMLINK):
-            raise UnsafePath(f"{name} is a symbolic link; memory never follows links") from e
+            raise UnsafePathError(f"{name} is a symbolic link; memory never follows links") from e
         raise
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UnsafePath(f"{name} is not a regular file")
+            raise UnsafePathError(f"{name} is not a regular file")
         chunks = []
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)

@@ -16,6 +16,7 @@ import hashlib
 from dataclasses import dataclass
 
 from okfast.catalog import is_safe_segment
+from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 _RESERVED = "_local"
 
@@ -36,14 +37,15 @@ class Scope:
             if v is None:
                 continue
             if not isinstance(v, str) or not is_safe_segment(v) or v == _RESERVED:
-                raise ValueError(
+                error = InvalidArgumentError if isinstance(v, str) else InvalidArgumentTypeError
+                raise error(
                     f"Scope.{name} {v!r} is not a safe id ([A-Za-z0-9_][A-Za-z0-9_.-]*, "
                     "at most 255 bytes, not _local)"
                 )
         if self.user is not None and self.tenant is None:
-            raise ValueError("Scope: a user needs a tenant")
+            raise InvalidArgumentError("Scope: a user needs a tenant")
         if self.session is not None and self.user is None:
-            raise ValueError("Scope: a session needs a user")
+            raise InvalidArgumentError("Scope: a session needs a user")
 
     @classmethod
     def local(cls) -> Scope:
@@ -73,6 +75,17 @@ class Tier(str, enum.Enum):
 
 #: Read order: the most specific memory first.
 READ_ORDER = (Tier.SESSION, Tier.USER, Tier.TENANT)
+
+
+def tier_of(tier: Tier | str) -> Tier:
+    """``tier`` as a :class:`Tier`; an unknown name is an argument error
+    (:class:`okfast.InvalidArgumentError`, docs/spec.md §8), not the enum's
+    plain ``ValueError``."""
+    try:
+        return Tier(tier)
+    except ValueError:
+        names = ", ".join(t.value for t in Tier)
+        raise InvalidArgumentError(f"unknown memory tier {tier!r} (one of {names})") from None
 
 
 def applies(tier: Tier, scope: Scope) -> bool:
@@ -110,7 +123,7 @@ def below_path(tier: Tier, owner: Scope) -> str:
     """The directory of a lower tier that holds the memory of every scope below
     ``owner`` (a tenant's users, a user's sessions): ``memory_path`` cut after
     ``owner``'s own ids."""
-    tier = Tier(tier)
+    tier = tier_of(tier)
     parts = [f"memory-{tier.value}", _seg(owner.tenant)]
     if owner.user is not None:
         parts.append(_seg(owner.user))
@@ -122,7 +135,7 @@ def memory_path(tier: Tier, scope: Scope) -> str:
     ``memory-tenant/{seg(t)}``, ``memory-user/{seg(t)}/{seg(u)}`` or
     ``memory-session/{seg(t)}/{seg(u)}/{seg(s)}``, where ``seg(x)`` is
     ``x.lower() + "-" + sha256(x)[:16]`` and ``_local`` for an absent id."""
-    tier = Tier(tier)
+    tier = tier_of(tier)
     parts = [f"memory-{tier.value}", _seg(scope.tenant)]
     if tier in (Tier.USER, Tier.SESSION):
         parts.append(_seg(scope.user))

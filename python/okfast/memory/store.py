@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING
 
 from okfast import _native
 from okfast.bundle import Bundle
+from okfast.errors import EntryError, InvalidArgumentError, UnsafePathError
 from okfast.memory import files
 from okfast.memory.entry import (
     MAX_FILE_BYTES,
-    EntryError,
     MemoryEntry,
     appended,
     check_name,
@@ -53,6 +53,7 @@ from okfast.memory.scope import (
     below_path,
     memory_path,
     own_tier,
+    tier_of,
 )
 from okfast.model import Diagnostic, DiagnosticCode, Passage, passage_from_row
 
@@ -126,7 +127,7 @@ class FileMemoryStore:
     def __init__(self, roots: Mapping[Tier | str, str | os.PathLike[str]]) -> None:
         self._roots: dict[Tier, str] = {}
         for tier, root in roots.items():
-            self._roots[Tier(tier)] = os.path.abspath(os.fspath(root))
+            self._roots[tier_of(tier)] = os.path.abspath(os.fspath(root))
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, tuple[tuple[int, int], Bundle]] = OrderedDict()
 
@@ -188,7 +189,7 @@ class FileMemoryStore:
                 while len(self._cache) > _CACHE_SIZE:
                     self._cache.popitem(last=False)
             return bundle, None
-        except files.UnsafePath as e:
+        except UnsafePathError as e:
             return None, _unavailable(tier, f"{rel}: {e}")
         except FileNotFoundError:
             return None, None  # deleted while we looked: empty, as if never there
@@ -217,6 +218,10 @@ class FileMemoryStore:
         the scope's directory searched as a bundle with the knowledge scorer.
         ``source_id`` is ``memory:<tier>``; ``concept_id`` is
         ``memory_path + "/" + id``; ``limit`` caps the passages of each tier."""
+        if limit is not None and limit < 0:
+            # Checked here, not only by the bundles searched: a scope without
+            # memory yet must refuse it too (docs/spec.md §8).
+            raise InvalidArgumentError(f"limit must be >= 0, got {limit}")
         passages: list[Passage] = []
         diags: list[Diagnostic] = []
         for _tier, bundle, sid, prefix in self._bundles(scope, diags):
@@ -283,7 +288,7 @@ class FileMemoryStore:
             self._append(t, scope, entry, name, section)
         except EntryError as e:
             return MemoryWriteResult(False, str(e), cid)
-        except files.UnsafePath as e:
+        except UnsafePathError as e:
             return MemoryWriteResult(False, f"refused: {e}", cid)
         except OSError as e:
             return MemoryWriteResult(False, f"I/O error: {e}", cid)
@@ -376,7 +381,7 @@ class FileMemoryStore:
             try:
                 if self._delete(t, parts) and t not in deleted:
                     deleted.append(t)
-            except files.UnsafePath as e:
+            except UnsafePathError as e:
                 errors.append(f"{t.value}: refused: {e}")
             except OSError as e:
                 errors.append(f"{t.value}: I/O error: {e}")
