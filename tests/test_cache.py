@@ -15,7 +15,7 @@ import pytest
 from conftest import write_bundle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from okfast import Bundle, CacheWarning, OkfastError
+from okfast import Bundle, CacheDamagedError, CacheWarning
 from strategies import bundle_files, concept_bytes
 
 HOUR_AGO = time.time() - 3600
@@ -29,12 +29,11 @@ def age(root: Path, when: float = HOUR_AGO) -> None:
 
 
 def snapshot(b: Bundle, queries: tuple[str, ...] = ("a", "order", "ß", "x y")) -> Any:
-    n = b._native
     return (
         b.concept_ids,
-        n.diagnostics,
-        [n.concept(i) for i in range(len(b))],
-        [n.search_rows(q) for q in queries],
+        b.diagnostics,
+        [b.concept(cid) for cid in b.concept_ids],
+        [b.search(q) for q in queries],
         b.okf_version,
     )
 
@@ -103,7 +102,7 @@ def test_changed_added_and_removed_files_are_reread(bundle: Path, tmp_path: Path
     age(bundle, HOUR_AGO + 60)
     b, snap = cached(bundle, cache)
     assert b.cache_status == "partial" and snap == fresh(bundle)
-    assert b._native.search_rows("changed")[0][0] == "a"
+    assert b.search("changed")[0].concept_id == "a"
     again, snap2 = cached(bundle, cache)
     assert again.cache_status == "hit" and snap2 == snap
 
@@ -139,7 +138,7 @@ def test_a_recently_modified_file_is_never_trusted(bundle: Path, tmp_path: Path)
     os.utime(bundle / "a.md", ns=(st.st_atime_ns, st.st_mtime_ns))
     b, snap = cached(bundle, cache)
     assert b.cache_status == "partial"
-    assert b._native.search_rows("two")[0][0] == "a" and snap == fresh(bundle)
+    assert b.search("two")[0].concept_id == "a" and snap == fresh(bundle)
 
 
 def _damage(kind: str, data: bytes) -> bytes:
@@ -212,7 +211,7 @@ LOADER = """
 import sys
 from okfast import Bundle
 b = Bundle.load(sys.argv[1], cache_dir=sys.argv[2])
-print(b.cache_status, len(b), len(b._native.search_rows("order")))
+print(b.cache_status, len(b), len(b.search("order")))
 """
 
 
@@ -279,12 +278,12 @@ def test_cached_reopen_equals_a_fresh_load(
     again = Bundle.load(root, cache_dir=cache)
     assert again.cache_status == "hit"
     plain = Bundle.load(root, cache=False)
-    words = {w for i in range(len(plain)) for w in plain._native.body(i).split()[:6]}
+    words = {w for i in range(len(plain)) for w in plain.body_at(i).split()[:6]}
     words |= {w[1:4] for w in words if len(w) > 3} | {"a", "x", "é"}
     for q in sorted(words)[:40]:
-        assert again._native.search_rows(q) == plain._native.search_rows(q), q
+        assert again.search(q) == plain.search(q), q
         for tag in ("x", "A"):
-            assert again._native.search_rows(q, tag=tag) == plain._native.search_rows(q, tag=tag)
+            assert again.search(q, tag=tag) == plain.search(q, tag=tag)
 
 
 def test_texts_are_served_from_the_cache_file_not_memory(bundle: Path, tmp_path: Path) -> None:
@@ -330,12 +329,13 @@ def test_a_text_damaged_after_opening_is_an_error_and_the_file_is_rebuilt(
     b, _ = cached(bundle, cache)
     assert b.cache_status == "hit"
     _flip_text(cache, b"order order")
-    pos = b._native.position("sub/b")
-    with pytest.raises(OkfastError, match=r"cache file .* was changed after it was written"):
-        b._native.body(pos)
-    with pytest.raises(OkfastError):
-        b._native.search_rows("order")
-    assert b._native.body(b._native.position("a")) == "body a"  # others still read
+    pos = b.position("sub/b")
+    assert pos is not None
+    with pytest.raises(CacheDamagedError, match=r"cache file .* was changed after it was written"):
+        b.body_at(pos)
+    with pytest.raises(CacheDamagedError):
+        b.search("order")
+    assert b.concept("a").body == "body a"  # others still read
     assert not list(cache.glob("*.okfc"))
     again, snap = cached(bundle, cache)
     assert again.cache_status == "miss" and snap == fresh(bundle)

@@ -16,7 +16,7 @@ import okfast
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from okfast import _native
+from okfast.bundle import read_concept
 from okfast.memory import FileMemoryStore, Scope, Tier, capture, memory_path
 from okfast.memory.capture import quote
 
@@ -39,8 +39,8 @@ def day_file(base: Path, scope: Scope = SCOPE, tier: Tier = Tier.USER) -> Path:
 def load_day(base: Path) -> okfast.Concept:
     """The day concept as every reader sees it; fails if it does not parse."""
     data = day_file(base).read_bytes()
-    fields, diags = _native.read_concept(f"{DAY}.md", data)
-    assert fields is not None and not [d for d in diags if d[3] == "error"], diags
+    concept, diags = read_concept(f"{DAY}.md", data)
+    assert concept is not None and not [d for d in diags if d.severity == "error"], diags
     return okfast.Bundle.load(day_file(base).parent).concept(DAY)
 
 

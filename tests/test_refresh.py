@@ -24,13 +24,11 @@ def c(title: str, body: str = "", status: str = "stable") -> str:
 
 def same(a: Bundle, b: Bundle, queries: tuple[str, ...] = ("a", "order", "x", "new")) -> None:
     assert a.concept_ids == b.concept_ids
-    assert a._native.diagnostics == b._native.diagnostics
-    assert [a._native.concept(i) for i in range(len(a))] == [
-        b._native.concept(i) for i in range(len(b))
-    ]
+    assert a.diagnostics == b.diagnostics
+    assert [a.concept(cid) for cid in a.concept_ids] == [b.concept(cid) for cid in b.concept_ids]
     for q in queries:
-        assert a._native.search_rows(q) == b._native.search_rows(q), q
-    assert list(a._native.ordinal_ranks()) == list(b._native.ordinal_ranks())
+        assert a.search(q) == b.search(q), q
+    assert list(a.ordinal_ranks()) == list(b.ordinal_ranks())
 
 
 @pytest.fixture
@@ -66,7 +64,7 @@ def test_touching_keeps_the_index(root: Path) -> None:
     r = b.refresh()
     assert r is not None and r.made_by == "events, index kept"
     same(r, load(root))
-    assert r._native.search_rows("order") == b._native.search_rows("order")
+    assert r.search("order") == b.search("order")
 
 
 @linux

@@ -1,8 +1,14 @@
-"""The Python face of one loaded bundle (SPEC §1, §3.7).
+"""The Python face of one loaded bundle (docs/spec.md §1, §3.7).
 
 The native snapshot does the work; this class shapes results into the public
 dataclasses and validates arguments. A ``Bundle`` is immutable: to see changes
-on disk, load it again.
+on disk, load it again or :meth:`Bundle.refresh` it.
+
+Besides the public search API, a ``Bundle`` offers the column and per-position
+reads the resolver, governance and the memory store are built on
+(:meth:`Bundle.stale_after_us`, :meth:`Bundle.passage_fields`, …): code outside
+this module talks to a bundle through these methods, never through its native
+snapshot.
 """
 
 from __future__ import annotations
@@ -10,8 +16,10 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -19,10 +27,38 @@ import numpy.typing as npt
 from okfast import _native
 from okfast.cache import cache_file, default_cache_dir
 from okfast.errors import CacheWarning, ConceptNotFoundError
-from okfast.model import Concept, Diagnostic, Hit
+from okfast.model import Concept, Diagnostic, Hit, Severity
 
 #: ``progress(phase, done, total)`` of :meth:`Bundle.load`.
 Progress = Callable[[str, int, int], object]
+
+#: A query's terms, split and folded once (docs/spec.md §3.1).
+QueryTerms = _native.QueryTerms
+
+
+def query_terms(text: str | QueryTerms) -> QueryTerms:
+    """``text``'s terms, split and folded once per search: every source's
+    search, the excerpts and ``explain`` take the same object."""
+    return text if isinstance(text, QueryTerms) else QueryTerms(text)
+
+
+@dataclass(frozen=True, slots=True)
+class CacheUse:
+    """What a load did with the persistent cache (docs/spec.md §9)."""
+
+    #: ``off``, ``hit`` (no file read), ``partial`` (changed files read),
+    #: ``miss`` (first load) or ``rebuilt`` (the cache file was rejected; see
+    #: ``detail``).
+    status: str = "off"
+    detail: str = ""
+    file: Path | None = None
+    #: Concept files read from disk rather than taken from the cache file
+    #: (``0`` on an unchanged reopen); ``None`` without the cache.
+    reread: int | None = None
+    #: Directories listed from disk rather than taken from the cache file (an
+    #: unchanged directory's recorded listing is reused; every file is still
+    #: stat'ed); ``None`` without the cache.
+    listed: int | None = None
 
 
 class Bundle:
@@ -32,24 +68,11 @@ class Bundle:
     search one bundle at once.
     """
 
-    __slots__ = ("_native", "__dict__")
+    __slots__ = ("_native", "_cache", "__dict__")
 
-    def __init__(self, native: _native.Bundle) -> None:
+    def __init__(self, native: _native.Bundle, cache: CacheUse | None = None) -> None:
         self._native = native
-        #: What the load did with the persistent cache: ``off``, ``hit`` (no file
-        #: read), ``partial`` (changed files read), ``miss`` (first load) or
-        #: ``rebuilt`` (the cache file was rejected; see :attr:`cache_detail`).
-        self.cache_status = "off"
-        self.cache_detail = ""
-        self.cache_file: Path | None = None
-        #: For a load through the cache: how many concept files were read from
-        #: disk (not taken from the cache file; ``0`` on an unchanged reopen)
-        #: and how many directories were listed from disk (a directory whose
-        #: device, inode, mtime and ctime are unchanged, and older than the
-        #: cache file by 2 s, has its listing taken from the cache file; every
-        #: file is still stat'ed). ``None`` when the cache was not used.
-        self.cache_reread: int | None = None
-        self.cache_listed: int | None = None
+        self._cache = cache or CacheUse()
 
     @classmethod
     def load(
@@ -81,21 +104,17 @@ class Bundle:
         root = os.path.abspath(os.fspath(path))
         where = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         if not cache or where is None:
-            return cls(_native.Bundle.load(root, progress))
+            return cls(_native.Bundle.load(root, None, progress))
         file, why = cache_file(root, where)
         if file is None:
-            b = cls(_native.Bundle.load(root, progress))
-            b.cache_detail = why
-            return b
-        native, status, detail, reread, listed = _native.Bundle.load_cached(
-            root, str(file), progress
-        )
-        b = cls(native)
-        b.cache_status, b.cache_detail, b.cache_file = status, detail, file
-        b.cache_reread, b.cache_listed = reread, listed
-        if status == "rebuilt":
+            return cls(_native.Bundle.load(root, None, progress), CacheUse(detail=why))
+        native = _native.Bundle.load(root, str(file), progress)
+        r = native.load_report
+        assert r is not None  # a load through a cache file reports on it
+        b = cls(native, CacheUse(r.status, r.detail, file, r.reread, r.listed))
+        if r.status == "rebuilt":
             warnings.warn(
-                f"okfast: cache file {file} {detail}; it was rebuilt", CacheWarning, stacklevel=2
+                f"okfast: cache file {file} {r.detail}; it was rebuilt", CacheWarning, stacklevel=2
             )
         return b
 
@@ -121,6 +140,34 @@ class Bundle:
     def __repr__(self) -> str:
         return f"<okfast.Bundle {str(self.root)!r}: {len(self)} concepts>"
 
+    # -- what the load did with the persistent cache -------------------------------
+
+    @property
+    def cache(self) -> CacheUse:
+        """What the load did with the persistent cache, as one value."""
+        return self._cache
+
+    @property
+    def cache_status(self) -> str:
+        """``off``, ``hit``, ``partial``, ``miss`` or ``rebuilt`` (:class:`CacheUse`)."""
+        return self._cache.status
+
+    @property
+    def cache_detail(self) -> str:
+        return self._cache.detail
+
+    @property
+    def cache_file(self) -> Path | None:
+        return self._cache.file
+
+    @property
+    def cache_reread(self) -> int | None:
+        return self._cache.reread
+
+    @property
+    def cache_listed(self) -> int | None:
+        return self._cache.listed
+
     @property
     def made_by(self) -> str:
         """How this snapshot was made: ``load``; by :meth:`refresh`, ``walk``
@@ -134,7 +181,7 @@ class Bundle:
         """How many concepts' body and frontmatter are read from the cache file
         when asked for (one positioned read each, checksummed) instead of being
         held in memory: every concept after a load through the cache, none with
-        ``cache=False``. See "Memory model" in the README."""
+        ``cache=False`` (docs/memory-model.md)."""
         return self._native.stored_texts
 
     @property
@@ -148,44 +195,103 @@ class Bundle:
 
     @cached_property
     def concept_ids(self) -> tuple[str, ...]:
-        """Concept ids in id order (SPEC §1.2); positions index this tuple."""
+        """Concept ids in id order (docs/spec.md §1.2); positions index this tuple."""
         return tuple(self._native.concept_ids)
 
     @cached_property
     def diagnostics(self) -> tuple[Diagnostic, ...]:
-        return tuple(
-            Diagnostic(code=c, message=m, path=p, severity=s)  # type: ignore[arg-type]
-            for c, m, p, s in self._native.diagnostics
-        )
+        return tuple(diagnostic_of(d) for d in self._native.diagnostics)
 
-    def concept(self, concept_id: str) -> Concept:
-        """Every field of one concept, body included."""
+    def position(self, concept_id: str) -> int | None:
+        """The position of ``concept_id`` in :attr:`concept_ids`, if it is there."""
+        return self._native.position(concept_id)
+
+    def _position_of(self, concept_id: str) -> int:
         pos = self._native.position(concept_id)
         if pos is None:
             raise ConceptNotFoundError(f"no concept {concept_id!r} in bundle {str(self.root)!r}")
-        return Concept._from_native(self._native.concept(pos))
+        return pos
 
-    def search(self, text: str, *, tag: str | None = None, limit: int | None = None) -> list[Hit]:
-        """Concepts with a positive score, by score then id (SPEC §3).
+    def concept(self, concept_id: str) -> Concept:
+        """Every field of one concept, body included."""
+        return Concept._from_native(self._native.concept(self._position_of(concept_id)))
+
+    # -- search ----------------------------------------------------------------------
+
+    def search(
+        self, text: str | QueryTerms, *, tag: str | None = None, limit: int | None = None
+    ) -> list[Hit]:
+        """Concepts with a positive score, by score then id (docs/spec.md §3).
 
         ``limit`` keeps the first N of the same order; ``tag`` keeps concepts
         carrying that tag (case-folded). An empty or blank query has no results.
         """
-        rows = self._native.search_rows(text, tag=tag, limit=limit)
-        return [Hit(cid, score, title, excerpt, path) for cid, score, title, excerpt, path in rows]
+        hits = self._native.search_hits(query_terms(text), tag=tag, limit=limit)
+        return [Hit(h.concept_id, h.score, h.title, h.excerpt, h.path) for h in hits]
 
     def search_arrays(
-        self, text: str, *, tag: str | None = None, limit: int | None = None
+        self, text: str | QueryTerms, *, tag: str | None = None, limit: int | None = None
     ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint32]]:
         """The same order as :meth:`search` as two numpy arrays, no object per hit.
 
         ``positions`` (``int32``) index :attr:`concept_ids`; ``scores`` are ``uint32``.
         """
-        return self._native.search_arrays(text, tag=tag, limit=limit)
+        return self._native.search_arrays(query_terms(text), tag=tag, limit=limit)
 
-    def excerpt(self, concept_id: str, text: str) -> str:
-        """SPEC §3.5 excerpt of one concept for a query."""
-        pos = self._native.position(concept_id)
-        if pos is None:
-            raise ConceptNotFoundError(f"no concept {concept_id!r} in bundle {str(self.root)!r}")
-        return self._native.excerpt(pos, text)
+    def excerpt(self, concept_id: str, text: str | QueryTerms) -> str:
+        """docs/spec.md §3.5 excerpt of one concept for a query."""
+        return self._native.excerpt(self._position_of(concept_id), query_terms(text))
+
+    # -- columns and per-position reads (for resolvers, governance, memory) ----------
+
+    def stale_after_us(self) -> npt.NDArray[np.int64]:
+        """Each concept's ``stale_after`` in microseconds since the epoch, by
+        position; :data:`NEVER_STALE_US` where it has none."""
+        return self._native.stale_after_us()
+
+    def ordinal_ranks(self) -> npt.NDArray[np.uint32]:
+        """Each concept id's rank in ordinal (code point) order, by position."""
+        return self._native.ordinal_ranks()
+
+    def authority_ranks(self) -> npt.NDArray[np.uint8]:
+        """Each concept's authority rank (docs/spec.md §7), by position."""
+        return self._native.authority_ranks()
+
+    def governance(self) -> list[_native.GovernanceDecl]:
+        """The concepts that declare supersession or conflicts, in position order."""
+        return self._native.governance()
+
+    def pinned(
+        self, positions: npt.NDArray[np.int32], title_key: str, id_key: str
+    ) -> npt.NDArray[np.bool_]:
+        """docs/spec.md §5.8 pinning of each of ``positions``."""
+        return self._native.pinned(positions, title_key, id_key)
+
+    def passage_fields(self, position: int, terms: QueryTerms) -> _native.PassageFields:
+        """What a passage shows of the concept at ``position`` for ``terms``."""
+        return self._native.passage_fields(position, terms)
+
+    def body_at(self, position: int) -> str:
+        """The body of the concept at ``position``."""
+        return self._native.body(position)
+
+    def explain_at(self, position: int, terms: QueryTerms) -> list[_native.TermFields]:
+        """Which fields each term matches in the concept at ``position``."""
+        return self._native.explain(position, terms)
+
+
+#: ``stale_after_us`` of a concept that declares no ``stale_after``.
+NEVER_STALE_US: int = _native.NEVER_STALE_US
+
+
+def diagnostic_of(d: _native.Diagnostic) -> Diagnostic:
+    return Diagnostic(d.code, d.message, d.path, severity=cast(Severity, d.severity))
+
+
+def read_concept(path: str, data: bytes) -> tuple[Concept | None, tuple[Diagnostic, ...]]:
+    """One concept file's bytes read as a bundle reads them (docs/spec.md
+    §1.3–1.4, without the walk's id and size checks): its concept, unless it
+    is skipped, and its diagnostics."""
+    r = _native.read_concept(path, data)
+    concept = None if r.concept is None else Concept._from_native(r.concept)
+    return concept, tuple(diagnostic_of(d) for d in r.diagnostics)

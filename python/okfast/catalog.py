@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from okfast import _native
 from okfast.errors import CatalogError as CatalogError  # re-exported from here too
 from okfast.paths import is_absolute_spelling, is_within, join_lexically
 
@@ -23,7 +24,8 @@ ROOT_KEYS = frozenset({"version", "sources"})
 SOURCE_KEYS = frozenset({"id", "path", "priority", "enabled", "role", "tier", "authority"})
 ROLES = ("knowledge", "memory")
 TIERS = ("session", "user", "tenant")
-AUTHORITIES = ("canonical", "approved", "reference", "observed", "inferred", "historical")
+#: docs/spec.md §7 authority levels, highest first (the core's list).
+AUTHORITIES: tuple[str, ...] = _native.AUTHORITIES
 _SAFE_SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
 _I32 = (-(2**31), 2**31 - 1)
 

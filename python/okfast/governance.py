@@ -33,18 +33,22 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from okfast import _native
+from okfast.bundle import QueryTerms
 from okfast.catalog import AUTHORITIES
 from okfast.model import Diagnostic, DiagnosticCode, Exclusion
 
 if TYPE_CHECKING:
     from okfast.bundle import Bundle
-    from okfast.passages import Searched
+    from okfast.passages import SourceSnapshot
 
-UNKNOWN = len(AUTHORITIES)  # rank of a value that is not an authority
-ABSENT = UNKNOWN + 1  # rank written natively for "not declared"
+UNKNOWN: int = _native.AUTHORITY_UNKNOWN  # rank of a value that is not an authority
+ABSENT: int = _native.AUTHORITY_ABSENT  # rank of a concept that declares none
 _RANK = {a: i for i, a in enumerate(AUTHORITIES)}
-# SPEC white space (not Python's str.split set).
-_WS = re.compile("[\t-\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+")
+#: No terms: a passage's fields without an excerpt.
+_NO_TERMS = QueryTerms("")
+# docs/spec.md white space (not Python's str.split set), as the core splits on it.
+_WS = re.compile("[" + re.escape(_native.WHITE_SPACE) + "]+")
 
 
 def authority_rank(name: str | None) -> int:
@@ -80,33 +84,33 @@ def declarations(bundle: Bundle) -> Declarations:
     cached = bundle.__dict__.get("_declarations")
     if isinstance(cached, Declarations):
         return cached
-    native = bundle._native
     ids = bundle.concept_ids
     sup: dict[int, set[str]] = {}
     con: dict[int, set[int]] = {}
     broken: list[tuple[int, str, str]] = []
 
     def find(pos: int, key: str, name: str) -> int | None:
-        t = native.position(name)
+        t = bundle.position(name)
         if t is None or t == pos:
             broken.append((pos, key, name))
             return None
         return t
 
-    for pos, supersedes, superseded_by, conflicts_with in native.governance():
-        for name in supersedes:
+    for decl in bundle.governance():
+        pos = decl.position
+        for name in decl.supersedes:
             t = find(pos, "supersedes", name)
             if t is not None:
                 sup.setdefault(t, set()).add(ids[pos])
-        for name in superseded_by:
+        for name in decl.superseded_by:
             if find(pos, "superseded_by", name) is not None:
                 sup.setdefault(pos, set()).add(name)
-        for name in conflicts_with:
+        for name in decl.conflicts_with:
             t = find(pos, "conflicts_with", name)
             if t is not None:
                 con.setdefault(pos, set()).add(t)
                 con.setdefault(t, set()).add(pos)
-    auth = native.authority_ranks()
+    auth = bundle.authority_ranks()
     d = Declarations(
         {p: tuple(sorted(v, key=id_key)) for p, v in sup.items()},
         {p: tuple(sorted(v)) for p, v in con.items()},
@@ -167,7 +171,7 @@ class Governed:
 
 
 def ranks(
-    searched: Sequence[Searched],
+    searched: Sequence[SourceSnapshot],
     decls: Sequence[Declarations],
     src: npt.NDArray[np.uint32],
     pos: npt.NDArray[np.int32],
@@ -185,7 +189,7 @@ def ranks(
 
 
 def govern(
-    searched: Sequence[Searched],
+    searched: Sequence[SourceSnapshot],
     src: npt.NDArray[np.uint32],
     pos: npt.NDArray[np.int32],
     *,
@@ -204,7 +208,7 @@ def govern(
     for i in unknown.tolist():
         entry = searched[int(src[i])]
         cid = entry.bundle.concept_ids[int(pos[i])]
-        raw = entry.bundle._native.passage_row(int(pos[i]), "")[10]
+        raw = entry.bundle.passage_fields(int(pos[i]), _NO_TERMS).authority
         g.diagnostics.append(unknown_authority(cid, raw, entry.source.id))
     for k, (entry, d) in enumerate(zip(searched, decls, strict=True)):
         if d.empty:
@@ -249,7 +253,7 @@ def govern(
 
 def _conflicts(
     g: Governed,
-    entry: Searched,
+    entry: SourceSnapshot,
     d: Declarations,
     idx: npt.NDArray[np.intp],
     pos: npt.NDArray[np.int32],
@@ -309,7 +313,10 @@ def pin_keys(text: str) -> tuple[str, str]:
 
 
 def pin_order(
-    searched: Sequence[Searched], src: npt.NDArray[np.uint32], pos: npt.NDArray[np.int32], text: str
+    searched: Sequence[SourceSnapshot],
+    src: npt.NDArray[np.uint32],
+    pos: npt.NDArray[np.int32],
+    text: str,
 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.bool_]]:
     """A stable permutation putting pinned passages first, and the pinned mask
     (in the new order). The identity when nothing is pinned."""
@@ -318,7 +325,7 @@ def pin_order(
     for k, entry in enumerate(searched):
         m = np.flatnonzero(src == k)
         if len(m):
-            pinned[m] = entry.bundle._native.pinned(pos[m], title_key, id_key)
+            pinned[m] = entry.bundle.pinned(pos[m], title_key, id_key)
     perm = np.concatenate([np.flatnonzero(pinned), np.flatnonzero(~pinned)])
     return perm, pinned[perm]
 
@@ -332,7 +339,7 @@ def validate(bundle: Bundle, source_authority: str | None = None) -> list[Diagno
     auth = d.auth.astype(np.int64)
     auth[auth == ABSENT] = authority_rank(source_authority)
     for p in np.flatnonzero(auth == UNKNOWN).tolist():
-        raw = bundle._native.passage_row(p, "")[10]
+        raw = bundle.passage_fields(p, _NO_TERMS).authority
         out.append(unknown_authority(ids[p], raw, None))
     for p, partners in sorted(d.conflicts.items()):
         for t in partners:

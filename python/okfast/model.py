@@ -9,7 +9,10 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from okfast import _native
 
 Severity = Literal["error", "warning"]
 
@@ -103,28 +106,28 @@ class Concept:
         return self.stale_after is not None and now >= self.stale_after
 
     @classmethod
-    def _from_native(cls, d: dict[str, Any]) -> Concept:
-        fm: dict[str, Any] = d["frontmatter"]
-        gen = d["generated"]
+    def _from_native(cls, c: _native.ConceptFields) -> Concept:
+        fm: dict[str, Any] = c.frontmatter
+        gen = c.generated
         return cls(
-            concept_id=d["concept_id"],
-            path=d["path"],
-            type=d["type"],
-            title=d["title"],
-            description=d["description"],
-            tags=tuple(d["tags"]),
-            resource=d["resource"],
-            status=d["status"],
-            status_known=d["status_known"],
-            stale_after=instant_from_micros(d["stale_after_us"]),
-            generated=None if gen is None else Actor(gen["by"], gen["at"]),
-            verified=tuple(Actor(v["by"], v["at"]) for v in d["verified"]),
-            trust_tier=d["trust_tier"],
-            authority=d["authority"],
-            supersedes=tuple(d["supersedes"]),
-            superseded_by=tuple(d["superseded_by"]),
-            conflicts_with=tuple(d["conflicts_with"]),
-            body=d["body"],
+            concept_id=c.concept_id,
+            path=c.path,
+            type=c.type,
+            title=c.title,
+            description=c.description,
+            tags=tuple(c.tags),
+            resource=c.resource,
+            status=c.status,
+            status_known=c.status_known,
+            stale_after=instant_from_micros(c.stale_after_us),
+            generated=None if gen is None else Actor(gen.by, gen.at),
+            verified=tuple(Actor(v.by, v.at) for v in c.verified),
+            trust_tier=c.trust_tier,
+            authority=c.authority,
+            supersedes=tuple(c.supersedes),
+            superseded_by=tuple(c.superseded_by),
+            conflicts_with=tuple(c.conflicts_with),
+            body=c.body,
             frontmatter=fm,
             extra={k: v for k, v in fm.items() if k not in INTERPRETED_KEYS},
         )
@@ -227,25 +230,8 @@ class Passage:
         return self._body() if self._body is not None else ""
 
 
-#: ``_native.Bundle.passage_row``: (concept_id, title, excerpt, path, type, tags,
-#: description, trust_tier, status, stale_after_us, authority).
-PassageRow = tuple[
-    str,
-    "str | None",
-    str,
-    str,
-    "str | None",
-    list[str],
-    "str | None",
-    str,
-    str,
-    "int | None",
-    "str | None",
-]
-
-
-def passage_from_row(
-    row: PassageRow,
+def passage_from_fields(
+    f: _native.PassageFields,
     *,
     source_id: str,
     score: int,
@@ -257,25 +243,25 @@ def passage_from_row(
     prefix: str = "",
     explanation: Explanation | None = None,
 ) -> Passage:
-    """A :class:`Passage` from a native row; ``prefix`` goes before the concept
-    id and path (memory passages are named by their scope directory)."""
-    (cid, title, excerpt, path, kind, tags, desc, tier, status, stale_us, authority) = row
+    """A :class:`Passage` from what the snapshot shows of a concept;
+    ``prefix`` goes before the concept id and path (memory passages are named
+    by their scope directory)."""
     return Passage(
         source_id=source_id,
-        concept_id=prefix + cid,
+        concept_id=prefix + f.concept_id,
         score=score,
         priority=priority,
-        title=title,
-        excerpt=excerpt,
-        path=prefix + path,
-        type=kind,
-        tags=tuple(tags),
-        description=desc,
-        trust_tier=tier,
-        status=status,
-        stale_after=instant_from_micros(stale_us),
+        title=f.title,
+        excerpt=f.excerpt,
+        path=prefix + f.path,
+        type=f.type,
+        tags=tuple(f.tags),
+        description=f.description,
+        trust_tier=f.trust_tier,
+        status=f.status,
+        stale_after=instant_from_micros(f.stale_after_us),
         is_stale=is_stale,
-        authority=authority or default_authority or "reference",
+        authority=f.authority or default_authority or "reference",
         fused_score=fused_score,
         explanation=explanation,
         _body=body,

@@ -17,23 +17,24 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 import numpy.typing as npt
 
+from okfast import _native
 from okfast.model import (
     Diagnostic,
     Exclusion,
     Explanation,
     Passage,
     TermMatch,
-    passage_from_row,
+    passage_from_fields,
 )
 
 if TYPE_CHECKING:
-    from okfast.bundle import Bundle
+    from okfast.bundle import Bundle, QueryTerms
     from okfast.catalog import Source
     from okfast.query import Query
 
 
 @dataclass(frozen=True)
-class Searched:
+class SourceSnapshot:
     """A source that was searched, with the snapshot it was searched in."""
 
     source: Source
@@ -50,7 +51,8 @@ class ExplainInfo:
     pinned: npt.NDArray[np.bool_] | None
 
 
-_WEIGHTS = (("title", 3), ("tags_desc", 2), ("body", 1))
+#: Each field's name and weight in `explain` (docs/spec.md §3.3).
+_WEIGHTS: tuple[tuple[str, int], ...] = _native.FIELD_WEIGHTS
 
 
 class PassageList(Sequence[Passage]):
@@ -58,8 +60,8 @@ class PassageList(Sequence[Passage]):
 
     def __init__(
         self,
-        text: str,
-        searched: Sequence[Searched],
+        terms: QueryTerms,
+        searched: Sequence[SourceSnapshot],
         src: npt.NDArray[np.uint32],
         pos: npt.NDArray[np.int32],
         score: npt.NDArray[np.uint32],
@@ -68,7 +70,7 @@ class PassageList(Sequence[Passage]):
         explain: ExplainInfo | None = None,
     ) -> None:
         self._explain = explain
-        self._text = text
+        self._terms = terms
         self._searched = searched
         self._src = src
         self._pos = pos
@@ -113,32 +115,33 @@ class PassageList(Sequence[Passage]):
         if cached is not None:
             return cached
         entry = self._searched[int(self._src[k])]
-        native = entry.bundle._native
+        bundle = entry.bundle
         pos = int(self._pos[k])
-        row = native.passage_row(pos, self._text)
-        stale_us = row[9]
-        passage = passage_from_row(
-            row,
+        fields = bundle.passage_fields(pos, self._terms)
+        stale_us = fields.stale_after_us
+        passage = passage_from_fields(
+            fields,
             source_id=entry.source.id,
             score=int(self._score[k]),
             priority=entry.source.priority,
             default_authority=entry.source.authority,
             is_stale=stale_us is not None and self._now_us >= stale_us,
-            body=lambda: native.body(pos),
+            body=lambda: bundle.body_at(pos),
             fused_score=None if self._fused is None else float(self._fused[k]),
             explanation=None if self._explain is None else self._explanation(k, entry, pos),
         )
         self._cache[k] = passage
         return passage
 
-    def _explanation(self, k: int, entry: Searched, pos: int) -> Explanation:
+    def _explanation(self, k: int, entry: SourceSnapshot, pos: int) -> Explanation:
         info = self._explain
         assert info is not None
         matches = []
-        for term, *hits in entry.bundle._native.explain(pos, self._text):
-            fields = tuple(name for (name, _w), hit in zip(_WEIGHTS, hits, strict=True) if hit)
-            weight = sum(w for (_name, w), hit in zip(_WEIGHTS, hits, strict=True) if hit)
-            matches.append(TermMatch(term, fields, weight))
+        for t in entry.bundle.explain_at(pos, self._terms):
+            hit = {"title": t.title, "tags_desc": t.tags_desc, "body": t.body}
+            fields = tuple(name for name, _w in _WEIGHTS if hit[name])
+            weight = sum(w for name, w in _WEIGHTS if hit[name])
+            matches.append(TermMatch(t.term, fields, weight))
         score = int(self._score[k])
         sid, cid = entry.source.id, entry.bundle.concept_ids[pos]
         prio = entry.source.priority

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
+from okfast import _native
 from okfast.catalog import AUTHORITIES
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.memory.scope import Scope
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 Visibility = Callable[[Scope, "Source"], bool]
 
 _US_PER_DAY = 86_400_000_000
-NEVER_US = 2**63 - 1  # the native "no stale_after" value
+NEVER_US: int = _native.NEVER_STALE_US  # the stale_after_us of "no stale_after"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 

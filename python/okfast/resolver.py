@@ -20,11 +20,11 @@ import numpy as np
 import numpy.typing as npt
 
 from okfast import _native, governance
-from okfast.bundle import Bundle, Progress
+from okfast.bundle import Bundle, Progress, QueryTerms, query_terms
 from okfast.catalog import Catalog, Source
 from okfast.errors import BundleNotFoundError, InvalidArgumentError, OkfastError
 from okfast.model import Diagnostic, DiagnosticCode, Exclusion
-from okfast.passages import Context, ExplainInfo, PassageList, Searched
+from okfast.passages import Context, ExplainInfo, PassageList, SourceSnapshot
 from okfast.paths import directory_key
 from okfast.query import NEVER_US, Query, Strategy, Visibility, micros
 
@@ -44,7 +44,7 @@ def _system_clock() -> datetime:
 
 
 @dataclass
-class _Snapshot:
+class _CachedBundle:
     """One loaded bundle per resolved directory, with what ordering needs."""
 
     bundle: Bundle
@@ -63,9 +63,9 @@ class _Bundles:
         self.max_staleness = max_staleness
         self.progress = progress
         self._lock = threading.Lock()
-        self._snaps: dict[str, _Snapshot] = {}
+        self._snaps: dict[str, _CachedBundle] = {}
 
-    def get(self, source: Source, *, force: bool = False) -> _Snapshot:
+    def get(self, source: Source, *, force: bool = False) -> _CachedBundle:
         assert source.directory is not None
         key = directory_key(source.directory)
         with self._lock:
@@ -81,9 +81,7 @@ class _Bundles:
                 snap.checked = now
                 return snap
             bundle = changed
-        fresh = _Snapshot(
-            bundle, bundle._native.stale_after_us(), bundle._native.ordinal_ranks(), now
-        )
+        fresh = _CachedBundle(bundle, bundle.stale_after_us(), bundle.ordinal_ranks(), now)
         with self._lock:
             self._snaps[key] = fresh
         return fresh
@@ -95,11 +93,11 @@ class _Bundles:
 
 
 @dataclass
-class _Found:
+class _Matches:
     """What searching the selected sources produced, before ordering."""
 
-    searched: list[Searched]
-    snaps: list[_Snapshot]
+    searched: list[SourceSnapshot]
+    snaps: list[_CachedBundle]
     src: list[npt.NDArray[np.uint32]]
     pos: list[npt.NDArray[np.int32]]
     score: list[npt.NDArray[np.uint32]]
@@ -179,8 +177,8 @@ class _Engine(ABC):
             )
         return out
 
-    def search(self, q: Query, sources: list[Source], now_us: int) -> _Found:
-        f = _Found([], [], [], [], [], [], [], False)
+    def search(self, q: Query, terms: QueryTerms, sources: list[Source], now_us: int) -> _Matches:
+        f = _Matches([], [], [], [], [], [], [], False)
         for s in sources:
             try:
                 if s.directory is None or not s.directory.is_dir():
@@ -202,7 +200,7 @@ class _Engine(ABC):
             f.diagnostics.extend(
                 Diagnostic(d.code, d.message, d.path, s.id, d.severity) for d in b.diagnostics
             )
-            pos, score = b.search_arrays(q.text, tag=q.tag)
+            pos, score = b.search_arrays(terms, tag=q.tag)
             admit = q.stale_policy.admits_us(snap.stale_us[pos], now_us)
             if not bool(np.all(admit)):
                 ids = b.concept_ids
@@ -214,7 +212,7 @@ class _Engine(ABC):
                     )
                 pos, score = pos[admit], score[admit]
             k = len(f.searched)
-            f.searched.append(Searched(s, b))
+            f.searched.append(SourceSnapshot(s, b))
             f.snaps.append(snap)
             f.src.append(np.full(len(pos), k, dtype=np.uint32))
             f.pos.append(pos)
@@ -222,7 +220,7 @@ class _Engine(ABC):
         return f
 
     @abstractmethod
-    def order(self, q: Query, f: _Found, quota: int | None) -> Ordered:
+    def order(self, q: Query, f: _Matches, quota: int | None) -> Ordered:
         """The strategy's order over all found passages: (src, pos, score, fused)."""
 
     # -- the whole run -------------------------------------------------------------
@@ -232,7 +230,8 @@ class _Engine(ABC):
         diags: list[Diagnostic] = []
         excl: list[Exclusion] = []
         sources = self.deduplicate(self.select(q, diags, excl), diags, excl)
-        found = self.search(q, sources, now_us)
+        terms = query_terms(q.text)  # split once, for every source and passage
+        found = self.search(q, terms, sources, now_us)
         diags.extend(found.diagnostics)
         excl.extend(found.exclusions)
         quota = q.fairness_quota or self.r.default_fairness_quota
@@ -289,13 +288,13 @@ class _Engine(ABC):
         if q.explain:
             fused_quota = quota if self.strategy is not Strategy.GROUPED else None
             explain = ExplainInfo(self.strategy.value, fused_quota, pinned)
-        passages = PassageList(q.text, found.searched, src, pos, score, fused, now_us, explain)
+        passages = PassageList(terms, found.searched, src, pos, score, fused, now_us, explain)
         excl.sort(key=lambda e: (e.source_id, governance.id_key(e.concept_id), e.reason, e.detail))
         return Context(q, self.r.catalog.generation, passages, tuple(diags), tuple(excl))
 
 
 def _excluded(
-    f: _Found, src: npt.NDArray[np.uint32], pos: npt.NDArray[np.int32], reason: str, detail: str
+    f: _Matches, src: npt.NDArray[np.uint32], pos: npt.NDArray[np.int32], reason: str, detail: str
 ) -> list[Exclusion]:
     return [
         Exclusion(f.searched[s].source.id, f.searched[s].bundle.concept_ids[p], reason, detail)
@@ -310,7 +309,7 @@ def _iso(us: int) -> str:
 
 
 def _concat(
-    f: _Found,
+    f: _Matches,
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int32], npt.NDArray[np.uint32]]:
     if not f.pos:
         return np.zeros(0, np.uint32), np.zeros(0, np.int32), np.zeros(0, np.uint32)
@@ -326,7 +325,7 @@ class GroupedResolver(_Engine):
     strategy = Strategy.GROUPED
     dedup = False
 
-    def order(self, q: Query, f: _Found, quota: int | None) -> Ordered:
+    def order(self, q: Query, f: _Matches, quota: int | None) -> Ordered:
         src, pos, score = _concat(f)
         return src, pos, score, None
 
@@ -334,7 +333,7 @@ class GroupedResolver(_Engine):
 class _FusedResolver(_Engine):
     """Shared by the fused strategies: one native sort with the strategy's key."""
 
-    def order(self, q: Query, f: _Found, quota: int | None) -> Ordered:
+    def order(self, q: Query, f: _Matches, quota: int | None) -> Ordered:
         src, pos, score = _concat(f)
         if len(pos) == 0:
             return src, pos, score, None

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from okfast import _native
+from okfast.bundle import read_concept
 from okfast.catalog import is_safe_segment
 from okfast.errors import EntryError as EntryError  # re-exported from here too
 
@@ -124,9 +124,9 @@ def check_section(section: object) -> str:
 
 def parse_problem(name: str, data: bytes) -> str | None:
     """Why ``data`` would not load as a concept (SPEC §1.3), or ``None``."""
-    fields, diags = _native.read_concept(name + ".md", data)
-    errors = [f"[{code}] {msg}" for code, msg, _path, sev in diags if sev == "error"]
-    if fields is None or errors:
+    concept, diags = read_concept(name + ".md", data)
+    errors = [f"[{d.code}] {d.message}" for d in diags if d.severity == "error"]
+    if concept is None or errors:
         return "; ".join(errors) or "it does not load as a concept"
     return None
 
@@ -135,12 +135,12 @@ def new_file(entry: MemoryEntry, section: str) -> bytes:
     """A new concept file: validated frontmatter, a blank line, the section.
     It must read back with the frontmatter's type, title and description."""
     data = (render_frontmatter(entry.frontmatter) + "\n" + section).encode()
-    fields, diags = _native.read_concept(entry.name + ".md", data)
-    bad = [f"[{c}] {m}" for c, m, _p, sev in diags if sev == "error"]
-    if fields is None or bad:
+    concept, diags = read_concept(entry.name + ".md", data)
+    bad = [f"[{d.code}] {d.message}" for d in diags if d.severity == "error"]
+    if concept is None or bad:
         raise EntryError("frontmatter does not read back: " + "; ".join(bad))
     for key in _REQUIRED:
-        if fields[key] != entry.frontmatter[key]:
+        if getattr(concept, key) != entry.frontmatter[key]:
             raise EntryError(f"frontmatter {key!r} does not read back as written")
     return data
 

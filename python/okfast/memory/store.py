@@ -31,8 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from okfast import _native
-from okfast.bundle import Bundle
+from okfast.bundle import Bundle, query_terms
 from okfast.errors import EntryError, InvalidArgumentError, UnsafePathError
 from okfast.memory import files
 from okfast.memory.entry import (
@@ -55,7 +54,7 @@ from okfast.memory.scope import (
     own_tier,
     tier_of,
 )
-from okfast.model import Diagnostic, DiagnosticCode, Passage, passage_from_row
+from okfast.model import Diagnostic, DiagnosticCode, Passage, passage_from_fields
 
 if TYPE_CHECKING:
     from okfast.catalog import Catalog
@@ -224,19 +223,19 @@ class FileMemoryStore:
             raise InvalidArgumentError(f"limit must be >= 0, got {limit}")
         passages: list[Passage] = []
         diags: list[Diagnostic] = []
+        terms = query_terms(text)
         for _tier, bundle, sid, prefix in self._bundles(scope, diags):
-            pos, score = bundle.search_arrays(text, limit=limit)
-            native = bundle._native
+            pos, score = bundle.search_arrays(terms, limit=limit)
             for p, sc in zip(pos.tolist(), score.tolist(), strict=True):
                 passages.append(
-                    passage_from_row(
-                        native.passage_row(p, text),
+                    passage_from_fields(
+                        bundle.passage_fields(p, terms),
                         source_id=sid,
                         score=sc,
                         priority=0,
                         default_authority=None,
                         is_stale=False,
-                        body=_body_reader(native, p),
+                        body=_body_reader(bundle, p),
                         prefix=prefix,
                     )
                 )
@@ -248,10 +247,10 @@ class FileMemoryStore:
         out: list[MemoryConcept] = []
         diags: list[Diagnostic] = []
         for tier, bundle, _sid, prefix in self._bundles(scope, diags):
-            native = bundle._native
+            no_terms = query_terms("")
             for pos, cid in enumerate(bundle.concept_ids):
-                title = native.passage_row(pos, "")[1]
-                body = native.body(pos) if bodies else None
+                title = bundle.passage_fields(pos, no_terms).title
+                body = bundle.body_at(pos) if bodies else None
                 out.append(MemoryConcept(tier, prefix + cid, title, body))
         return MemoryListing(out, diags)
 
@@ -413,5 +412,5 @@ class FileMemoryStore:
             os.close(root_fd)
 
 
-def _body_reader(native: _native.Bundle, pos: int) -> Callable[[], str]:
-    return lambda: native.body(pos)
+def _body_reader(bundle: Bundle, pos: int) -> Callable[[], str]:
+    return lambda: bundle.body_at(pos)

@@ -61,6 +61,25 @@ pub fn sort(keys: &Keys<'_>, strategy: Strategy) -> Vec<u32> {
     idx
 }
 
+/// The fused order of docs/spec.md §5.4, then, with a `fairness_quota`, the
+/// §5.7 reorder of that sorted list by each passage's source.
+pub fn fused(keys: &Keys<'_>, strategy: Strategy, fairness_quota: Option<usize>) -> Vec<u32> {
+    let sorted = sort(keys, strategy);
+    match fairness_quota {
+        Some(k) => {
+            let sources: Vec<u32> = sorted
+                .iter()
+                .map(|&i| keys.source_rank[i as usize])
+                .collect();
+            fairness(&sources, k)
+                .into_iter()
+                .map(|j| sorted[j as usize])
+                .collect()
+        }
+        None => sorted,
+    }
+}
+
 /// docs/spec.md §5.7 fairness reorder with quota `k` over `sources` (the source of
 /// each passage, in sorted order): no source more than `k` in a row while
 /// another source still has passages. Returns a permutation of `0..n`; never
@@ -184,5 +203,13 @@ mod tests {
         assert_eq!(sort(&keys, Strategy::Merged), vec![2, 1, 0, 3]);
         assert_eq!(sort(&keys, Strategy::PriorityWeighted), vec![3, 2, 0, 1]);
         assert_eq!(sort(&keys, Strategy::ReciprocalRank), vec![3, 2, 1, 0]);
+        // Merged is [2, 1, 0, 3] by source [0, 1, 0, 2]: a quota of 1 lets no
+        // source run twice while another still has passages.
+        assert_eq!(fused(&keys, Strategy::Merged, None), vec![2, 1, 0, 3]);
+        assert_eq!(fused(&keys, Strategy::Merged, Some(1)), vec![2, 1, 0, 3]);
+        assert_eq!(
+            fused(&keys, Strategy::PriorityWeighted, Some(1)),
+            vec![3, 2, 1, 0]
+        );
     }
 }

@@ -6,22 +6,60 @@
 use memchr::memmem;
 
 use crate::bundle::Bundle;
+use crate::concept::source::TextError;
+use crate::concept::Concept;
 use crate::index::FIELDS;
 use crate::text::{fold, fold_into, is_ws, split_ws, trim};
 
-/// Folded distinct query terms with their multiplicity (docs/spec.md §3.1 keeps
-/// duplicates; equal folded terms contribute equally, so they are scored once
-/// and multiplied).
-pub fn query_terms(text: &str) -> Vec<(String, u32)> {
-    let mut out: Vec<(String, u32)> = Vec::new();
-    for t in split_ws(text) {
-        let f = fold(t);
-        match out.iter_mut().find(|(x, _)| *x == f) {
-            Some((_, n)) => *n += 1,
-            None => out.push((f, 1)),
+/// A query's terms (docs/spec.md §3.1), split and folded once per search and
+/// used by every step that needs them: the scorer, the excerpts, `explain`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryTerms {
+    /// The distinct folded terms with their multiplicity, in order of first
+    /// appearance: §3.1 keeps duplicates, and equal folded terms contribute
+    /// equally, so they are scored once and multiplied.
+    distinct: Vec<(String, u32)>,
+    /// Each term as written, in query order, with the index of its folded
+    /// form in `distinct`.
+    written: Vec<(String, usize)>,
+}
+
+impl QueryTerms {
+    pub fn new(text: &str) -> QueryTerms {
+        let mut distinct: Vec<(String, u32)> = Vec::new();
+        let mut written = Vec::new();
+        for t in split_ws(text) {
+            let f = fold(t);
+            let at = match distinct.iter().position(|(x, _)| *x == f) {
+                Some(i) => {
+                    distinct[i].1 += 1;
+                    i
+                }
+                None => {
+                    distinct.push((f, 1));
+                    distinct.len() - 1
+                }
+            };
+            written.push((t.to_string(), at));
         }
+        QueryTerms { distinct, written }
     }
-    out
+
+    pub fn is_empty(&self) -> bool {
+        self.written.is_empty()
+    }
+
+    /// The distinct folded terms with their multiplicity.
+    pub fn distinct(&self) -> &[(String, u32)] {
+        &self.distinct
+    }
+
+    /// Each term as written and its folded form, in query order.
+    pub fn written(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.written
+            .iter()
+            .map(|(t, i)| (t.as_str(), self.distinct[*i].0.as_str()))
+    }
 }
 
 pub struct Ranked {
@@ -40,9 +78,8 @@ pub struct Ranked {
 /// reads score levels from the highest down, each level's concepts in
 /// position (= id) order. No per-concept work happens unless a concept is
 /// returned.
-pub fn search(b: &Bundle, text: &str, tag: Option<&str>, limit: Option<usize>) -> Ranked {
+pub fn search(b: &Bundle, terms: &QueryTerms, tag: Option<&str>, limit: Option<usize>) -> Ranked {
     let n = b.len();
-    let terms = query_terms(text);
     let empty = Ranked {
         positions: Vec::new(),
         scores: Vec::new(),
@@ -67,7 +104,7 @@ pub fn search(b: &Bundle, text: &str, tag: Option<&str>, limit: Option<usize>) -
     // Matching words per (term, field), and the highest possible score.
     let mut parts: Vec<(usize, u32, Vec<u32>)> = Vec::new();
     let mut max_score = 0u32;
-    for (term, count) in &terms {
+    for (term, count) in terms.distinct() {
         for (field, weight) in FIELDS {
             let mut words = Vec::new();
             b.index.fields[field as usize].words_containing(term.as_bytes(), &mut words);
@@ -198,20 +235,18 @@ impl BitSlicedCounter {
     }
 }
 
-/// Which fields each query term matched (docs/spec.md §3.3), for `explain`: per term
-/// in query order (duplicates kept), `[title, tags_desc, body]`.
-pub fn explain(
-    c: &crate::concept::Concept,
-    text: &str,
-) -> Result<Vec<(String, [bool; 3])>, crate::concept::source::TextError> {
+/// Which fields each query term matched (docs/spec.md §3.3), for `explain`:
+/// per term as written, in query order (duplicates kept),
+/// `[title, tags_desc, body]`.
+pub fn explain(c: &Concept, terms: &QueryTerms) -> Result<Vec<(String, [bool; 3])>, TextError> {
     let title = fold(c.title.as_deref().unwrap_or(""));
     let mut tags_desc = fold(&c.tags.join(" "));
     tags_desc.push(' ');
     tags_desc.push_str(&fold(c.description.as_deref().unwrap_or("")));
     let body = fold(&c.body()?);
-    Ok(split_ws(text)
-        .map(|t| {
-            let term = fold(t);
+    Ok(terms
+        .written()
+        .map(|(t, term)| {
             let f = memmem::Finder::new(term.as_bytes());
             let hit = |h: &str| f.find(h.as_bytes()).is_some();
             (t.to_string(), [hit(&title), hit(&tags_desc), hit(&body)])
@@ -222,7 +257,7 @@ pub fn explain(
 /// docs/spec.md §5.8 `pin_exact_title` for one concept: its trimmed title folds to
 /// `title_key` (already folded and white-space-collapsed by the caller), or
 /// the last segment of its id equals `id_key` exactly.
-pub fn is_pinned(c: &crate::concept::Concept, title_key: &str, id_key: &str) -> bool {
+pub fn is_pinned(c: &Concept, title_key: &str, id_key: &str) -> bool {
     let last = c.id.rsplit('/').next().unwrap_or(&c.id);
     last == id_key
         || c.title
@@ -231,11 +266,12 @@ pub fn is_pinned(c: &crate::concept::Concept, title_key: &str, id_key: &str) -> 
 }
 
 /// docs/spec.md §3.5: the first trimmed, non-empty body line that contains any term.
-pub fn excerpt(body: &str, terms: &[(String, u32)]) -> String {
+pub fn excerpt(body: &str, terms: &QueryTerms) -> String {
     if terms.is_empty() {
         return String::new(); // no term can match a line: do not fold them all
     }
     let finders: Vec<memmem::Finder> = terms
+        .distinct()
         .iter()
         .map(|(t, _)| memmem::Finder::new(t.as_bytes()))
         .collect();
@@ -259,7 +295,7 @@ mod tests {
     use super::*;
     use crate::concept::{read_concept, AUTHORITY_ABSENT, AUTHORITY_UNKNOWN};
 
-    fn concept(id: &str, src: &str) -> crate::concept::Concept {
+    fn concept(id: &str, src: &str) -> Concept {
         read_concept(id, &format!("{id}.md"), src.as_bytes())
             .concept
             .unwrap()
@@ -271,7 +307,7 @@ mod tests {
             "a",
             "---\ntitle: Straße plan\ntags: [ops]\ndescription: Night shift\n---\nThe PLAN body\n",
         );
-        let got = explain(&c, "plan STRASSE ops  shift zzz plan").unwrap();
+        let got = explain(&c, &QueryTerms::new("plan STRASSE ops  shift zzz plan")).unwrap();
         let fields: Vec<(&str, [bool; 3])> = got.iter().map(|(t, f)| (t.as_str(), *f)).collect();
         assert_eq!(
             fields,
@@ -284,6 +320,26 @@ mod tests {
                 ("plan", [true, false, true]),
             ]
         );
+    }
+
+    #[test]
+    fn query_terms_keep_each_written_term_and_count_equal_folds_once() {
+        let t = QueryTerms::new(" Plan\u{3000}plan ßx\tPLAN ");
+        assert_eq!(
+            t.distinct(),
+            [("PLAN".to_string(), 3), ("ßX".to_string(), 1)]
+        );
+        let written: Vec<(&str, &str)> = t.written().collect();
+        assert_eq!(
+            written,
+            [
+                ("Plan", "PLAN"),
+                ("plan", "PLAN"),
+                ("ßx", "ßX"),
+                ("PLAN", "PLAN")
+            ]
+        );
+        assert!(QueryTerms::new(" \u{85}\u{a0} ").is_empty());
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use super::*;
 use crate::concept::Concept;
 use crate::fs::stamp::RACY_NS;
+use crate::score::QueryTerms;
 
 mod refresh {
     use super::*;
@@ -62,11 +63,12 @@ mod refresh {
             let hits: Vec<(Vec<u32>, Vec<u32>)> = ["word1", "body", "T1", "line", "zzz"]
                 .iter()
                 .map(|q| {
-                    let r = crate::score::search(b, q, None, None);
+                    let r = crate::score::search(b, &QueryTerms::new(q), None, None);
                     (r.positions, r.scores)
                 })
                 .collect();
-            let tagged = crate::score::search(b, "body", Some("k2"), None).positions;
+            let tagged =
+                crate::score::search(b, &QueryTerms::new("body"), Some("k2"), None).positions;
             (
                 texts,
                 hits,
@@ -185,7 +187,7 @@ mod refresh {
         assert!(warm.concepts.iter().all(|c| !c.is_decoded()));
         // A search decodes nothing; a refresh that keeps the index carries
         // the slots over as they are.
-        let hits = crate::score::search(&warm, "body", None, None);
+        let hits = crate::score::search(&warm, &QueryTerms::new("body"), None, None);
         assert_eq!(hits.positions.len(), plain.len());
         let touched = root.join("c02.md");
         fs::File::options()

@@ -4,11 +4,14 @@
 
 use super::{authority_rank, Concept};
 
+/// The `stale_after` of a concept that declares none: never stale.
+pub const NEVER_STALE_US: i64 = i64::MAX;
+
 /// What every concept of a snapshot needs at hand without being decoded:
 /// the columns the resolver reads for all concepts at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConceptRow {
-    /// `stale_after` in microseconds since the epoch; `i64::MAX` for none.
+    /// `stale_after` in microseconds since the epoch; [`NEVER_STALE_US`] for none.
     pub stale_after_us: i64,
     pub authority_rank: u8,
     /// Whether it declares supersession or conflicts (docs/spec.md §7).
@@ -19,7 +22,7 @@ impl ConceptRow {
     /// From a concept's `stale_after`, `authority` and whether it has governance.
     pub fn new(stale_after: Option<i64>, authority: Option<&str>, governed: bool) -> ConceptRow {
         ConceptRow {
-            stale_after_us: stale_after.unwrap_or(i64::MAX),
+            stale_after_us: stale_after.unwrap_or(NEVER_STALE_US),
             authority_rank: authority_rank(authority),
             governed,
         }
@@ -38,7 +41,7 @@ impl ConceptRow {
 /// resolver takes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConceptColumns {
-    /// `stale_after` in microseconds since the epoch; `i64::MAX` for none.
+    /// `stale_after` in microseconds since the epoch; [`NEVER_STALE_US`] for none.
     pub stale_after_us: Vec<i64>,
     pub authority_ranks: Vec<u8>,
     /// The positions of the concepts that declare supersession or conflicts.

@@ -7,7 +7,7 @@ mod read;
 pub mod source;
 pub mod stale;
 
-pub use columns::{ConceptColumns, ConceptRow};
+pub use columns::{ConceptColumns, ConceptRow, NEVER_STALE_US};
 pub use read::{
     parse_frontmatter, read_concept, read_concept_from, split_frontmatter, FileOutcome, Split,
     Unterminated,

@@ -36,6 +36,15 @@ pub enum Field {
 }
 
 impl Field {
+    /// The field's name in `explain` (docs/spec.md §3.3).
+    pub fn name(self) -> &'static str {
+        match self {
+            Field::Title => "title",
+            Field::TagsDesc => "tags_desc",
+            Field::Body => "body",
+        }
+    }
+
     /// Apply `f` to each piece of the field's text (docs/spec.md §3.2). White space
     /// between pieces only separates words, so `tags_desc` needs no joining.
     /// The body may have to be read back from the cache file, which can fail.

@@ -31,6 +31,12 @@ pub fn is_ws(c: char) -> bool {
     )
 }
 
+/// Every character of the white-space set ([`is_ws`]), in code point order:
+/// for the bindings, so Python splits on exactly the set the core does.
+pub const WHITE_SPACE: &str = "\u{9}\u{A}\u{B}\u{C}\u{D}\u{20}\u{85}\u{A0}\u{1680}\
+    \u{2000}\u{2001}\u{2002}\u{2003}\u{2004}\u{2005}\u{2006}\u{2007}\u{2008}\u{2009}\u{200A}\
+    \u{2028}\u{2029}\u{202F}\u{205F}\u{3000}";
+
 /// Remove leading and trailing SPEC white space.
 #[inline]
 pub fn trim(s: &str) -> &str {
@@ -121,6 +127,16 @@ mod tests {
                 assert_eq!(is_ws(c), listed.contains(&cp), "U+{cp:04X}");
             }
         }
+    }
+
+    #[test]
+    fn the_exported_white_space_set_is_the_one_split_on() {
+        let listed: Vec<char> = WHITE_SPACE.chars().collect();
+        let all: Vec<char> = (0..=0x10FFFFu32)
+            .filter_map(char::from_u32)
+            .filter(|&c| is_ws(c))
+            .collect();
+        assert_eq!(listed, all);
     }
 
     #[test]

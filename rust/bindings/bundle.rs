@@ -1,0 +1,393 @@
+//! A loaded bundle snapshot and the values its methods return.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyUntypedArrayMethods, ToPyArray};
+use okfast_core::bundle::CacheReport;
+use okfast_core::concept::Concept;
+use okfast_core::score::{self, QueryTerms};
+use okfast_core::Error;
+use pyo3::prelude::*;
+
+use crate::alloc::release_freed_memory;
+use crate::convert::{diagnostics, ConceptFields, PyDiagnostic};
+use crate::errors::{detached, invalid, to_py};
+use crate::load::watched;
+use crate::query::PyQueryTerms;
+
+type Arrays<'py> = (Bound<'py, PyArray1<i32>>, Bound<'py, PyArray1<u32>>);
+
+/// What a load through a cache file did with it (docs/spec.md §9).
+#[pyclass(frozen, get_all, module = "okfast._native", name = "LoadReport")]
+#[derive(Clone)]
+pub struct LoadReport {
+    /// `hit`, `partial`, `miss` or `rebuilt`.
+    status: &'static str,
+    /// Why the file was rejected, or why writing the new one failed.
+    detail: String,
+    /// Concept files read from disk rather than taken from the cache file.
+    reread: usize,
+    /// Directories listed from disk rather than taken from the cache file.
+    listed: usize,
+}
+
+impl From<CacheReport> for LoadReport {
+    fn from(r: CacheReport) -> LoadReport {
+        LoadReport {
+            status: r.status.as_str(),
+            detail: r.detail,
+            reread: r.reread,
+            listed: r.listed,
+        }
+    }
+}
+
+/// One hit of a bundle's search (docs/spec.md §3.7).
+#[pyclass(frozen, get_all, module = "okfast._native", name = "Hit")]
+pub struct HitFields {
+    concept_id: String,
+    score: u32,
+    title: Option<String>,
+    excerpt: String,
+    path: String,
+}
+
+/// What a passage shows of the concept at a position.
+#[pyclass(frozen, get_all, module = "okfast._native", name = "PassageFields")]
+pub struct PassageFields {
+    concept_id: String,
+    title: Option<String>,
+    excerpt: String,
+    path: String,
+    #[pyo3(name = "type")]
+    kind: Option<String>,
+    tags: Vec<String>,
+    description: Option<String>,
+    trust_tier: &'static str,
+    status: &'static str,
+    /// Microseconds since the epoch; `None` when there is no `stale_after`.
+    stale_after_us: Option<i64>,
+    /// As written; `None` when the concept declares none.
+    authority: Option<String>,
+}
+
+/// What one concept declares about others (docs/spec.md §7).
+#[pyclass(frozen, get_all, module = "okfast._native", name = "GovernanceDecl")]
+pub struct GovernanceDecl {
+    position: u32,
+    supersedes: Vec<String>,
+    superseded_by: Vec<String>,
+    conflicts_with: Vec<String>,
+}
+
+/// Which fields one query term matched in a concept (docs/spec.md §3.3).
+#[pyclass(frozen, get_all, module = "okfast._native", name = "TermFields")]
+pub struct TermFields {
+    /// The term as written in the query.
+    term: String,
+    title: bool,
+    tags_desc: bool,
+    body: bool,
+}
+
+/// An immutable, loaded and indexed bundle snapshot.
+#[pyclass(frozen, module = "okfast._native", name = "Bundle")]
+pub struct PyBundle {
+    inner: Arc<okfast_core::Bundle>,
+    /// What the load did with its cache file; `None` without one.
+    report: Option<LoadReport>,
+}
+
+impl PyBundle {
+    fn concept_at(&self, py: Python<'_>, position: usize) -> PyResult<&Concept> {
+        self.inner
+            .concepts
+            .get(position)
+            .map(|c| &**c)
+            .ok_or_else(|| {
+                invalid(
+                    py,
+                    format!("position {position} out of range 0..{}", self.inner.len()),
+                )
+            })
+    }
+}
+
+/// docs/spec.md §3.5 excerpt; the body is read only when there are terms to find.
+fn excerpt_of(c: &Concept, terms: &QueryTerms) -> Result<String, Error> {
+    if terms.is_empty() {
+        return Ok(String::new());
+    }
+    Ok(score::excerpt(&c.body()?, terms))
+}
+
+fn check_limit(py: Python<'_>, limit: Option<i64>) -> PyResult<Option<usize>> {
+    match limit {
+        None => Ok(None),
+        Some(n) if n < 0 => Err(invalid(py, format!("limit must be >= 0, got {n}"))),
+        Some(n) => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
+    }
+}
+
+#[pymethods]
+impl PyBundle {
+    /// Load and index the bundle at `path` (GIL released, parallel), through
+    /// `cache_file` when one is given. `progress(phase, done, total)` is
+    /// called about every 100 ms and once at the end; Ctrl-C (or an
+    /// exception from `progress`) stops the load.
+    #[staticmethod]
+    #[pyo3(signature = (path, cache_file=None, progress=None))]
+    fn load(
+        py: Python<'_>,
+        path: PathBuf,
+        cache_file: Option<PathBuf>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<PyBundle> {
+        let through_cache = cache_file.is_some();
+        let (b, r) = watched(py, progress, move |p| {
+            let loaded = okfast_core::Bundle::load_with(&path, cache_file.as_deref(), p);
+            release_freed_memory();
+            loaded
+        })?;
+        Ok(PyBundle {
+            inner: Arc::new(b),
+            report: through_cache.then(|| r.into()),
+        })
+    }
+
+    /// A new snapshot when the files changed on disk (only changed files are
+    /// read again), `None` when nothing did. This snapshot is left as it is.
+    fn refresh(&self, py: Python<'_>) -> PyResult<Option<PyBundle>> {
+        let b = Arc::clone(&self.inner);
+        let fresh = detached(py, move || b.refresh())?;
+        Ok(fresh.map(|b| PyBundle {
+            inner: Arc::new(b),
+            report: None,
+        }))
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// What the load did with its cache file; `None` when it used none.
+    #[getter]
+    fn load_report(&self) -> Option<LoadReport> {
+        self.report.clone()
+    }
+
+    /// How this snapshot was made: `load`, `walk`, `events` or
+    /// `events, index kept` (docs/spec.md §1.9).
+    #[getter]
+    fn made_by(&self) -> &'static str {
+        self.inner.made_by.as_str()
+    }
+
+    /// How many concepts' texts (body and frontmatter) are read from the
+    /// cache file on demand rather than held in memory.
+    #[getter]
+    fn stored_texts(&self) -> usize {
+        self.inner
+            .concepts
+            .iter()
+            .filter(|c| c.texts_stored())
+            .count()
+    }
+
+    #[getter]
+    fn root(&self) -> String {
+        self.inner.root.display().to_string()
+    }
+
+    #[getter]
+    fn okf_version(&self) -> Option<String> {
+        self.inner.okf_version.clone()
+    }
+
+    #[getter]
+    fn concept_ids(&self) -> Vec<String> {
+        self.inner
+            .concepts
+            .iter()
+            .map(|c| c.id().to_string())
+            .collect()
+    }
+
+    /// The load's diagnostics, in docs/spec.md §1.6 order.
+    #[getter]
+    fn diagnostics(&self, py: Python<'_>) -> PyResult<Vec<Py<PyDiagnostic>>> {
+        diagnostics(py, &self.inner.diagnostics)
+    }
+
+    fn position(&self, concept_id: &str) -> Option<u32> {
+        self.inner.position(concept_id)
+    }
+
+    /// Every field of the concept at `position`.
+    fn concept(&self, py: Python<'_>, position: usize) -> PyResult<ConceptFields> {
+        ConceptFields::of(py, self.concept_at(py, position)?)
+    }
+
+    /// `(positions int32, scores uint32)` in docs/spec.md §3.4 order.
+    #[pyo3(signature = (terms, *, tag=None, limit=None))]
+    fn search_arrays<'py>(
+        &self,
+        py: Python<'py>,
+        terms: &PyQueryTerms,
+        tag: Option<String>,
+        limit: Option<i64>,
+    ) -> PyResult<Arrays<'py>> {
+        let limit = check_limit(py, limit)?;
+        let (b, terms) = (Arc::clone(&self.inner), Arc::clone(&terms.inner));
+        let r = detached(py, move || {
+            Ok(score::search(&b, &terms, tag.as_deref(), limit))
+        })?;
+        let positions: Vec<i32> = r.positions.into_iter().map(|p| p as i32).collect();
+        Ok((positions.into_pyarray(py), r.scores.into_pyarray(py)))
+    }
+
+    /// The hits of docs/spec.md §3.7, in §3.4 order.
+    #[pyo3(signature = (terms, *, tag=None, limit=None))]
+    fn search_hits(
+        &self,
+        py: Python<'_>,
+        terms: &PyQueryTerms,
+        tag: Option<String>,
+        limit: Option<i64>,
+    ) -> PyResult<Vec<HitFields>> {
+        let limit = check_limit(py, limit)?;
+        let (b, terms) = (Arc::clone(&self.inner), Arc::clone(&terms.inner));
+        detached(py, move || {
+            let r = score::search(&b, &terms, tag.as_deref(), limit);
+            r.positions
+                .iter()
+                .zip(&r.scores)
+                .map(|(&p, &s)| {
+                    let c = &b.concepts[p as usize];
+                    Ok(HitFields {
+                        concept_id: c.id.clone(),
+                        score: s,
+                        title: c.title.clone(),
+                        excerpt: excerpt_of(c, &terms)?,
+                        path: c.path(),
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// Rank of each concept id in ordinal (code point) order, by position.
+    fn ordinal_ranks<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u32>> {
+        (*self.inner.ordinal_rank).to_pyarray(py)
+    }
+
+    /// `stale_after` of each concept in microseconds since the epoch (UTC);
+    /// `NEVER_STALE_US` where there is none.
+    fn stale_after_us<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
+        self.inner.columns.stale_after_us.to_pyarray(py)
+    }
+
+    /// Each concept's authority rank (docs/spec.md §7): its index in
+    /// `AUTHORITIES`, `AUTHORITY_UNKNOWN` or `AUTHORITY_ABSENT`.
+    fn authority_ranks<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u8>> {
+        self.inner.columns.authority_ranks.to_pyarray(py)
+    }
+
+    /// docs/spec.md §5.8 pinning of each position: the trimmed title folds to
+    /// `fold(title_key)`, or the id's last segment equals `id_key`.
+    fn pinned<'py>(
+        &self,
+        py: Python<'py>,
+        positions: PyReadonlyArray1<'py, i32>,
+        title_key: &str,
+        id_key: &str,
+    ) -> PyResult<Bound<'py, PyArray1<bool>>> {
+        let folded = okfast_core::text::fold(title_key);
+        let mut out = Vec::with_capacity(positions.len());
+        for &p in positions.as_slice()? {
+            let c = self.concept_at(py, usize::try_from(p).unwrap_or(usize::MAX))?;
+            out.push(score::is_pinned(c, &folded, id_key));
+        }
+        Ok(out.into_pyarray(py))
+    }
+
+    /// What a passage shows of the concept at `position` for `terms`.
+    fn passage_fields(
+        &self,
+        py: Python<'_>,
+        position: usize,
+        terms: &PyQueryTerms,
+    ) -> PyResult<PassageFields> {
+        let c = self.concept_at(py, position)?;
+        Ok(PassageFields {
+            concept_id: c.id.clone(),
+            title: c.title.clone(),
+            excerpt: excerpt_of(c, &terms.inner).map_err(|e| to_py(py, e))?,
+            path: c.path(),
+            kind: c.kind.clone(),
+            tags: c.tags.clone(),
+            description: c.description.clone(),
+            trust_tier: c.trust_tier.as_str(),
+            status: c.status.as_str(),
+            stale_after_us: c.stale_after,
+            authority: c.authority.clone(),
+        })
+    }
+
+    /// The body of the concept at `position`.
+    fn body(&self, py: Python<'_>, position: usize) -> PyResult<String> {
+        let c = self.concept_at(py, position)?;
+        c.body()
+            .map(|b| b.into_owned())
+            .map_err(|e| to_py(py, e.into()))
+    }
+
+    /// The concepts that declare supersession or conflicts (docs/spec.md §7),
+    /// in position order.
+    fn governance(&self) -> Vec<GovernanceDecl> {
+        let b = &self.inner;
+        b.columns
+            .governed
+            .iter()
+            .filter_map(|&i| {
+                b.concepts[i as usize]
+                    .governance
+                    .as_deref()
+                    .map(|g| GovernanceDecl {
+                        position: i,
+                        supersedes: g.supersedes.clone(),
+                        superseded_by: g.superseded_by.clone(),
+                        conflicts_with: g.conflicts_with.clone(),
+                    })
+            })
+            .collect()
+    }
+
+    /// Which fields each term matches in the concept at `position`, in query
+    /// order (docs/spec.md §3.3).
+    fn explain(
+        &self,
+        py: Python<'_>,
+        position: usize,
+        terms: &PyQueryTerms,
+    ) -> PyResult<Vec<TermFields>> {
+        let c = self.concept_at(py, position)?;
+        Ok(score::explain(c, &terms.inner)
+            .map_err(|e| to_py(py, e.into()))?
+            .into_iter()
+            .map(|(term, [title, tags_desc, body])| TermFields {
+                term,
+                title,
+                tags_desc,
+                body,
+            })
+            .collect())
+    }
+
+    /// docs/spec.md §3.5 excerpt of the concept at `position` for `terms`.
+    fn excerpt(&self, py: Python<'_>, position: usize, terms: &PyQueryTerms) -> PyResult<String> {
+        let c = self.concept_at(py, position)?;
+        excerpt_of(c, &terms.inner).map_err(|e| to_py(py, e))
+    }
+}
