@@ -1,4 +1,4 @@
-"""Scoped memory (issue 4): capture throughput with fsync, and ``read`` over a
+"""Scoped memory: capture throughput with fsync, and ``read`` over a
 user scope holding a year of day files.
 
 Groups:

@@ -1,4 +1,4 @@
-"""Resolution across sources (issue 3): a catalog of 10 synthetic sources × 10k
+"""Resolution across sources: a catalog of 10 synthetic sources × 10k
 concepts, ``merged`` with a fairness quota of 2, 3-term queries.
 
 Groups (peer ``okfast`` is the baseline of each table):
@@ -156,7 +156,7 @@ def one_source() -> Any:
 def test_resolve_read_all(
     benchmark: Any, one_source: Any, three_term_queries: list[str], explain: bool
 ) -> None:
-    """Issue 5: resolve on one 10k source and read every passage, with and
+    """Resolve on one 10k source and read every passage, with and
     without ``explain`` (target: explain ≤ 3× plain)."""
     from okfast import Query
 
@@ -177,7 +177,7 @@ def test_resolve_read_all(
 
 
 def test_governance_share(benchmark: Any, resolver: Any, three_term_queries: list[str]) -> None:
-    """Issue 5: the governance step alone (no concept declares anything), on the
+    """The governance step alone (no concept declares anything), on the
     ordered arrays of the ``resolve-10x10000`` resolution — compare with that
     group's full-list median (target: ≤ 10% of it)."""
     from okfast import Query, governance

@@ -23,7 +23,7 @@ from typing import Any
 
 import peers
 import pytest
-from conftest import load_rounds, make_peer, query_rounds, ref_query_rounds
+from conftest import SUITE_PEERS, load_rounds, make_peer, query_rounds, ref_query_rounds
 
 WARMUP_QUERIES = 3
 
@@ -36,30 +36,32 @@ def _tag(benchmark: Any, group: str, peer: str, size: int, **extra: Any) -> None
 # --- load / build ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("peer", ["okfast", "okfast-warm", "reference", "tantivy", "bm25s"])
+@pytest.mark.parametrize("peer", list(SUITE_PEERS))
 def test_load(benchmark, peer, size, corpus_root, documents, peer_cache):
-    make_peer(peer)  # skip early if the library is missing
-    if peer in peers.FILE_PEERS:
-        what = "reopen from the cache" if peer == "okfast-warm" else "load+index from files"
-
-        def target() -> Any:
-            p = make_peer(peer)
-            p.load(corpus_root)
-            return p
-    else:
+    p = make_peer(peer)  # skips early if the library is missing
+    if not p.reads_files:
         what = "index build from in-memory docs"
+    elif peer == "okfast-warm":
+        what = "reopen from the cache"
+    else:
+        what = "load+index from files"
+    p.prime(corpus_root)
 
-        def target() -> Any:
-            p = make_peer(peer)
-            p.build(documents)
-            return p
+    def setup() -> tuple[tuple[peers.Peer], dict[str, Any]]:
+        fresh = make_peer(peer)
+        fresh.before_load(corpus_root)
+        return (fresh,), {}
+
+    def target(fresh: peers.Peer) -> peers.Peer:
+        fresh.load(corpus_root, documents)
+        return fresh
 
     _tag(benchmark, f"load-{size}", peer, size, measures=what)
     peer_cache.pop(peer, None)
     gc.collect()
     # Each round builds a fresh object (at most two copies alive at once).
     built = benchmark.pedantic(
-        target, rounds=load_rounds(size, peer), iterations=1, warmup_rounds=0
+        target, setup=setup, rounds=load_rounds(size, peer), iterations=1, warmup_rounds=0
     )
     peer_cache[peer] = built  # reused by the query benchmarks of this size
 

@@ -30,10 +30,21 @@ if str(HERE) not in sys.path:
 
 import corpus  # noqa: E402
 import peers  # noqa: E402
+from peers.okfast import TESTS  # noqa: E402
 
-# Reference oracle lives in tests/; make it importable as `reference`.
-if str(peers.TESTS) not in sys.path:
-    sys.path.append(str(peers.TESTS))
+# The reference oracle lives in tests/: bench_resolve imports it as `reference`.
+if str(TESTS) not in sys.path:
+    sys.path.append(str(TESTS))
+
+#: The suite's peers by the names its tables show. Its okfast is the load
+#: without the cache: like the engines, it keeps nothing.
+SUITE_PEERS = {
+    "okfast": "okfast-nocache",
+    "okfast-warm": "okfast-warm",
+    "reference": "reference",
+    "tantivy": "tantivy",
+    "bm25s": "bm25s",
+}
 
 
 def _env_int(name: str, default: int) -> int:
@@ -56,7 +67,7 @@ def query_rounds() -> int:
 
 def ref_query_rounds(n: int) -> int:
     # The oracle folds every field character by character for every term:
-    # ~10 s per query at 10k concepts, ~100 s at 100k on one core.
+    # seconds per query at 10k concepts, minutes at 100k.
     return _env_int("OKFAST_BENCH_REF_QUERIES", 3 if n < 100_000 else 1)
 
 
@@ -71,7 +82,12 @@ def load_rounds(n: int, peer: str) -> int:
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
     # pyproject's python_files is the default (test_*.py); collect bench_*.py here
     # so the benchmark files never look like tests to `pytest tests`.
-    if file_path.suffix == ".py" and file_path.name.startswith("bench_"):
+    # A file named on the command line is collected by pytest itself already.
+    if (
+        file_path.suffix == ".py"
+        and file_path.name.startswith("bench_")
+        and not parent.session.isinitpath(file_path)
+    ):
         return pytest.Module.from_parent(parent, path=file_path)
     return None
 
@@ -109,11 +125,10 @@ def peer_cache(size: int) -> Iterator[dict[str, Any]]:
     cache.clear()
 
 
-def make_peer(name: str) -> Any:
-    """Instantiate a peer, skipping the benchmark when its library is missing."""
-    cls = {**peers.FILE_PEERS, **peers.MEMORY_PEERS}[name]
+def make_peer(name: str) -> peers.Peer:
+    """A new peer, skipping the benchmark when its library is missing."""
     try:
-        return cls()
+        return peers.make(SUITE_PEERS[name])
     except ImportError as e:  # okfast not built yet / reference not written yet
         pytest.skip(f"{name} not importable: {e}")
 
@@ -127,10 +142,9 @@ def ready_peer(
     def get(name: str) -> Any:
         if name not in peer_cache:
             p = make_peer(name)
-            if name in peers.FILE_PEERS:
-                p.load(corpus_root)
-            else:
-                p.build(documents)
+            p.prime(corpus_root)
+            p.before_load(corpus_root)
+            p.load(corpus_root, documents)
             peer_cache[name] = p
         return peer_cache[name]
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 from bisect import bisect_right
@@ -233,6 +234,12 @@ def generate(root: Path, n: int, seed: int = 42) -> Path:
     return root
 
 
+def synth_size(name: str) -> int | None:
+    """``n`` for a corpus named ``synth-n`` (the reports' names), else None."""
+    m = re.fullmatch(r"synth-(\d+)", name)
+    return int(m.group(1)) if m else None
+
+
 def corpus_dir(n: int, seed: int = 42) -> Path:
     return CORPUS_DIR / f"synth-{n}-{seed}"
 
@@ -299,7 +306,7 @@ def sample_queries(n_queries: int, seed: int = 42) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class Document:
-    """The three text fields okfast scores (SPEC §3.2), plus the concept id."""
+    """The three text fields okfast scores (docs/spec.md §3.2), plus the concept id."""
 
     id: str
     title: str
