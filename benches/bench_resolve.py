@@ -181,6 +181,7 @@ def test_governance_share(benchmark: Any, resolver: Any, three_term_queries: lis
     ordered arrays of the ``resolve-10x10000`` resolution — compare with that
     group's full-list median (target: ≤ 10% of it)."""
     from okfast import Query, governance
+    from okfast.bundle import query_terms
     from okfast.resolver import MergedResolver
 
     _tag(benchmark, f"resolve-{N_SOURCES}x{SIZE}", "governance step", "govern() on the same arrays")
@@ -189,7 +190,8 @@ def test_governance_share(benchmark: Any, resolver: Any, three_term_queries: lis
 
     def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
         q = Query(three_term_queries[next(it) % len(three_term_queries)], strategy="merged")
-        found = engine.search(q, engine.deduplicate(engine.select(q, [], []), [], []), 0)
+        sources = engine.deduplicate(engine.select(q, [], []), [], [])
+        found = engine.search(q, query_terms(q.text), sources, 0)
         src, pos, _score, _fused = engine.order(q, found, 2)
         return (found.searched, src, pos), {}
 
