@@ -8,7 +8,7 @@ use super::Rejected;
 use crate::fs::stamp::DirStamp;
 use crate::fs::walk::RecordedListings;
 
-/// The directory listings of a cache file ([`CacheFile::listings`]), by prefix.
+/// The directory listings of a cache file ([`super::CacheFile::listings`]), by prefix.
 pub struct Listings<'a> {
     by_prefix: FxHashMap<&'a str, Listing<'a>>,
 }

@@ -5,9 +5,9 @@
 //! ranks.
 //!
 //! Reopening maps the file into memory ([`CacheFile`]) and uses it in place: the
-//! index arrays are views into the mapping ([`Array`]), each file's record is
+//! index arrays are views into the mapping ([`crate::array::Array`]), each file's record is
 //! decoded only when that file is taken from the cache, and texts stay in the
-//! file until a caller asks for one ([`crate::texts`]). Nothing is parsed
+//! file until a caller asks for one ([`crate::concept::source`]). Nothing is parsed
 //! twice and nothing large is copied.
 //!
 //! Layout (little-endian):

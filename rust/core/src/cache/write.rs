@@ -155,7 +155,7 @@ impl Sink {
 
     /// Append concepts' texts, each its frontmatter then its body. They go
     /// [`TEXT_GROUP`] concepts at a time in one `writev` straight to the file,
-    /// not copied into the write buffer first (29 MB on databricks).
+    /// not copied into the write buffer first (docs/performance.md).
     pub fn texts<'c>(
         &mut self,
         concepts: impl IntoIterator<Item = &'c Concept>,
@@ -195,9 +195,9 @@ impl Sink {
 
     /// Allocate the file's space for the next `len` bytes before they are
     /// written (Linux: `fallocate`, keeping the file's size), so the file
-    /// system does not allocate it page by page as the writes arrive: 46 MB
-    /// written to a new ext4 file took 6.2 ms of system time instead of
-    /// 8.7-10.9 ms. Best effort: where it cannot be done the writes do it.
+    /// system does not allocate it page by page as the writes arrive
+    /// (docs/performance.md). Best effort: where it cannot be done the writes
+    /// do it.
     pub fn preallocate(&self, len: u64) {
         preallocate(&self.file, self.out.at, len);
     }

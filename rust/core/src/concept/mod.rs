@@ -97,7 +97,7 @@ pub struct Concept {
     pub governance: Option<Box<Governance>>,
     /// The body, and the frontmatter's YAML lines joined with `\n`: in
     /// memory, or (once the bundle has a cache file) read from it on demand
-    /// ([`crate::texts`]). The parsed frontmatter is rebuilt on demand by
+    /// ([`crate::concept::source`]). The parsed frontmatter is rebuilt on demand by
     /// [`Concept::frontmatter`]: it is needed only when a caller reads a
     /// concept, and keeping every tree costs more memory than the text
     /// (parsing is deterministic, so the result is the same).

@@ -24,7 +24,7 @@ pub fn read_found(root: &Path, f: &FileEntry) -> (FileOutcome, Stamp) {
 /// The bundle's root: its path, and (on Unix, when it could be opened) the
 /// directory itself, so each file is opened relative to it — the kernel
 /// then resolves only the id's own components, not the root's path again
-/// for every file (~0.5 us a file).
+/// for every file.
 struct RootDir<'a> {
     path: &'a Path,
     #[cfg(unix)]
@@ -158,7 +158,7 @@ fn read_concept_bytes(
 
 /// One `read` appended to `bytes`, into its spare capacity (which must be
 /// there): not zero-filled first, as reading into a `resize`d buffer would be
-/// (on databricks, 29 MB of memset in a cold load). Retried when interrupted.
+/// (a memset of every file read). Retried when interrupted.
 #[cfg(unix)]
 fn read_into_spare(file: &fs::File, bytes: &mut Vec<u8>) -> std::io::Result<usize> {
     loop {
