@@ -24,6 +24,7 @@ ORDER = [
     "cache",
     "bundle",
     "score",
+    "bm25f",
     "order",
 ]
 

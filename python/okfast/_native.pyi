@@ -11,6 +11,12 @@ __all__ = [
     "AUTHORITY_ABSENT",
     "AUTHORITY_UNKNOWN",
     "Actor",
+    "BM25F_FIELDS",
+    "Bm25fFieldPart",
+    "Bm25fParams",
+    "Bm25fQuery",
+    "Bm25fStats",
+    "Bm25fTermPart",
     "Bundle",
     "ConceptFields",
     "ConceptRead",
@@ -18,6 +24,7 @@ __all__ = [
     "FIELD_WEIGHTS",
     "GovernanceDecl",
     "Hit",
+    "LANGUAGES",
     "LoadReport",
     "NEVER_STALE_US",
     "PassageFields",
@@ -41,6 +48,76 @@ AUTHORITY_ABSENT: int
 NEVER_STALE_US: int
 #: Every white-space character of docs/spec.md, in code point order.
 WHITE_SPACE: str
+#: The analyzer languages (docs/spec.md §12.2).
+LANGUAGES: tuple[str, ...]
+#: The BM25F fields, in the order of every sum over fields.
+BM25F_FIELDS: tuple[str, ...]
+
+@final
+class Bm25fParams:
+    def __new__(
+        cls,
+        k1: float,
+        weights: tuple[float, float, float, float],
+        b: tuple[float, float, float, float],
+    ) -> Bm25fParams: ...
+    @property
+    def k1(self) -> float: ...
+    @property
+    def weights(self) -> list[float]: ...
+    @property
+    def b(self) -> list[float]: ...
+
+@final
+class Bm25fQuery:
+    """A query's BM25F tokens for one language."""
+
+    def __new__(cls, text: str, language: str | None, stop_words: bool) -> Bm25fQuery: ...
+    @property
+    def tokens(self) -> list[str]: ...
+    @property
+    def stopped(self) -> list[str]: ...
+    @property
+    def language(self) -> str | None: ...
+
+@final
+class Bm25fStats:
+    """The statistics a BM25F search is scored with."""
+
+    @staticmethod
+    def sum(parts: list[Bm25fStats]) -> Bm25fStats: ...
+    @property
+    def n(self) -> int: ...
+    @property
+    def totals(self) -> list[int]: ...
+    @property
+    def df(self) -> list[tuple[str, int]]: ...
+
+@final
+class Bm25fFieldPart:
+    @property
+    def field(self) -> str: ...
+    @property
+    def tf(self) -> int: ...
+    @property
+    def length(self) -> int: ...
+    @property
+    def weighted_tf(self) -> float: ...
+    @property
+    def contribution(self) -> float: ...
+
+@final
+class Bm25fTermPart:
+    @property
+    def token(self) -> str: ...
+    @property
+    def idf(self) -> float: ...
+    @property
+    def weighted_tf(self) -> float: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def fields(self) -> list[Bm25fFieldPart]: ...
 
 @final
 class QueryTerms:
@@ -209,11 +286,14 @@ class Bundle:
         path: str,
         cache_file: str | None = None,
         progress: Callable[[str, int, int], object] | None = None,
+        language: str | None = None,
     ) -> Bundle: ...
     def refresh(self) -> Bundle | None: ...
     def __len__(self) -> int: ...
     @property
     def load_report(self) -> LoadReport | None: ...
+    @property
+    def language(self) -> str | None: ...
     @property
     def made_by(self) -> str: ...
     @property
@@ -240,16 +320,29 @@ class Bundle:
     def pinned(
         self, positions: npt.NDArray[np.int32], title_key: str, id_key: str
     ) -> npt.NDArray[np.bool_]: ...
-    def passage_fields(self, position: int, terms: QueryTerms) -> PassageFields: ...
+    def passage_fields(self, position: int, terms: QueryTerms | Bm25fQuery) -> PassageFields: ...
     def body(self, position: int) -> str: ...
     def governance(self) -> list[GovernanceDecl]: ...
     def explain(self, position: int, terms: QueryTerms) -> list[TermFields]: ...
-    def excerpt(self, position: int, terms: QueryTerms) -> str: ...
+    def excerpt(self, position: int, terms: QueryTerms | Bm25fQuery) -> str: ...
+    def bm25f_stats(self, tokens: list[str]) -> Bm25fStats: ...
+    def search_bm25f(
+        self,
+        query: Bm25fQuery,
+        stats: Bm25fStats,
+        params: Bm25fParams,
+        *,
+        tag: str | None = None,
+        limit: int | None = None,
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]: ...
+    def explain_bm25f(
+        self, position: int, query: Bm25fQuery, stats: Bm25fStats, params: Bm25fParams
+    ) -> list[Bm25fTermPart]: ...
 
 def read_concept(path: str, data: bytes) -> ConceptRead: ...
 def fused_order(
     strategy: str,
-    score: npt.NDArray[np.uint32],
+    score: npt.NDArray[np.float64],
     priority: npt.NDArray[np.int32],
     source_rank: npt.NDArray[np.uint32],
     concept_rank: npt.NDArray[np.uint32],

@@ -25,15 +25,20 @@ import numpy as np
 import numpy.typing as npt
 
 from okfast import _native
+
+# A query's terms, split and folded once (docs/spec.md §3.1); its BM25F
+# tokens for one language (§12.1); the statistics a BM25F search is scored
+# with (§12.4). Re-exported: code outside this module names them from here.
+from okfast._native import Bm25fQuery as Bm25fQuery
+from okfast._native import Bm25fStats as Bm25fStats
+from okfast._native import QueryTerms as QueryTerms
 from okfast.cache import cache_file, default_cache_dir
 from okfast.errors import CacheWarning, ConceptNotFoundError
 from okfast.model import Concept, Diagnostic, Hit, Severity
+from okfast.scoring import BM25FParams, Scorer, language_of, scorer_of
 
 #: ``progress(phase, done, total)`` of :meth:`Bundle.load`.
 Progress = Callable[[str, int, int], object]
-
-#: A query's terms, split and folded once (docs/spec.md §3.1).
-QueryTerms = _native.QueryTerms
 
 
 def query_terms(text: str | QueryTerms) -> QueryTerms:
@@ -82,8 +87,13 @@ class Bundle:
         cache_dir: str | os.PathLike[str] | None = None,
         cache: bool = True,
         progress: Progress | None = None,
+        language: str | None = None,
     ) -> Bundle:
         """Load the bundle at ``path``.
+
+        ``language`` is the analyzer of its BM25F tokens (docs/spec.md §12.2):
+        one of :data:`okfast.scoring.LANGUAGES`, or ``None`` (the default) to
+        stem nothing.
 
         With ``cache`` (the default) the parsed files are kept in a cache file
         under ``cache_dir`` (default: :func:`okfast.cache.default_cache_dir`),
@@ -102,13 +112,14 @@ class Bundle:
         in :attr:`diagnostics` and the rest of the bundle loads.
         """
         root = os.path.abspath(os.fspath(path))
+        language = language_of(language)
         where = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         if not cache or where is None:
-            return cls(_native.Bundle.load(root, None, progress))
-        file, why = cache_file(root, where)
+            return cls(_native.Bundle.load(root, None, progress, language))
+        file, why = cache_file(root, where, language)
         if file is None:
-            return cls(_native.Bundle.load(root, None, progress), CacheUse(detail=why))
-        native = _native.Bundle.load(root, str(file), progress)
+            return cls(_native.Bundle.load(root, None, progress, language), CacheUse(detail=why))
+        native = _native.Bundle.load(root, str(file), progress, language)
         r = native.load_report
         assert r is not None  # a load through a cache file reports on it
         b = cls(native, CacheUse(r.status, r.detail, file, r.reread, r.listed))
@@ -130,6 +141,11 @@ class Bundle:
         The result is always exactly that of a fresh :meth:`load`."""
         fresh = self._native.refresh()
         return None if fresh is None else Bundle(fresh)
+
+    @property
+    def language(self) -> str | None:
+        """The language its BM25F tokens are analysed for; ``None``: not stemmed."""
+        return self._native.language
 
     def __len__(self) -> int:
         return len(self._native)
@@ -219,28 +235,92 @@ class Bundle:
     # -- search ----------------------------------------------------------------------
 
     def search(
-        self, text: str | QueryTerms, *, tag: str | None = None, limit: int | None = None
+        self,
+        text: str | QueryTerms,
+        *,
+        tag: str | None = None,
+        limit: int | None = None,
+        scorer: Scorer | str = Scorer.WEIGHTED_COUNT,
+        bm25f: BM25FParams | None = None,
     ) -> list[Hit]:
-        """Concepts with a positive score, by score then id (docs/spec.md §3).
+        """Concepts with a positive score, by score then id (docs/spec.md §3, §12).
 
         ``limit`` keeps the first N of the same order; ``tag`` keeps concepts
         carrying that tag (case-folded). An empty or blank query has no results.
+        ``scorer=Scorer.BM25F`` scores with ``bm25f`` (default
+        :class:`BM25FParams`) and the bundle's own statistics; its tokens are
+        those of the language the bundle was loaded with.
         """
+        if scorer_of(scorer) is Scorer.BM25F:
+            params = bm25f or BM25FParams()
+            query = self.bm25f_query(str(text), params)
+            pos, scores = self.search_bm25f(
+                query, self.bm25f_stats(query.tokens), params, tag=tag, limit=limit
+            )
+            ids = self.concept_ids
+            out = []
+            for p, sc in zip(pos.tolist(), scores.tolist(), strict=True):
+                f = self._native.passage_fields(p, query)
+                out.append(Hit(ids[p], sc, f.title, f.excerpt, f.path))
+            return out
         hits = self._native.search_hits(query_terms(text), tag=tag, limit=limit)
         return [Hit(h.concept_id, h.score, h.title, h.excerpt, h.path) for h in hits]
 
     def search_arrays(
-        self, text: str | QueryTerms, *, tag: str | None = None, limit: int | None = None
-    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint32]]:
+        self,
+        text: str | QueryTerms,
+        *,
+        tag: str | None = None,
+        limit: int | None = None,
+        scorer: Scorer | str = Scorer.WEIGHTED_COUNT,
+        bm25f: BM25FParams | None = None,
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint32] | npt.NDArray[np.float64]]:
         """The same order as :meth:`search` as two numpy arrays, no object per hit.
 
-        ``positions`` (``int32``) index :attr:`concept_ids`; ``scores`` are ``uint32``.
+        ``positions`` (``int32``) index :attr:`concept_ids`; scores are
+        ``uint32`` for the weighted count, ``float64`` for BM25F.
         """
+        if scorer_of(scorer) is Scorer.BM25F:
+            params = bm25f or BM25FParams()
+            query = self.bm25f_query(str(text), params)
+            stats = self.bm25f_stats(query.tokens)
+            return self.search_bm25f(query, stats, params, tag=tag, limit=limit)
         return self._native.search_arrays(query_terms(text), tag=tag, limit=limit)
 
     def excerpt(self, concept_id: str, text: str | QueryTerms) -> str:
         """docs/spec.md §3.5 excerpt of one concept for a query."""
         return self._native.excerpt(self._position_of(concept_id), query_terms(text))
+
+    # -- BM25F (docs/spec.md §12) -------------------------------------------------------
+
+    def bm25f_query(self, text: str, params: BM25FParams) -> Bm25fQuery:
+        """``text``'s tokens for this bundle's language, stop words dropped
+        when ``params`` asks."""
+        return Bm25fQuery(text, self.language, params.stop_words)
+
+    def bm25f_stats(self, tokens: list[str]) -> Bm25fStats:
+        """This bundle's own statistics for ``tokens`` (any tokens: sources
+        analysed for different languages sum theirs over all their tokens)."""
+        return self._native.bm25f_stats(tokens)
+
+    def search_bm25f(
+        self,
+        query: Bm25fQuery,
+        stats: Bm25fStats,
+        params: BM25FParams,
+        *,
+        tag: str | None = None,
+        limit: int | None = None,
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]:
+        """Positions and BM25F scores, by score then id, scored with ``stats``
+        (this bundle's own, or a catalog's)."""
+        return self._native.search_bm25f(query, stats, params.native(), tag=tag, limit=limit)
+
+    def explain_bm25f(
+        self, position: int, query: Bm25fQuery, stats: Bm25fStats, params: BM25FParams
+    ) -> list[_native.Bm25fTermPart]:
+        """Per query token, what each field adds to the concept's score."""
+        return self._native.explain_bm25f(position, query, stats, params.native())
 
     # -- columns and per-position reads (for resolvers, governance, memory) ----------
 
@@ -267,8 +347,11 @@ class Bundle:
         """docs/spec.md §5.8 pinning of each of ``positions``."""
         return self._native.pinned(positions, title_key, id_key)
 
-    def passage_fields(self, position: int, terms: QueryTerms) -> _native.PassageFields:
-        """What a passage shows of the concept at ``position`` for ``terms``."""
+    def passage_fields(
+        self, position: int, terms: QueryTerms | Bm25fQuery
+    ) -> _native.PassageFields:
+        """What a passage shows of the concept at ``position`` for ``terms``
+        (its excerpt by the scorer the terms are for)."""
         return self._native.passage_fields(position, terms)
 
     def body_at(self, position: int) -> str:

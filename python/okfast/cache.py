@@ -1,8 +1,9 @@
-"""Where a bundle's persistent cache lives (issue 6).
+"""Where a bundle's persistent cache lives (docs/cache-format.md).
 
-One file per bundle, ``<cache dir>/<sha256(absolute root)[:32]>.okfc``, holding
+One file per bundle and analyzer language (docs/spec.md §9), named by a hash
+of the absolute root (and the language, when it is not the default), holding
 every concept file's parsed fields and diagnostics with the size and
-modification time it was read at (format: ``rust/core/src/cache.rs``).
+modification time it was read at (format: ``rust/core/src/cache/``).
 Reopening a bundle re-reads only files that changed, were added or are
 "racy" (modified within 2 s of the cache being written). The file also holds
 the index, reused when every file matched and rebuilt otherwise, so results
@@ -37,9 +38,9 @@ def default_cache_dir() -> Path | None:
     return base / "okfast"
 
 
-def cache_file(root: str, cache_dir: Path) -> tuple[Path | None, str]:
-    """``(file, "")`` for the bundle at the absolute path ``root``, or
-    ``(None, why)`` when it cannot be used."""
+def cache_file(root: str, cache_dir: Path, language: str | None) -> tuple[Path | None, str]:
+    """``(file, "")`` for the bundle at the absolute path ``root`` analysed
+    for ``language``, or ``(None, why)`` when it cannot be used."""
     try:
         real_root = Path(root).resolve()
         real_dir = cache_dir.resolve()
@@ -48,5 +49,12 @@ def cache_file(root: str, cache_dir: Path) -> tuple[Path | None, str]:
         cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     except (OSError, RuntimeError) as e:
         return None, f"cache directory {cache_dir} is unusable ({e}); not caching"
-    key = hashlib.sha256(os.fsencode(root)).hexdigest()[:32]
+    # One file per analyzer, so loading a bundle for two languages does not
+    # make each load rebuild the other's file; the default language keeps the
+    # name files had before languages existed (an older file is then opened,
+    # rejected for its format and rebuilt with a warning, not left behind).
+    name = os.fsencode(root)
+    if language is not None:
+        name += b"\0" + (language or "none").encode()
+    key = hashlib.sha256(name).hexdigest()[:32]
     return cache_dir / f"{key}.okfc", ""

@@ -21,11 +21,15 @@ from okfast.errors import CatalogError as CatalogError  # re-exported from here 
 from okfast.paths import is_absolute_spelling, is_within, join_lexically
 
 ROOT_KEYS = frozenset({"version", "sources"})
-SOURCE_KEYS = frozenset({"id", "path", "priority", "enabled", "role", "tier", "authority"})
+SOURCE_KEYS = frozenset(
+    {"id", "path", "priority", "enabled", "role", "tier", "authority", "language"}
+)
 ROLES = ("knowledge", "memory")
 TIERS = ("session", "user", "tenant")
 #: docs/spec.md §7 authority levels, highest first (the core's list).
 AUTHORITIES: tuple[str, ...] = _native.AUTHORITIES
+#: The analyzer languages a source may name (docs/spec.md §12.2).
+LANGUAGES: tuple[str, ...] = _native.LANGUAGES
 _SAFE_SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
 _I32 = (-(2**31), 2**31 - 1)
 
@@ -58,6 +62,10 @@ class Source:
     tier: str | None = None
     authority: str | None = None
     directory: Path | None = None
+    #: The analyzer language of its BM25F tokens (docs/spec.md §12.2): a
+    #: language name, ``"none"`` (no stemming), or ``None`` when the catalog
+    #: names none (the query's or resolver's ``BM25FParams.language`` applies).
+    language: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +216,13 @@ def _parse_source(
             f"sources[{i}]: authority must be one of {', '.join(AUTHORITIES)}, got {authority!r}",
         )
         authority = None
+    language = e.get("language")
+    if language is not None and language != "none" and language not in LANGUAGES:
+        add(
+            "IllegalLanguage",
+            f"sources[{i}]: language must be one of {', '.join(LANGUAGES)} or 'none', got {language!r}",
+        )
+        language = None
     directory = None
     if enabled and path is not None and sid is not None:
         directory, d = _resolve(croot, base, path, sid)
@@ -215,9 +230,8 @@ def _parse_source(
             diags.append(d)
     if diags or sid is None or path is None:
         return None, diags
-    return Source(
-        sid, path, priority, enabled, role, tier if role == "memory" else None, authority, directory
-    ), diags
+    tier = tier if role == "memory" else None
+    return Source(sid, path, priority, enabled, role, tier, authority, directory, language), diags
 
 
 def parse_catalog(

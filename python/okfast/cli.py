@@ -26,6 +26,7 @@ from okfast.memory import cli as memory_cli
 from okfast.model import Diagnostic, Explanation, Passage
 from okfast.query import Query, StalePolicy, Strategy
 from okfast.resolver import Resolver
+from okfast.scoring import Scorer
 
 
 def _diag_json(d: Diagnostic) -> dict[str, Any]:
@@ -90,7 +91,7 @@ def _non_blank_query(text: str) -> None:
 def _cmd_search(args: argparse.Namespace) -> int:
     _non_blank_query(args.query)
     bundle = Bundle.load(_bundle_path(args.path), progress=_ProgressBar.maybe())
-    hits = bundle.search(args.query, tag=args.tag, limit=args.limit)
+    hits = bundle.search(args.query, tag=args.tag, limit=args.limit, scorer=args.scorer)
     if args.json:
         _print_json(
             {
@@ -114,7 +115,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
         print(f"No concept matched {args.query!r}.")
     for h in hits:
         title = f"  {h.title}" if h.title else ""
-        print(f"{h.score:>4}  {h.concept_id}{title}")
+        print(f"{_score_text(h.score):>4}  {h.concept_id}{title}")
         if h.excerpt:
             print(f"      {h.excerpt}")
     if bundle.diagnostics:
@@ -175,6 +176,7 @@ def _cmd_resolve(args: argparse.Namespace) -> int:
         include_historical=args.include_historical,
         pin_exact_title=args.pin_exact_title,
         explain=args.explain,
+        scorer=args.scorer,
     )
     ctx = Resolver(catalog, progress=_ProgressBar.maybe()).search(query)
     if args.json:
@@ -220,7 +222,7 @@ def _cmd_resolve(args: argparse.Namespace) -> int:
         return 0
     for p in ctx.passages:
         title = f"  {p.title}" if p.title else ""
-        print(f"{p.score:>4}  {p.source_id}:{p.concept_id}{title}")
+        print(f"{_score_text(p.score):>4}  {p.source_id}:{p.concept_id}{title}")
         if p.excerpt:
             print(f"      {p.excerpt}")
         if p.explanation is not None:
@@ -257,14 +259,45 @@ def _explanation_json(p: Passage) -> dict[str, Any] | None:
         "matches": [
             {"term": m.term, "fields": list(m.fields), "weight": m.weight} for m in x.matches
         ],
+        "bm25f": [
+            {
+                "token": t.token,
+                "idf": t.idf,
+                "weighted_tf": t.weighted_tf,
+                "score": t.score,
+                "fields": [
+                    {
+                        "field": f.field,
+                        "tf": f.tf,
+                        "length": f.length,
+                        "weighted_tf": f.weighted_tf,
+                        "contribution": f.contribution,
+                    }
+                    for f in t.fields
+                ],
+            }
+            for t in x.bm25f
+        ],
         "pinned": x.pinned,
         "rank": x.rank,
         "fairness_quota": x.fairness_quota,
     }
 
 
+def _score_text(score: int | float) -> str:
+    """A weighted count as it is; a BM25F score to four decimals."""
+    return f"{score:.4f}" if isinstance(score, float) else str(score)
+
+
 def _explanation_text(x: Explanation) -> str:
     terms = ", ".join(f"{m.term}→{'+'.join(m.fields) or '-'} ({m.weight})" for m in x.matches)
+    if x.bm25f:
+        terms = ", ".join(
+            f"{t.token} (idf {t.idf:.3f}, "
+            + "+".join(f"{f.field} {f.tf}" for f in t.fields if f.tf)
+            + f" → {t.score:.4f})"
+            for t in x.bm25f
+        )
     key = ", ".join(f"{name}={value}" for name, value in x.sort_key)
     pin = "pinned; " if x.pinned else ""
     return f"[{pin}#{x.rank} by {x.strategy}: {key}; terms: {terms}]"
@@ -290,6 +323,21 @@ def _positive(text: str) -> int:
 _MAX_WHOLE = 2**63 - 1
 
 
+def _non_negative_number(text: str) -> float:
+    """An argparse type: a finite number >= 0 (a BM25F score threshold);
+    a whole number stays one."""
+    try:
+        n: float = int(text)
+    except ValueError:
+        try:
+            n = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= n < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0: {text}")
+    return n
+
+
 def _non_negative(text: str) -> int:
     """An argparse type: a whole number from 0 to 2**63 - 1."""
     try:
@@ -312,6 +360,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("query", help="query text (terms split on white space)")
     s.add_argument("--limit", type=_non_negative, default=None, help="show the first N hits")
     s.add_argument("--tag", default=None, help="only concepts carrying this tag")
+    s.add_argument(
+        "--scorer", choices=[x.value for x in Scorer], default=Scorer.WEIGHTED_COUNT.value
+    )
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.set_defaults(run=_cmd_search)
 
@@ -324,7 +375,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--stale", type=_stale, default=StalePolicy.use(), metavar="use|strict|tolerate:DAYS"
     )
     r.add_argument("--limit", type=_non_negative, default=None, help="keep the first N passages")
-    r.add_argument("--min-score", type=_non_negative, default=None, help="drop lower scores")
+    r.add_argument("--min-score", type=_non_negative_number, default=None, help="drop lower scores")
+    r.add_argument("--scorer", choices=[x.value for x in Scorer], default=None)
     r.add_argument("--min-authority", choices=AUTHORITIES, default=None)
     r.add_argument("--include-historical", action="store_true", help="keep superseded concepts")
     r.add_argument(

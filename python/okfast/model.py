@@ -68,7 +68,8 @@ class Hit:
     """One search result of a single bundle (SPEC §3.7)."""
 
     concept_id: str
-    score: int
+    #: A whole number for the weighted count, a float for BM25F.
+    score: int | float
     title: str | None
     excerpt: str
     path: str
@@ -183,6 +184,31 @@ class TermMatch:
 
 
 @dataclass(frozen=True, slots=True)
+class FieldScore:
+    """What one field adds to one BM25F token's score (docs/spec.md §12.5):
+    the token's frequency in it, the field's length, ``weight · tf / norm``,
+    and its share of the token's score."""
+
+    field: str
+    tf: int
+    length: int
+    weighted_tf: float
+    contribution: float
+
+
+@dataclass(frozen=True, slots=True)
+class TokenScore:
+    """One query token's part of a BM25F score (docs/spec.md §12.5); the
+    tokens' scores sum, in query order, to the passage's score."""
+
+    token: str
+    idf: float
+    weighted_tf: float
+    score: float
+    fields: tuple[FieldScore, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Explanation:
     """Why a passage is where it is (``Query(explain=True)``, SPEC §5.8).
 
@@ -194,10 +220,13 @@ class Explanation:
 
     strategy: str
     sort_key: tuple[tuple[str, Any], ...]
+    #: The weighted count's terms (empty for BM25F).
     matches: tuple[TermMatch, ...]
     pinned: bool
     rank: int
     fairness_quota: int | None = None
+    #: BM25F: each query token's part of the score (empty for the weighted count).
+    bm25f: tuple[TokenScore, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +235,9 @@ class Passage:
 
     source_id: str
     concept_id: str
-    score: int
+    #: A whole number for the weighted count (docs/spec.md §3.3), a float for
+    #: BM25F (§12.3).
+    score: int | float
     priority: int
     title: str | None
     excerpt: str
@@ -234,7 +265,7 @@ def passage_from_fields(
     f: _native.PassageFields,
     *,
     source_id: str,
-    score: int,
+    score: int | float,
     priority: int,
     default_authority: str | None,
     is_stale: bool,

@@ -22,23 +22,31 @@ from okfast.model import (
     Diagnostic,
     Exclusion,
     Explanation,
+    FieldScore,
     Passage,
     TermMatch,
+    TokenScore,
     passage_from_fields,
 )
+from okfast.scoring import digest_score
 
 if TYPE_CHECKING:
-    from okfast.bundle import Bundle, QueryTerms
+    from okfast.bundle import Bm25fQuery, Bm25fStats, Bundle, QueryTerms
     from okfast.catalog import Source
     from okfast.query import Query
+    from okfast.scoring import BM25FParams
 
 
 @dataclass(frozen=True)
 class SourceSnapshot:
-    """A source that was searched, with the snapshot it was searched in."""
+    """A source that was searched: the snapshot it was searched in, the
+    query's terms (or BM25F tokens) for it, and, for BM25F, the statistics
+    its passages were scored with."""
 
     source: Source
     bundle: Bundle
+    terms: QueryTerms | Bm25fQuery
+    stats: Bm25fStats | None = None
 
 
 @dataclass(frozen=True)
@@ -60,17 +68,17 @@ class PassageList(Sequence[Passage]):
 
     def __init__(
         self,
-        terms: QueryTerms,
         searched: Sequence[SourceSnapshot],
+        bm25f: BM25FParams,
         src: npt.NDArray[np.uint32],
         pos: npt.NDArray[np.int32],
-        score: npt.NDArray[np.uint32],
+        score: npt.NDArray[np.uint32] | npt.NDArray[np.float64],
         fused: npt.NDArray[np.float64] | None,
         now_us: int,
         explain: ExplainInfo | None = None,
     ) -> None:
         self._explain = explain
-        self._terms = terms
+        self._bm25f = bm25f
         self._searched = searched
         self._src = src
         self._pos = pos
@@ -101,14 +109,21 @@ class PassageList(Sequence[Passage]):
     def __repr__(self) -> str:
         return f"<PassageList: {len(self)} passages>"
 
-    def keys(self) -> list[tuple[str, str, int]]:
+    def keys(self) -> list[tuple[str, str, int | float]]:
         """``(source_id, concept_id, score)`` of every passage, without building them."""
-        out = []
+        out: list[tuple[str, str, int | float]] = []
         for s, p, sc in zip(
             self._src.tolist(), self._pos.tolist(), self._score.tolist(), strict=True
         ):
             out.append((self._searched[s].source.id, self._searched[s].bundle.concept_ids[p], sc))
         return out
+
+    def digest_keys(self) -> list[tuple[str, str, int]]:
+        """:meth:`keys` as the digest records them: a BM25F score as whole
+        micro-units (docs/spec.md §12.7), a weighted count as it is."""
+        if self._score.dtype.kind != "f":
+            return [(s, c, int(sc)) for s, c, sc in self.keys()]
+        return [(s, c, digest_score(float(sc))) for s, c, sc in self.keys()]
 
     def _build(self, k: int) -> Passage:
         cached = self._cache.get(k)
@@ -117,12 +132,13 @@ class PassageList(Sequence[Passage]):
         entry = self._searched[int(self._src[k])]
         bundle = entry.bundle
         pos = int(self._pos[k])
-        fields = bundle.passage_fields(pos, self._terms)
+        fields = bundle.passage_fields(pos, entry.terms)
         stale_us = fields.stale_after_us
+        score = self._score[k]
         passage = passage_from_fields(
             fields,
             source_id=entry.source.id,
-            score=int(self._score[k]),
+            score=float(score) if self._score.dtype.kind == "f" else int(score),
             priority=entry.source.priority,
             default_authority=entry.source.authority,
             is_stale=stale_us is not None and self._now_us >= stale_us,
@@ -136,13 +152,26 @@ class PassageList(Sequence[Passage]):
     def _explanation(self, k: int, entry: SourceSnapshot, pos: int) -> Explanation:
         info = self._explain
         assert info is not None
-        matches = []
-        for t in entry.bundle.explain_at(pos, self._terms):
-            hit = {"title": t.title, "tags_desc": t.tags_desc, "body": t.body}
-            fields = tuple(name for name, _w in _WEIGHTS if hit[name])
-            weight = sum(w for name, w in _WEIGHTS if hit[name])
-            matches.append(TermMatch(t.term, fields, weight))
-        score = int(self._score[k])
+        matches: list[TermMatch] = []
+        tokens: list[TokenScore] = []
+        if entry.stats is not None:
+            terms = entry.terms
+            assert not isinstance(terms, _native.QueryTerms)
+            for part in entry.bundle.explain_bm25f(pos, terms, entry.stats, self._bm25f):
+                parts = tuple(
+                    FieldScore(p.field, p.tf, p.length, p.weighted_tf, p.contribution)
+                    for p in part.fields
+                )
+                tokens.append(TokenScore(part.token, part.idf, part.weighted_tf, part.score, parts))
+        else:
+            terms = entry.terms
+            assert isinstance(terms, _native.QueryTerms)
+            for t in entry.bundle.explain_at(pos, terms):
+                hit = {"title": t.title, "tags_desc": t.tags_desc, "body": t.body}
+                fields = tuple(name for name, _w in _WEIGHTS if hit[name])
+                weight = sum(w for name, w in _WEIGHTS if hit[name])
+                matches.append(TermMatch(t.term, fields, weight))
+        score = float(self._score[k]) if self._score.dtype.kind == "f" else int(self._score[k])
         sid, cid = entry.source.id, entry.bundle.concept_ids[pos]
         prio = entry.source.priority
         keys: dict[str, tuple[tuple[str, Any], ...]] = {
@@ -170,6 +199,7 @@ class PassageList(Sequence[Passage]):
             strategy=info.strategy,
             sort_key=keys[info.strategy],
             matches=tuple(matches),
+            bm25f=tuple(tokens),
             pinned=bool(info.pinned[k]) if info.pinned is not None else False,
             rank=k + 1,
             fairness_quota=info.fairness_quota,
@@ -196,7 +226,7 @@ class Context:
         """``sha256:`` + hex SHA-256 of the canonical JSON of SPEC §5.9:
         independent of ``explain``, time and the catalog generation."""
         return digest_of(
-            [[s, c, sc, c + ".md"] for s, c, sc in self.passages.keys()],
+            [[s, c, sc, c + ".md"] for s, c, sc in self.passages.digest_keys()],
             [[d.code, d.source_id, d.message] for d in self.diagnostics],
             [[e.source_id, e.concept_id, e.reason] for e in self.exclusions],
         )

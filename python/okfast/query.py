@@ -16,6 +16,7 @@ from okfast import _native
 from okfast.catalog import AUTHORITIES
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.memory.scope import Scope
+from okfast.scoring import BM25FParams, Scorer, scorer_of
 
 if TYPE_CHECKING:
     from okfast.catalog import Source
@@ -115,12 +116,18 @@ class Query:
     permitted_source_ids: Collection[str] | None = None
     visibility: Visibility | None = None
     limit: int | None = None
-    min_score: int | None = None
+    #: Keep passages scoring at least this (a whole number for the weighted
+    #: count; any number for BM25F).
+    min_score: float | None = None
     pin_exact_title: bool = False
     include_historical: bool = False
     min_authority: str | None = None
     explain: bool = False
     rrf_k: int = 60
+    #: ``None``: the resolver's ``default_scorer``.
+    scorer: Scorer | str | None = None
+    #: ``None``: the resolver's ``default_bm25f``.
+    bm25f: BM25FParams | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
@@ -147,7 +154,20 @@ class Query:
             raise InvalidArgumentError(
                 f"min_authority must be one of {', '.join(AUTHORITIES)}, got {self.min_authority!r}"
             )
-        if self.min_score is not None and (isinstance(self.min_score, bool) or self.min_score < 0):
-            raise InvalidArgumentError(f"min_score must be >= 0, got {self.min_score!r}")
+        if self.min_score is not None and (
+            isinstance(self.min_score, bool)
+            or not isinstance(self.min_score, int | float)
+            or not self.min_score >= 0
+            or self.min_score == float("inf")
+        ):
+            raise InvalidArgumentError(
+                f"min_score must be a finite number >= 0, got {self.min_score!r}"
+            )
+        if self.scorer is not None:
+            object.__setattr__(self, "scorer", scorer_of(self.scorer))
+        if self.bm25f is not None and not isinstance(self.bm25f, BM25FParams):
+            raise InvalidArgumentError(
+                f"Query.bm25f must be a BM25FParams, got {type(self.bm25f).__name__}"
+            )
         if self.rrf_k <= 0:
             raise InvalidArgumentError(f"rrf_k must be > 0, got {self.rrf_k}")

@@ -20,21 +20,24 @@ import numpy as np
 import numpy.typing as npt
 
 from okfast import _native, governance
-from okfast.bundle import Bundle, Progress, QueryTerms, query_terms
+from okfast.bundle import Bm25fQuery, Bm25fStats, Bundle, Progress, QueryTerms, query_terms
 from okfast.catalog import Catalog, Source
 from okfast.errors import BundleNotFoundError, InvalidArgumentError, OkfastError
 from okfast.model import Diagnostic, DiagnosticCode, Exclusion
 from okfast.passages import Context, ExplainInfo, PassageList, SourceSnapshot
 from okfast.paths import directory_key
 from okfast.query import NEVER_US, Query, Strategy, Visibility, micros
+from okfast.scoring import BM25FParams, Scorer, language_of, scorer_of
 
 Clock = Callable[[], datetime]
+#: Scores: whole numbers for the weighted count, floats for BM25F.
+Scores = npt.NDArray[np.uint32] | npt.NDArray[np.float64]
 #: An ordering's result: per passage its source index, position, score and
 #: fused score (reciprocal rank only).
 Ordered = tuple[
     npt.NDArray[np.uint32],
     npt.NDArray[np.int32],
-    npt.NDArray[np.uint32],
+    Scores,
     "npt.NDArray[np.float64] | None",
 ]
 
@@ -65,16 +68,17 @@ class _Bundles:
         self._lock = threading.Lock()
         self._snaps: dict[str, _CachedBundle] = {}
 
-    def get(self, source: Source, *, force: bool = False) -> _CachedBundle:
+    def get(self, source: Source, language: str | None, *, force: bool = False) -> _CachedBundle:
+        """The source's snapshot analysed for ``language`` (docs/spec.md §12.2)."""
         assert source.directory is not None
-        key = directory_key(source.directory)
+        key = f"{directory_key(source.directory)}\0{language}"
         with self._lock:
             snap = self._snaps.get(key)
         now = time.monotonic()
         if snap is not None and not force and now - snap.checked < self.max_staleness:
             return snap
         if snap is None:
-            bundle = Bundle.load(source.directory, progress=self.progress)
+            bundle = Bundle.load(source.directory, progress=self.progress, language=language)
         else:
             changed = snap.bundle.refresh()
             if changed is None:
@@ -86,10 +90,28 @@ class _Bundles:
             self._snaps[key] = fresh
         return fresh
 
-    def refresh(self, sources: Sequence[Source]) -> None:
+    def refresh(self, sources: Sequence[Source], language: str | None) -> None:
+        with self._lock:
+            languages = {k.rsplit("\0", 1)[1] for k in self._snaps}
         for s in sources:
             if s.directory is not None and s.directory.is_dir():
-                self.get(s, force=True)
+                for lang in languages | {str(source_language(s, language))}:
+                    self.get(s, None if lang == "None" else lang, force=True)
+
+
+def source_language(source: Source, default: str | None) -> str | None:
+    """The analyzer language of a source: the catalog's, else ``default``."""
+    return default if source.language is None else language_of(source.language)
+
+
+@dataclass(frozen=True)
+class _Scoring:
+    """How a query is scored: the scorer, the weighted count's terms, the
+    BM25F parameters (docs/spec.md §3, §12)."""
+
+    scorer: Scorer
+    terms: QueryTerms
+    bm25f: BM25FParams
 
 
 @dataclass
@@ -100,7 +122,7 @@ class _Matches:
     snaps: list[_CachedBundle]
     src: list[npt.NDArray[np.uint32]]
     pos: list[npt.NDArray[np.int32]]
-    score: list[npt.NDArray[np.uint32]]
+    score: list[npt.NDArray[np.uint32] | npt.NDArray[np.float64]]
     diagnostics: list[Diagnostic]
     exclusions: list[Exclusion]
     any_searched: bool
@@ -177,13 +199,14 @@ class _Engine(ABC):
             )
         return out
 
-    def search(self, q: Query, terms: QueryTerms, sources: list[Source], now_us: int) -> _Matches:
+    def search(self, q: Query, how: _Scoring, sources: list[Source], now_us: int) -> _Matches:
         f = _Matches([], [], [], [], [], [], [], False)
+        loaded: list[tuple[Source, _CachedBundle]] = []
         for s in sources:
             try:
                 if s.directory is None or not s.directory.is_dir():
                     raise BundleNotFoundError(f"{s.directory} is not a directory")
-                snap = self.r._bundles.get(s)
+                loaded.append((s, self.r._bundles.get(s, source_language(s, how.bm25f.language))))
             except (OSError, OkfastError) as e:
                 f.exclusions.append(Exclusion(s.id, "", "source-unavailable", str(e)))
                 f.diagnostics.append(
@@ -194,13 +217,24 @@ class _Engine(ABC):
                         severity="error",
                     )
                 )
-                continue
+        queries: list[QueryTerms | Bm25fQuery] = [how.terms] * len(loaded)
+        stats: list[Bm25fStats | None] = [None] * len(loaded)
+        if how.scorer is Scorer.BM25F:
+            tokens = [snap.bundle.bm25f_query(q.text, how.bm25f) for _, snap in loaded]
+            queries = list(tokens)
+            stats = list(self.bm25f_stats([snap.bundle for _, snap in loaded], tokens))
+        for (s, snap), query, st in zip(loaded, queries, stats, strict=True):
             f.any_searched = True
             b = snap.bundle
             f.diagnostics.extend(
                 Diagnostic(d.code, d.message, d.path, s.id, d.severity) for d in b.diagnostics
             )
-            pos, score = b.search_arrays(terms, tag=q.tag)
+            score: Scores
+            if st is not None:
+                assert isinstance(query, Bm25fQuery)
+                pos, score = b.search_bm25f(query, st, how.bm25f, tag=q.tag)
+            else:
+                pos, score = b.search_arrays(how.terms, tag=q.tag)
             admit = q.stale_policy.admits_us(snap.stale_us[pos], now_us)
             if not bool(np.all(admit)):
                 ids = b.concept_ids
@@ -212,12 +246,24 @@ class _Engine(ABC):
                     )
                 pos, score = pos[admit], score[admit]
             k = len(f.searched)
-            f.searched.append(SourceSnapshot(s, b))
+            f.searched.append(SourceSnapshot(s, b, query, st))
             f.snaps.append(snap)
             f.src.append(np.full(len(pos), k, dtype=np.uint32))
             f.pos.append(pos)
             f.score.append(score)
         return f
+
+    def bm25f_stats(self, bundles: list[Bundle], queries: list[Bm25fQuery]) -> list[Bm25fStats]:
+        """The statistics each source is scored with (docs/spec.md §12.4): the
+        catalog's — every searched source's summed, over the tokens of all
+        their queries — so a passage's score does not depend on which source
+        holds the other concepts. ``grouped`` overrides this with each
+        source's own."""
+        tokens: list[str] = []
+        for query in queries:
+            tokens.extend(t for t in query.tokens if t not in tokens)
+        total = Bm25fStats.sum([b.bm25f_stats(tokens) for b in bundles])
+        return [total] * len(bundles)
 
     @abstractmethod
     def order(self, q: Query, f: _Matches, quota: int | None) -> Ordered:
@@ -230,8 +276,12 @@ class _Engine(ABC):
         diags: list[Diagnostic] = []
         excl: list[Exclusion] = []
         sources = self.deduplicate(self.select(q, diags, excl), diags, excl)
-        terms = query_terms(q.text)  # split once, for every source and passage
-        found = self.search(q, terms, sources, now_us)
+        how = _Scoring(
+            scorer_of(q.scorer) if q.scorer is not None else self.r.default_scorer,
+            query_terms(q.text),  # split once, for every source and passage
+            q.bm25f or self.r.default_bm25f,
+        )
+        found = self.search(q, how, sources, now_us)
         diags.extend(found.diagnostics)
         excl.extend(found.exclusions)
         quota = q.fairness_quota or self.r.default_fairness_quota
@@ -288,7 +338,7 @@ class _Engine(ABC):
         if q.explain:
             fused_quota = quota if self.strategy is not Strategy.GROUPED else None
             explain = ExplainInfo(self.strategy.value, fused_quota, pinned)
-        passages = PassageList(terms, found.searched, src, pos, score, fused, now_us, explain)
+        passages = PassageList(found.searched, how.bm25f, src, pos, score, fused, now_us, explain)
         excl.sort(key=lambda e: (e.source_id, governance.id_key(e.concept_id), e.reason, e.detail))
         return Context(q, self.r.catalog.generation, passages, tuple(diags), tuple(excl))
 
@@ -308,12 +358,11 @@ def _iso(us: int) -> str:
     return datetime.fromtimestamp(us / 1_000_000, tz=timezone.utc).isoformat()
 
 
-def _concat(
-    f: _Matches,
-) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int32], npt.NDArray[np.uint32]]:
+def _concat(f: _Matches) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int32], Scores]:
     if not f.pos:
         return np.zeros(0, np.uint32), np.zeros(0, np.int32), np.zeros(0, np.uint32)
-    return np.concatenate(f.src), np.concatenate(f.pos), np.concatenate(f.score)
+    score: Scores = np.concatenate(f.score)  # type: ignore[assignment]
+    return np.concatenate(f.src), np.concatenate(f.pos), score
 
 
 class GroupedResolver(_Engine):
@@ -324,6 +373,11 @@ class GroupedResolver(_Engine):
 
     strategy = Strategy.GROUPED
     dedup = False
+
+    def bm25f_stats(self, bundles: list[Bundle], queries: list[Bm25fQuery]) -> list[Bm25fStats]:
+        """Each source scored with its own statistics, as ``Bundle.search``
+        scores it (docs/spec.md §12.4)."""
+        return [b.bm25f_stats(q.tokens) for b, q in zip(bundles, queries, strict=True)]
 
     def order(self, q: Query, f: _Matches, quota: int | None) -> Ordered:
         src, pos, score = _concat(f)
@@ -347,7 +401,7 @@ class _FusedResolver(_Engine):
         list_rank = np.concatenate([np.arange(1, len(p) + 1, dtype=np.uint32) for p in f.pos])
         perm = _native.fused_order(
             self.strategy.value,
-            score,
+            score.astype(np.float64),
             priority[src],
             source_rank[src],
             concept_rank,
@@ -415,6 +469,8 @@ class Resolver:
         clock: Clock | None = None,
         max_staleness: float = 1.0,
         progress: Progress | None = None,
+        default_scorer: Scorer | str = Scorer.WEIGHTED_COUNT,
+        default_bm25f: BM25FParams | None = None,
     ) -> None:
         try:
             self.default_strategy = Strategy(default_strategy)
@@ -426,6 +482,12 @@ class Resolver:
             )
         if max_staleness < 0:
             raise InvalidArgumentError(f"max_staleness must be >= 0, got {max_staleness}")
+        self.default_scorer = scorer_of(default_scorer)
+        if default_bm25f is not None and not isinstance(default_bm25f, BM25FParams):
+            raise InvalidArgumentError(
+                f"default_bm25f must be a BM25FParams, got {type(default_bm25f).__name__}"
+            )
+        self.default_bm25f = default_bm25f or BM25FParams()
         self.catalog = catalog
         self.default_fairness_quota = default_fairness_quota
         self.default_visibility = default_visibility
@@ -440,5 +502,6 @@ class Resolver:
     def refresh(self) -> None:
         """Check every enabled knowledge source against the disk now."""
         self._bundles.refresh(
-            [s for s in self.catalog.sources if s.enabled and s.role == "knowledge"]
+            [s for s in self.catalog.sources if s.enabled and s.role == "knowledge"],
+            self.default_bm25f.language,
         )

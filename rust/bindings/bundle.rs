@@ -11,12 +11,14 @@ use okfast_core::Error;
 use pyo3::prelude::*;
 
 use crate::alloc::release_freed_memory;
+use crate::bm25f::{language_of, PyParams, PyQuery, PyStats, PyTermPart};
 use crate::convert::{diagnostics, ConceptFields, PyDiagnostic};
 use crate::errors::{detached, invalid, to_py};
 use crate::load::watched;
 use crate::query::PyQueryTerms;
 
 type Arrays<'py> = (Bound<'py, PyArray1<i32>>, Bound<'py, PyArray1<u32>>);
+type FloatArrays<'py> = (Bound<'py, PyArray1<i32>>, Bound<'py, PyArray1<f64>>);
 
 /// What a load through a cache file did with it (docs/spec.md §9).
 #[pyclass(frozen, get_all, module = "okfast._native", name = "LoadReport")]
@@ -100,6 +102,24 @@ pub struct PyBundle {
 }
 
 impl PyBundle {
+    /// A query's tokens must come from this bundle's analyzer.
+    fn check_language(&self, py: Python<'_>, query: &PyQuery) -> PyResult<()> {
+        let mine = self.inner.index.bm25f.language;
+        let theirs = query.analyzer.language();
+        if mine == theirs {
+            return Ok(());
+        }
+        let name = |l: Option<okfast_core::text::analyze::Language>| l.map_or("none", |l| l.name());
+        Err(invalid(
+            py,
+            format!(
+                "the query's tokens are for {}; this bundle is analysed for {}",
+                name(theirs),
+                name(mine)
+            ),
+        ))
+    }
+
     fn concept_at(&self, py: Python<'_>, position: usize) -> PyResult<&Concept> {
         self.inner
             .concepts
@@ -122,6 +142,20 @@ fn excerpt_of(c: &Concept, terms: &QueryTerms) -> Result<String, Error> {
     Ok(score::excerpt(&c.body()?, terms))
 }
 
+/// The excerpt for either scorer's query: docs/spec.md §3.5 for the weighted
+/// count's terms, §12.6 for BM25F tokens.
+fn excerpt_for(py: Python<'_>, c: &Concept, query: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(terms) = query.cast::<PyQueryTerms>() {
+        return excerpt_of(c, &terms.get().inner).map_err(|e| to_py(py, e));
+    }
+    let q = query.cast::<PyQuery>()?.get();
+    if q.inner.is_empty() {
+        return Ok(String::new());
+    }
+    let body = c.body().map_err(|e| to_py(py, e.into()))?;
+    Ok(okfast_core::bm25f::excerpt(&q.analyzer, &body, &q.inner))
+}
+
 fn check_limit(py: Python<'_>, limit: Option<i64>) -> PyResult<Option<usize>> {
     match limit {
         None => Ok(None),
@@ -137,16 +171,18 @@ impl PyBundle {
     /// called about every 100 ms and once at the end; Ctrl-C (or an
     /// exception from `progress`) stops the load.
     #[staticmethod]
-    #[pyo3(signature = (path, cache_file=None, progress=None))]
+    #[pyo3(signature = (path, cache_file=None, progress=None, language=None))]
     fn load(
         py: Python<'_>,
         path: PathBuf,
         cache_file: Option<PathBuf>,
         progress: Option<Py<PyAny>>,
+        language: Option<&str>,
     ) -> PyResult<PyBundle> {
+        let language = language_of(py, language)?;
         let through_cache = cache_file.is_some();
         let (b, r) = watched(py, progress, move |p| {
-            let loaded = okfast_core::Bundle::load_with(&path, cache_file.as_deref(), p);
+            let loaded = okfast_core::Bundle::load_with(&path, cache_file.as_deref(), language, p);
             release_freed_memory();
             loaded
         })?;
@@ -175,6 +211,13 @@ impl PyBundle {
     #[getter]
     fn load_report(&self) -> Option<LoadReport> {
         self.report.clone()
+    }
+
+    /// The language its BM25F tokens are analysed for (docs/spec.md §12.1);
+    /// `None` when they are not stemmed.
+    #[getter]
+    fn language(&self) -> Option<&'static str> {
+        self.inner.index.bm25f.language.map(|l| l.name())
     }
 
     /// How this snapshot was made: `load`, `walk`, `events` or
@@ -317,13 +360,13 @@ impl PyBundle {
         &self,
         py: Python<'_>,
         position: usize,
-        terms: &PyQueryTerms,
+        terms: &Bound<'_, PyAny>,
     ) -> PyResult<PassageFields> {
         let c = self.concept_at(py, position)?;
         Ok(PassageFields {
             concept_id: c.id.clone(),
             title: c.title.clone(),
-            excerpt: excerpt_of(c, &terms.inner).map_err(|e| to_py(py, e))?,
+            excerpt: excerpt_for(py, c, terms)?,
             path: c.path(),
             kind: c.kind.clone(),
             tags: c.tags.clone(),
@@ -385,9 +428,77 @@ impl PyBundle {
             .collect())
     }
 
-    /// docs/spec.md §3.5 excerpt of the concept at `position` for `terms`.
-    fn excerpt(&self, py: Python<'_>, position: usize, terms: &PyQueryTerms) -> PyResult<String> {
+    /// The excerpt of the concept at `position` for `terms` (docs/spec.md
+    /// §3.5, or §12.6 for BM25F tokens).
+    fn excerpt(
+        &self,
+        py: Python<'_>,
+        position: usize,
+        terms: &Bound<'_, PyAny>,
+    ) -> PyResult<String> {
         let c = self.concept_at(py, position)?;
-        excerpt_of(c, &terms.inner).map_err(|e| to_py(py, e))
+        excerpt_for(py, c, terms)
+    }
+
+    /// This bundle's own BM25F statistics for `tokens` (docs/spec.md §12.4):
+    /// any tokens, so a catalog's sources analysed for different languages
+    /// can sum their statistics over the union of their queries' tokens.
+    fn bm25f_stats(&self, tokens: Vec<String>) -> PyStats {
+        PyStats {
+            inner: okfast_core::bm25f::Stats::of(&self.inner.index.bm25f, &tokens),
+        }
+    }
+
+    /// `(positions int32, scores float64)` by BM25F score then id
+    /// (docs/spec.md §12.3), scored with `stats`.
+    #[pyo3(signature = (query, stats, params, *, tag=None, limit=None))]
+    fn search_bm25f<'py>(
+        &self,
+        py: Python<'py>,
+        query: &PyQuery,
+        stats: &PyStats,
+        params: &PyParams,
+        tag: Option<String>,
+        limit: Option<i64>,
+    ) -> PyResult<FloatArrays<'py>> {
+        let limit = check_limit(py, limit)?;
+        self.check_language(py, query)?;
+        let (b, tokens) = (Arc::clone(&self.inner), Arc::clone(&query.inner));
+        let (stats, params) = (stats.inner.clone(), params.inner);
+        let r = detached(py, move || {
+            Ok(okfast_core::bm25f::search(
+                &b,
+                &tokens,
+                &stats,
+                &params,
+                tag.as_deref(),
+                limit,
+            ))
+        })?;
+        let positions: Vec<i32> = r.positions.into_iter().map(|p| p as i32).collect();
+        Ok((positions.into_pyarray(py), r.scores.into_pyarray(py)))
+    }
+
+    /// Why the concept at `position` has its BM25F score (docs/spec.md §12.5).
+    fn explain_bm25f(
+        &self,
+        py: Python<'_>,
+        position: usize,
+        query: &PyQuery,
+        stats: &PyStats,
+        params: &PyParams,
+    ) -> PyResult<Vec<PyTermPart>> {
+        self.concept_at(py, position)?;
+        self.check_language(py, query)?;
+        okfast_core::bm25f::explain(
+            &self.inner.index.bm25f,
+            &query.inner,
+            &stats.inner,
+            &params.inner,
+            position as u32,
+        )
+        .into_iter()
+        .map(|t| PyTermPart::of(py, t))
+        .collect()
     }
 }

@@ -5,6 +5,7 @@
 //! values), built afterwards.
 
 mod alloc;
+mod bm25f;
 mod bundle;
 mod convert;
 mod errors;
@@ -13,7 +14,9 @@ mod order;
 mod query;
 
 use okfast_core::concept::{AUTHORITIES, AUTHORITY_ABSENT, AUTHORITY_UNKNOWN, NEVER_STALE_US};
+use okfast_core::index::bm25f::BM25F_FIELDS;
 use okfast_core::index::FIELDS;
+use okfast_core::text::analyze::Language;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
@@ -30,6 +33,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<convert::PyActor>()?;
     m.add_class::<convert::PyDiagnostic>()?;
     m.add_class::<query::PyQueryTerms>()?;
+    m.add_class::<bm25f::PyParams>()?;
+    m.add_class::<bm25f::PyQuery>()?;
+    m.add_class::<bm25f::PyStats>()?;
+    m.add_class::<bm25f::PyTermPart>()?;
+    m.add_class::<bm25f::PyFieldPart>()?;
     m.add_function(wrap_pyfunction!(convert::read_concept, m)?)?;
     m.add_function(wrap_pyfunction!(order::fused_order, m)?)?;
     m.add_function(wrap_pyfunction!(order::fairness_order, m)?)?;
@@ -42,6 +50,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("AUTHORITY_ABSENT", AUTHORITY_ABSENT)?;
     m.add("NEVER_STALE_US", NEVER_STALE_US)?;
     m.add("WHITE_SPACE", okfast_core::text::WHITE_SPACE)?;
+    let languages = Language::ALL.iter().map(|l| l.name());
+    m.add("LANGUAGES", PyTuple::new(py, languages)?)?;
+    m.add("BM25F_FIELDS", PyTuple::new(py, BM25F_FIELDS)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

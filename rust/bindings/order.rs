@@ -24,7 +24,7 @@ fn strategy_of(py: Python<'_>, name: &str) -> PyResult<order::Strategy> {
 pub fn fused_order<'py>(
     py: Python<'py>,
     strategy: &str,
-    score: PyReadonlyArray1<'py, u32>,
+    score: PyReadonlyArray1<'py, f64>,
     priority: PyReadonlyArray1<'py, i32>,
     source_rank: PyReadonlyArray1<'py, u32>,
     concept_rank: PyReadonlyArray1<'py, u32>,
@@ -50,8 +50,11 @@ pub fn fused_order<'py>(
         return Err(invalid(py, "fairness quota must be > 0".into()));
     }
     let owned = |a: &PyReadonlyArray1<'py, u32>| a.as_array().to_vec();
-    let (score, source_rank, concept_rank, source_list_rank) = (
-        owned(&score),
+    let score = score.as_array().to_vec();
+    if score.iter().any(|s| s.is_nan()) {
+        return Err(invalid(py, "a score is NaN".into()));
+    }
+    let (source_rank, concept_rank, source_list_rank) = (
         owned(&source_rank),
         owned(&concept_rank),
         owned(&source_list_rank),

@@ -5,9 +5,10 @@
 //! The modules form a one-way order — a module uses only those listed
 //! before it (docs/architecture.md):
 //! `error`, `diagnostic`, `progress`, `array` → `text` → `yaml` →
-//! `concept` → `fs` → `index` → `cache` → `bundle` → `score`, `order`.
+//! `concept` → `fs` → `index` → `cache` → `bundle` → `score` → `bm25f`, `order`.
 
 pub mod array;
+pub mod bm25f;
 pub mod bundle;
 pub mod cache;
 pub mod concept;

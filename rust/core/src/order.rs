@@ -7,8 +7,9 @@ use std::collections::BinaryHeap;
 
 /// The per-passage keys a fused ordering needs.
 pub struct Keys<'a> {
-    /// Raw score (docs/spec.md §3.3).
-    pub score: &'a [u32],
+    /// Raw score (docs/spec.md §3.3, §12.3): a whole number for the weighted
+    /// count (exact in an `f64`), a BM25F score otherwise; never NaN.
+    pub score: &'a [f64],
     /// The passage's source priority.
     pub priority: &'a [i32],
     /// Rank of the passage's source id in ordinal order (ties impossible).
@@ -43,12 +44,12 @@ pub fn sort(keys: &Keys<'_>, strategy: Strategy) -> Vec<u32> {
     let cmp = |&a: &u32, &b: &u32| -> Ordering {
         let (a, b) = (a as usize, b as usize);
         let first = match strategy {
-            Strategy::Merged => Reverse(keys.score[a])
-                .cmp(&Reverse(keys.score[b]))
+            Strategy::Merged => keys.score[b]
+                .total_cmp(&keys.score[a])
                 .then(Reverse(keys.priority[a]).cmp(&Reverse(keys.priority[b]))),
             Strategy::PriorityWeighted => Reverse(keys.priority[a])
                 .cmp(&Reverse(keys.priority[b]))
-                .then(Reverse(keys.score[a]).cmp(&Reverse(keys.score[b]))),
+                .then(keys.score[b].total_cmp(&keys.score[a])),
             Strategy::ReciprocalRank => keys.source_list_rank[a]
                 .cmp(&keys.source_list_rank[b])
                 .then(Reverse(keys.priority[a]).cmp(&Reverse(keys.priority[b]))),
@@ -188,7 +189,7 @@ mod tests {
 
     #[test]
     fn sort_orders_by_strategy_keys() {
-        let score = [5, 9, 9, 1];
+        let score = [5.0, 9.0, 9.0, 1.0];
         let priority = [1, 0, 1, 5];
         let source_rank = [0, 1, 0, 2];
         let concept_rank = [0, 0, 1, 0];

@@ -88,18 +88,9 @@ pub fn search(b: &Bundle, terms: &QueryTerms, tag: Option<&str>, limit: Option<u
         return empty;
     }
     let nw = n.div_ceil(64);
-    let allowed: Option<Vec<u64>> = match tag {
-        Some(t) if !trim(t).is_empty() => match b.index.tags.get(&fold(t)) {
-            Some(list) => {
-                let mut bits = vec![0u64; nw];
-                for &p in list.iter() {
-                    bits[p as usize >> 6] |= 1 << (p & 63);
-                }
-                Some(bits)
-            }
-            None => return empty,
-        },
-        _ => None,
+    let allowed = match tagged(b, tag) {
+        Some(allowed) => allowed,
+        None => return empty,
     };
     // Matching words per (term, field), and the highest possible score.
     let mut parts: Vec<(usize, u32, Vec<u32>)> = Vec::new();
@@ -132,6 +123,23 @@ pub fn search(b: &Bundle, terms: &QueryTerms, tag: Option<&str>, limit: Option<u
         acc.add(&scratch, *add);
     }
     acc.rank(max_score, limit.unwrap_or(usize::MAX))
+}
+
+/// The concepts a `tag` filter keeps (docs/spec.md §3.6), as a bitset by
+/// position: `Some(None)` without a filter (a blank tag is none), `None`
+/// when no concept carries the tag.
+pub fn tagged(b: &Bundle, tag: Option<&str>) -> Option<Option<Vec<u64>>> {
+    match tag {
+        Some(t) if !trim(t).is_empty() => {
+            let list = b.index.tags.get(&fold(t))?;
+            let mut bits = vec![0u64; b.len().div_ceil(64)];
+            for &p in list.iter() {
+                bits[p as usize >> 6] |= 1 << (p & 63);
+            }
+            Some(Some(bits))
+        }
+        _ => Some(None),
+    }
 }
 
 /// A bit-sliced counter over `nw * 64` concepts: block `x`, slice `i` holds

@@ -21,6 +21,7 @@ use crate::fs::walk::FileEntry;
 use crate::fs::watch::Watch;
 use crate::index::Index;
 use crate::progress::{Phase, Progress};
+use crate::text::analyze::{Analyzer, Language};
 use crate::text::id_cmp;
 use crate::yaml;
 
@@ -101,6 +102,7 @@ pub(super) fn assemble(
     reads: Vec<(Outcome, Stamp)>,
     walk_diagnostics: Vec<Diagnostic>,
     watch: Watch,
+    language: Option<Language>,
 ) -> Result<Bundle, Error> {
     assemble_with(
         root,
@@ -108,6 +110,7 @@ pub(super) fn assemble(
         reads,
         walk_diagnostics,
         watch,
+        language,
         None,
         &Progress::default(),
     )
@@ -201,12 +204,14 @@ pub(super) fn ordinal_ranks(concepts: &[ConceptCell]) -> Array<u32> {
 
 /// [`assemble`], with the index and ordinal ranks already at hand when
 /// `saved` holds them (a cache that matched every file).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn assemble_with(
     root: &Path,
     found: Vec<FileEntry>,
     reads: Vec<(Outcome, Stamp)>,
     walk_diagnostics: Vec<Diagnostic>,
     watch: Watch,
+    language: Option<Language>,
     saved: Option<(Arc<Index>, Array<u32>)>,
     progress: &Progress,
 ) -> Result<Bundle, Error> {
@@ -216,7 +221,8 @@ pub(super) fn assemble_with(
         Some(s) => s,
         None => {
             progress.start(Phase::Index, 0);
-            let index = Arc::new(Index::build_with(&g.concepts, progress)?);
+            let analyzer = Analyzer::new(language);
+            let index = Arc::new(Index::build_with(&g.concepts, &analyzer, progress)?);
             (index, ordinal_ranks(&g.concepts))
         }
     };

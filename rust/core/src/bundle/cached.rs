@@ -22,6 +22,7 @@ use crate::fs::walk::{listings, walk_sorted, DirRecord, FileEntry, Prior, Stamps
 use crate::fs::watch::Watch;
 use crate::index::{chunk_fields, Chunks, Index};
 use crate::progress::{Phase, Progress};
+use crate::text::analyze::{Analyzer, Language};
 use crate::text::id_cmp_bytes;
 
 /// Files read per step of a load that writes a cache file: their texts go to
@@ -38,6 +39,8 @@ struct CacheTarget<'a> {
     wave: usize,
     /// The walk's directories, whose listings the file records.
     dirs: &'a [DirRecord],
+    /// The BM25F analyzer's language.
+    language: Option<Language>,
 }
 
 /// Load `found` in waves of `wave` files, writing a new cache file as it
@@ -63,6 +66,7 @@ fn build_writing(
         written_ns,
         wave,
         dirs,
+        language,
     } = to;
     let tmp = cache_file.with_extension(format!("tmp-{}-{}", std::process::id(), now_ns()));
     // However this ends (cancelled, failed, renamed), no temporary file stays.
@@ -72,7 +76,7 @@ fn build_writing(
         .write(true)
         .create_new(true)
         .open(&tmp)
-        .and_then(|f| cache::Sink::new(f, root_key));
+        .and_then(|f| cache::Sink::new(f, root_key, Analyzer::new(language).name()));
     let mut refs: Vec<cache::TextRef> = Vec::new();
     let total = found.len();
     progress.start(Phase::Read, total);
@@ -102,7 +106,7 @@ fn build_writing(
     // The file records need no index: they are written while the index is
     // merged, leaving only the index to write after.
     let (index, ()) = rayon::join(
-        || Index::from_chunks(chunks, &g.concepts),
+        || Index::from_chunks(chunks, &g.concepts, &Analyzer::new(language)),
         || write_records(&mut sink, &g, &refs, dirs, written_ns),
     );
     let index = Arc::new(index?);
@@ -275,6 +279,7 @@ impl Bundle {
     pub(super) fn load_through(
         root: &Path,
         cache_file: &Path,
+        language: Option<Language>,
         progress: &Progress,
         wave: usize,
     ) -> Result<(Bundle, CacheReport), Error> {
@@ -287,7 +292,8 @@ impl Bundle {
             reread: 0,
             listed: 0,
         };
-        let mut opened = match CacheFile::open(cache_file, &root_key) {
+        let analyzer_name = Analyzer::new(language).name();
+        let mut opened = match CacheFile::open(cache_file, &root_key, analyzer_name) {
             Ok(o) => Some(o),
             Err(cache::OpenError::Missing) => {
                 report.status = CacheStatus::Miss;
@@ -383,7 +389,7 @@ impl Bundle {
                             })
                             .collect()
                     },
-                    || o.index(),
+                    || o.index(language),
                 );
                 progress.check()?;
                 let checked = columns.and_then(|columns| {
@@ -450,6 +456,7 @@ impl Bundle {
                 written_ns: started,
                 wave,
                 dirs: &dirs,
+                language,
             },
             progress,
         )?;

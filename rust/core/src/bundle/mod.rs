@@ -22,10 +22,16 @@ use crate::fs::walk::{walk_sorted, Stamps, WalkResult};
 use crate::fs::watch::Watch;
 use crate::index::Index;
 use crate::progress::{Phase, Progress};
+use crate::text::analyze::Language;
 use crate::text::id_cmp;
 use assemble::{assemble_with, FileState};
 use cached::WAVE;
 use cell::ConceptCell;
+
+/// The analyzer language of a load that names none (docs/spec.md §12.2):
+/// none, so tokens are not stemmed (stemming cost more than it gained on
+/// the judged sets of docs/scoring.md).
+pub const DEFAULT_LANGUAGE: Option<Language> = None;
 
 pub struct Bundle {
     pub root: PathBuf,
@@ -131,15 +137,18 @@ impl Bundle {
         root: impl AsRef<Path>,
         cache_file: &Path,
     ) -> Result<(Bundle, CacheReport), Error> {
-        Bundle::load_with(root.as_ref(), Some(cache_file), &Progress::default())
+        let progress = Progress::default();
+        Bundle::load_with(root.as_ref(), Some(cache_file), DEFAULT_LANGUAGE, &progress)
     }
 
-    /// [`Bundle::load`] (no `cache_file`) or [`Bundle::load_cached`], reporting
-    /// to `progress` and stopping with [`Error::Cancelled`] soon after it is
+    /// [`Bundle::load`] (no `cache_file`) or [`Bundle::load_cached`], its
+    /// BM25F tokens analysed for `language` (docs/spec.md §12.1), reporting to
+    /// `progress` and stopping with [`Error::Cancelled`] soon after it is
     /// cancelled.
     pub fn load_with(
         root: &Path,
         cache_file: Option<&Path>,
+        language: Option<Language>,
         progress: &Progress,
     ) -> Result<(Bundle, CacheReport), Error> {
         let Some(cache_file) = cache_file else {
@@ -151,7 +160,16 @@ impl Bundle {
                 ..
             } = walk_sorted(root, &watch, progress, None, Stamps::Unopened)?;
             let reads = read_all(root, &found, &|_| None, progress)?;
-            let b = assemble_with(root, found, reads, walk_diagnostics, watch, None, progress)?;
+            let b = assemble_with(
+                root,
+                found,
+                reads,
+                walk_diagnostics,
+                watch,
+                language,
+                None,
+                progress,
+            )?;
             progress.check()?;
             progress.start(Phase::Done, 0);
             let report = CacheReport {
@@ -164,11 +182,12 @@ impl Bundle {
         };
         // Never fails on a damaged stored text: texts kept from an old cache
         // file are read back (checked) into memory, or their files re-read.
-        Bundle::load_through(root, cache_file, progress, WAVE)
+        Bundle::load_through(root, cache_file, language, progress, WAVE)
     }
 
     pub fn load(root: impl AsRef<Path>) -> Result<Bundle, Error> {
-        Ok(Bundle::load_with(root.as_ref(), None, &Progress::default())?.0)
+        let progress = Progress::default();
+        Ok(Bundle::load_with(root.as_ref(), None, DEFAULT_LANGUAGE, &progress)?.0)
     }
 
     pub fn len(&self) -> usize {

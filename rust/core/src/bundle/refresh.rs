@@ -104,7 +104,8 @@ impl Bundle {
                 }
             })
             .collect();
-        let mut b = assemble(&self.root, found, reads, walk_diagnostics, watch)?;
+        let language = self.index.bm25f.language;
+        let mut b = assemble(&self.root, found, reads, walk_diagnostics, watch, language)?;
         b.made_by = MadeBy::Walk;
         Ok(Some(b))
     }
@@ -255,6 +256,7 @@ impl Bundle {
             reads,
             self.walk_diagnostics.clone(),
             watch,
+            self.index.bm25f.language,
             saved,
             &Progress::default(),
         ) {

@@ -80,7 +80,8 @@ mod refresh {
         for wave in [1, 4, 5, 100] {
             let _ = fs::remove_file(&file);
             let (b, report) =
-                Bundle::load_through(&root, &file, &Progress::default(), wave).unwrap();
+                Bundle::load_through(&root, &file, DEFAULT_LANGUAGE, &Progress::default(), wave)
+                    .unwrap();
             assert_eq!(report.status, CacheStatus::Miss);
             assert!(
                 b.concepts.iter().all(|c| c.source.is_stored()),
@@ -95,7 +96,8 @@ mod refresh {
             }
             // A reopen: the recent files are read again, the rest taken as cached.
             let (again, report) =
-                Bundle::load_through(&root, &file, &Progress::default(), wave).unwrap();
+                Bundle::load_through(&root, &file, DEFAULT_LANGUAGE, &Progress::default(), wave)
+                    .unwrap();
             assert_eq!(
                 (report.status, report.reread),
                 (CacheStatus::Partial, 20),

@@ -16,8 +16,10 @@ use crate::concept::source::{SourceText, TextStore};
 use crate::concept::{Actor, Concept, ConceptRow, FileOutcome, Governance, Status, TrustTier};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::fs::stamp::FileStamp;
+use crate::index::bm25f::{Bm25fIndex, FieldPostings};
 use crate::index::trigram::Trigrams;
 use crate::index::{FieldIndex, Index, NOT_DENSE};
+use crate::text::analyze::Language;
 
 /// A concept record's fields, borrowed from the mapping: parsed to check a
 /// record and take its [`ConceptRow`], and again to build the concept when it
@@ -102,7 +104,7 @@ fn crc_parallel(b: &[u8]) -> u32 {
 impl CacheFile {
     /// Map the cache file at `path` and check it was written for `root` by
     /// this okfast, is whole, and has an intact header and core.
-    pub fn open(path: &Path, root: &str) -> Result<CacheFile, OpenError> {
+    pub fn open(path: &Path, root: &str, analyzer: &str) -> Result<CacheFile, OpenError> {
         if cfg!(target_endian = "big") {
             return Err(Rejected::Foreign("a little-endian machine".into()).into());
         }
@@ -113,7 +115,7 @@ impl CacheFile {
         // SAFETY: the file is only ever replaced by rename, never changed in
         // place (module docs); every view into the map is bounds-checked.
         let map = unsafe { Mmap::map(&file) }.map_err(OpenError::Unreadable)?;
-        let l = CacheFile::check(&map, root)?;
+        let l = CacheFile::check(&map, root, analyzer)?;
         let (core_at, core_len) = (l.core_at, l.core_len);
         let map = Arc::new(map);
         let n = (core_len - TAIL) / 8; // an upper bound, checked by `mapped`
@@ -151,7 +153,7 @@ impl CacheFile {
 
     /// Check the header and the core's checksum: where the core and the
     /// texts are, when the file was written, where its tables are.
-    fn check(b: &[u8], root: &str) -> R<Layout> {
+    fn check(b: &[u8], root: &str, analyzer: &str) -> R<Layout> {
         let mut h = Reader { b, at: 0 };
         if h.take(MAGIC.len())? != MAGIC {
             return Err(Rejected::Foreign("another program (wrong magic)".into()));
@@ -170,6 +172,12 @@ impl CacheFile {
         }
         if h.str_ref()? != root {
             return Err(Rejected::Foreign("another bundle root".into()));
+        }
+        let written_for = h.str_ref()?;
+        if written_for != analyzer {
+            return Err(Rejected::Foreign(format!(
+                "a load analysed for another language ({written_for}; this is {analyzer})"
+            )));
         }
         let texts_len = h.u64()?;
         let core_len = usize::try_from(h.u64()?).map_err(|_| Rejected::Truncated)?;
@@ -417,7 +425,7 @@ impl CacheFile {
     /// the checksum makes a sign of tampering, not of disk damage) rejects
     /// them rather than risk a bad lookup. Needs no record, so it can run
     /// beside the records' own check.
-    pub fn index(&self) -> Result<(Index, Array<u32>), Rejected> {
+    pub fn index(&self, language: Option<Language>) -> Result<(Index, Array<u32>), Rejected> {
         let core = self.core();
         let mut p = Reader {
             b: core,
@@ -454,8 +462,12 @@ impl CacheFile {
         }
         let ordinal: Array<u32> = self.array(&mut p)?;
         let n = ordinal.len();
-        if ordinal.iter().any(|&x| x as usize >= n) || p.at != core.len() - TAIL {
+        if ordinal.iter().any(|&x| x as usize >= n) {
             return Err(bad("ordinal ranks"));
+        }
+        let bm25f = self.bm25f(&mut p, n, language)?;
+        if p.at != core.len() - TAIL {
+            return Err(bad("trailing bytes"));
         }
         if !fields.par_iter().all(|f| consistent(f, n)) {
             return Err(bad("inconsistent with the concepts"));
@@ -467,7 +479,66 @@ impl CacheFile {
             return Err(bad("tag posting out of range"));
         }
         let fields: [FieldIndex; 3] = fields.try_into().map_err(|_| bad("fields"))?;
-        Ok((Index { fields, tags }, ordinal))
+        Ok((
+            Index {
+                fields,
+                bm25f,
+                tags,
+            },
+            ordinal,
+        ))
+    }
+
+    /// The saved BM25F index at `p`, checked to be well formed for `n`
+    /// concepts (docs/spec.md §12).
+    fn bm25f(&self, p: &mut Reader<'_>, n: usize, language: Option<Language>) -> R<Bm25fIndex> {
+        let bad = |what: &str| Rejected::Corrupt(format!("saved BM25F index: {what}"));
+        let vocab: Array<u8> = self.array(p)?;
+        let token_starts: Array<u32> = self.array(p)?;
+        let df: Array<u32> = self.array(p)?;
+        let tokens = token_starts.len().saturating_sub(1);
+        let vocab_ok = !token_starts.is_empty()
+            && token_starts.windows(2).all(|w| w[0] < w[1])
+            && token_starts.last().map(|&e| e as usize) == Some(vocab.len())
+            && df.len() == tokens
+            && df.iter().all(|&d| d as usize <= n);
+        if !vocab_ok {
+            return Err(bad("vocabulary"));
+        }
+        let mut fields: Vec<FieldPostings> = Vec::with_capacity(4);
+        for _ in 0..4 {
+            let f = FieldPostings {
+                starts: self.array(p)?,
+                docs: self.array(p)?,
+                tfs: self.array(p)?,
+                lengths: self.array(p)?,
+                total: p.u64()?,
+                max_tf: self.array(p)?,
+                min_len: self.array(p)?,
+            };
+            let ok = f.starts.len() == tokens + 1
+                && f.starts.first() == Some(&0)
+                && f.starts.windows(2).all(|w| w[0] <= w[1])
+                && f.starts.last().map(|&e| e as usize) == Some(f.docs.len())
+                && f.tfs.len() == f.docs.len()
+                && f.lengths.len() == n
+                && f.max_tf.len() == tokens
+                && f.min_len.len() == tokens
+                && f.docs.par_iter().all(|&d| (d as usize) < n)
+                && f.lengths.iter().map(|&l| u64::from(l)).sum::<u64>() == f.total;
+            if !ok {
+                return Err(bad("postings"));
+            }
+            fields.push(f);
+        }
+        let fields: [FieldPostings; 4] = fields.try_into().map_err(|_| bad("fields"))?;
+        Ok(Bm25fIndex {
+            language,
+            vocab,
+            token_starts,
+            df,
+            fields,
+        })
     }
 
     /// The directory listings the file recorded, by prefix.

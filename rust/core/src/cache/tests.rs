@@ -10,6 +10,9 @@ use crate::array::Array;
 use crate::concept::{read_concept, Concept, FileOutcome};
 use crate::fs::stamp::FileStamp;
 use crate::index::Index;
+use crate::text::analyze::{Analyzer, Language};
+
+const LANG: Option<Language> = Some(Language::English);
 
 fn sample() -> Vec<(String, FileStamp, FileOutcome)> {
     let src = [
@@ -43,7 +46,7 @@ fn written(files: &[(String, FileStamp, FileOutcome)], path: &Path) -> Vec<u8> {
 /// [`written`], with `extra` ordinal ranks more than there are concepts.
 fn written_with(files: &[(String, FileStamp, FileOutcome)], path: &Path, extra: u32) -> Vec<u8> {
     let cs = concepts(files);
-    let index = Index::build(&cs);
+    let index = Index::build(&cs, &Analyzer::new(LANG));
     let ordinal: Vec<u32> = (0..cs.len() as u32 + extra).collect();
     let _ = std::fs::remove_file(path);
     let f = File::options()
@@ -52,7 +55,7 @@ fn written_with(files: &[(String, FileStamp, FileOutcome)], path: &Path, extra: 
         .create_new(true)
         .open(path)
         .unwrap();
-    let mut sink = Sink::new(f, "/root").unwrap();
+    let mut sink = Sink::new(f, "/root", Analyzer::new(LANG).name()).unwrap();
     let refs: Vec<TextRef> = sink.texts(cs.iter()).unwrap();
     let mut refs = refs.into_iter();
     let outs: Vec<FileRecord<'_>> = files
@@ -70,7 +73,7 @@ fn written_with(files: &[(String, FileStamp, FileOutcome)], path: &Path, extra: 
 }
 
 fn open(path: &Path) -> Result<CacheFile, Rejected> {
-    match CacheFile::open(path, "/root") {
+    match CacheFile::open(path, "/root", Analyzer::new(LANG).name()) {
         Ok(o) => Ok(o),
         Err(OpenError::Rejected(r)) => Err(r),
         Err(_) => panic!("not a rejection"),
@@ -143,8 +146,8 @@ fn the_saved_index_is_a_view_and_is_checked() {
     let path = scratch("index");
     written(&files, &path);
     let o = open(&path).unwrap();
-    let (ix, ord) = o.index().unwrap();
-    let built = Index::build(&cs);
+    let (ix, ord) = o.index(LANG).unwrap();
+    let built = Index::build(&cs, &Analyzer::new(LANG));
     for (a, b) in ix.fields.iter().zip(&built.fields) {
         assert!(matches!(a.postings, Array::Mapped { .. }));
         assert_eq!(*a.vocab, *b.vocab);
@@ -159,7 +162,7 @@ fn the_saved_index_is_a_view_and_is_checked() {
     // an inconsistency.
     drop(o);
     written_with(&files, &path, 64);
-    assert!(open(&path).unwrap().index().is_err());
+    assert!(open(&path).unwrap().index(LANG).is_err());
 }
 
 #[test]
@@ -195,7 +198,7 @@ fn every_truncation_and_every_flipped_byte_is_caught() {
     }
     std::fs::write(&path, &bytes).unwrap();
     assert!(matches!(
-        CacheFile::open(&path, "/other"),
+        CacheFile::open(&path, "/other", Analyzer::new(LANG).name()),
         Err(OpenError::Rejected(Rejected::Foreign(_)))
     ));
     let mut longer = bytes.clone();

@@ -92,11 +92,11 @@ pub struct FileRecord<'a> {
     pub diagnostics: &'a [Diagnostic],
 }
 
-fn header_prefix(root: &str) -> Vec<u8> {
+fn header_prefix(root: &str, analyzer: &str) -> Vec<u8> {
     let mut h = Vec::new();
     h.extend_from_slice(MAGIC);
     h.extend_from_slice(&FORMAT.to_le_bytes());
-    for s in [VERSION, root] {
+    for s in [VERSION, root, analyzer] {
         h.extend_from_slice(&(s.len() as u32).to_le_bytes());
         h.extend_from_slice(s.as_bytes());
     }
@@ -130,11 +130,11 @@ struct CoreStart {
 impl Sink {
     /// Start a cache file for `root` in `file` (new and empty, opened for
     /// reading and writing).
-    pub fn new(file: File, root: &str) -> std::io::Result<Sink> {
+    pub fn new(file: File, root: &str, analyzer: &str) -> std::io::Result<Sink> {
         if cfg!(target_endian = "big") {
             return Err(std::io::Error::other("the cache is little-endian only"));
         }
-        let prefix = header_prefix(root);
+        let prefix = header_prefix(root, analyzer);
         let mut out = Out {
             w: BufWriter::with_capacity(1 << 20, file.try_clone()?),
             at: 0,
@@ -443,7 +443,21 @@ fn index_out<W: Write>(
         p.pad()?;
         p.array::<u32>(list)?;
     }
-    p.array::<u32>(ordinal)
+    p.array::<u32>(ordinal)?;
+    let b = &index.bm25f;
+    p.array::<u8>(&b.vocab)?;
+    p.array::<u32>(&b.token_starts)?;
+    p.array::<u32>(&b.df)?;
+    for f in &b.fields {
+        p.array::<u64>(&f.starts)?;
+        p.array::<u32>(&f.docs)?;
+        p.array::<u16>(&f.tfs)?;
+        p.array::<u32>(&f.lengths)?;
+        p.u64(f.total)?;
+        p.array::<u16>(&f.max_tf)?;
+        p.array::<u32>(&f.min_len)?;
+    }
+    Ok(())
 }
 
 /// `dirs` as a cache file records them (for the tests of the listings).

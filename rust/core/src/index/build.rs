@@ -21,11 +21,31 @@ use crate::text::{fold_into, for_each_folded_word};
 /// dense ids and appended to one flat pair list — one probe and sequential
 /// writes per token; per-word vectors would cost a cache miss per token.
 pub struct Chunk {
-    words: Interner,
-    starts: Vec<u32>,
-    postings: Vec<u32>,
+    pub(super) words: Interner,
+    pub(super) starts: Vec<u32>,
+    pub(super) postings: Vec<u32>,
+    /// Beside each posting, how often the word occurs in that concept's
+    /// field: for `tags_desc`, in its tags (high 16 bits) and in its
+    /// description (low 16 bits); each count stops at `u16::MAX`.
+    pub(super) tfs: Vec<u32>,
     /// A body that could not be read back: the chunk stopped there.
-    error: Option<TextError>,
+    pub(super) error: Option<TextError>,
+}
+
+/// `tf` with one more occurrence in sub-field `sub` (tags 0 and description
+/// 1 of `tags_desc`; 0 elsewhere), each half of `tags_desc` stopping at
+/// `u16::MAX` rather than carrying into the other.
+fn one_more(tf: u32, field: Field, sub: usize) -> u32 {
+    let shift = if field == Field::TagsDesc && sub == 0 {
+        16
+    } else {
+        0
+    };
+    if (tf >> shift) & 0xFFFF == 0xFFFF {
+        tf
+    } else {
+        tf + (1 << shift)
+    }
 }
 
 pub fn chunk_words<C: Borrow<Concept>>(
@@ -39,9 +59,12 @@ pub fn chunk_words<C: Borrow<Concept>>(
     // `pair_word[ends[k - 1]..ends[k]]` (its position is implicit, which
     // halves the largest buffer of the build).
     let mut pair_word: Vec<u32> = Vec::new();
+    let mut pair_tf: Vec<u32> = Vec::new();
     let mut ends: Vec<usize> = Vec::with_capacity(concepts.len());
-    // The last concept (position + 1) each word was recorded for.
+    // The last concept (position + 1) each word was recorded for, and where
+    // its pair for that concept is.
     let mut last: Vec<u32> = Vec::new();
+    let mut last_pair: Vec<u32> = Vec::new();
     let mut buf = Vec::new();
     let mut error = None;
     for (k, c) in concepts.iter().enumerate() {
@@ -50,16 +73,22 @@ pub fn chunk_words<C: Borrow<Concept>>(
             break;
         }
         let pos = base + k as u32;
-        let read = field.for_each_piece(c.borrow(), |piece| {
+        let read = field.for_each_piece(c.borrow(), |sub, piece| {
             for_each_folded_word(piece, &mut buf, |w| {
                 let (id, new) = words.intern(w);
+                let id = id as usize;
                 if new {
                     last.push(0);
+                    last_pair.push(0);
                 }
-                if last[id as usize] != pos + 1 {
-                    last[id as usize] = pos + 1;
-                    pair_word.push(id);
+                if last[id] != pos + 1 {
+                    last[id] = pos + 1;
+                    last_pair[id] = pair_word.len() as u32;
+                    pair_word.push(id as u32);
+                    pair_tf.push(0);
                 }
+                let at = last_pair[id] as usize;
+                pair_tf[at] = one_more(pair_tf[at], field, sub);
             });
         });
         if let Err(e) = read {
@@ -72,6 +101,7 @@ pub fn chunk_words<C: Borrow<Concept>>(
     words.freeze();
     // A concept cut short (its body unreadable) adds no pairs.
     pair_word.truncate(ends.last().copied().unwrap_or(0));
+    pair_tf.truncate(pair_word.len());
     // Counting sort of the pairs by word; positions stay ascending.
     let mut starts = vec![0u32; words.len() + 1];
     for &w in &pair_word {
@@ -82,11 +112,14 @@ pub fn chunk_words<C: Borrow<Concept>>(
     }
     let mut cursor = starts.clone();
     let mut postings = vec![0u32; pair_word.len()];
+    let mut tfs = vec![0u32; pair_word.len()];
     let mut from = 0;
     for (k, &end) in ends.iter().enumerate() {
         let pos = base + k as u32;
-        for &w in &pair_word[from..end] {
-            postings[cursor[w as usize] as usize] = pos;
+        for (&w, &tf) in pair_word[from..end].iter().zip(&pair_tf[from..end]) {
+            let at = cursor[w as usize] as usize;
+            postings[at] = pos;
+            tfs[at] = tf;
             cursor[w as usize] += 1;
         }
         from = end;
@@ -95,6 +128,7 @@ pub fn chunk_words<C: Borrow<Concept>>(
         words,
         starts,
         postings,
+        tfs,
         error,
     }
 }
@@ -159,12 +193,10 @@ impl Chunks {
     }
 }
 
-/// One field's index from its chunks (in position order) over `n` concepts.
-pub fn merge_field(chunks: Vec<Chunk>, n: usize) -> Result<FieldIndex, TextError> {
-    if let Some(e) = chunks.iter().find_map(|c| c.error.clone()) {
-        return Err(e);
-    }
-    let (vocab, word_starts, remaps) = merge_words(&chunks, n);
+/// One field's index from its chunks (in position order) over `n` concepts,
+/// and each chunk's local → global word ids.
+pub fn merge_field(chunks: &[Chunk], n: usize) -> (FieldIndex, Vec<Vec<u32>>) {
+    let (vocab, word_starts, remaps) = merge_words(chunks, n);
     let n_words = word_starts.len() - 1;
     let mut counts = vec![0u64; n_words];
     for (ch, remap) in chunks.iter().zip(&remaps) {
@@ -179,7 +211,7 @@ pub fn merge_field(chunks: Vec<Chunk>, n: usize) -> Result<FieldIndex, TextError
         || Trigrams::build(n_words, word),
         || place(chunks, &remaps, &counts, bitset_words),
     );
-    Ok(FieldIndex {
+    let index = FieldIndex {
         vocab: vocab.into(),
         word_starts: word_starts.into(),
         post_starts: post_starts.into(),
@@ -188,7 +220,8 @@ pub fn merge_field(chunks: Vec<Chunk>, n: usize) -> Result<FieldIndex, TextError
         dense_bits: dense_bits.into(),
         bitset_words,
         trigrams,
-    })
+    };
+    (index, remaps)
 }
 
 /// Partitions of the vocabulary interned apart (and in parallel) when a
@@ -291,7 +324,7 @@ fn merge_words(chunks: &[Chunk], n: usize) -> (Vec<u8>, Vec<u32>, Vec<Vec<u32>>)
 /// word `g`; each chunk's words map to global ids through its `remap`.
 #[allow(clippy::type_complexity)]
 fn place(
-    chunks: Vec<Chunk>,
+    chunks: &[Chunk],
     remaps: &[Vec<u32>],
     counts: &[u64],
     bitset_words: usize,
@@ -323,7 +356,7 @@ fn place(
     let mut postings = vec![0u32; acc as usize];
     // Chunks in order: each word's postings come out ascending.
     let mut cursor: Vec<u64> = post_starts[..n_words].to_vec();
-    for (ch, remap) in chunks.into_iter().zip(remaps) {
+    for (ch, remap) in chunks.iter().zip(remaps) {
         for (w, &g) in remap.iter().enumerate() {
             let list = &ch.postings[ch.starts[w] as usize..ch.starts[w + 1] as usize];
             let g = g as usize;

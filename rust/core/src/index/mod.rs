@@ -8,6 +8,7 @@
 //! that hold each word. A substring query is one SIMD `memmem` scan over the
 //! vocabulary — far smaller than the corpus — and a union of postings.
 
+pub mod bm25f;
 mod build;
 pub mod intern;
 pub mod trigram;
@@ -23,6 +24,8 @@ use crate::array::Array;
 use crate::concept::source::TextError;
 use crate::concept::Concept;
 use crate::progress::Progress;
+use crate::text::analyze::Analyzer;
+use bm25f::Bm25fIndex;
 use trigram::Trigrams;
 
 /// The three scored fields of docs/spec.md §3.2, with their weights.
@@ -48,14 +51,20 @@ impl Field {
     /// Apply `f` to each piece of the field's text (docs/spec.md §3.2). White space
     /// between pieces only separates words, so `tags_desc` needs no joining.
     /// The body may have to be read back from the cache file, which can fail.
-    pub fn for_each_piece(self, c: &Concept, mut f: impl FnMut(&str)) -> Result<(), TextError> {
+    /// `f` also gets which part of the field the piece is: for `tags_desc`,
+    /// 0 for a tag and 1 for the description; 0 for the other fields.
+    pub fn for_each_piece(
+        self,
+        c: &Concept,
+        mut f: impl FnMut(usize, &str),
+    ) -> Result<(), TextError> {
         match self {
-            Field::Title => f(c.title.as_deref().unwrap_or("")),
+            Field::Title => f(0, c.title.as_deref().unwrap_or("")),
             Field::TagsDesc => {
-                c.tags.iter().for_each(|t| f(t));
-                f(c.description.as_deref().unwrap_or(""));
+                c.tags.iter().for_each(|t| f(0, t));
+                f(1, c.description.as_deref().unwrap_or(""));
             }
-            Field::Body => f(&c.body()?),
+            Field::Body => f(0, &c.body()?),
         }
         Ok(())
     }
@@ -88,6 +97,8 @@ pub const NOT_DENSE: u32 = u32::MAX;
 
 pub struct Index {
     pub fields: [FieldIndex; 3],
+    /// The BM25F scorer's index (docs/spec.md §12).
+    pub bm25f: Bm25fIndex,
     /// Folded tag → ascending positions of the concepts that carry it.
     pub tags: FxHashMap<String, Array<u32>>,
 }
@@ -95,33 +106,46 @@ pub struct Index {
 impl Index {
     /// The index of concepts whose texts are in memory (a test helper: it
     /// panics when a body must be read back and cannot be).
-    pub fn build<C: Borrow<Concept> + Sync>(concepts: &[C]) -> Index {
-        Index::build_with(concepts, &Progress::default()).expect("bodies readable")
+    pub fn build<C: Borrow<Concept> + Sync>(concepts: &[C], analyzer: &Analyzer) -> Index {
+        Index::build_with(concepts, analyzer, &Progress::default()).expect("bodies readable")
     }
 
     /// The index of `concepts`, stopping early (with an unusable index) once
     /// `progress` is cancelled; an error when a stored body cannot be read.
     pub fn build_with<C: Borrow<Concept> + Sync>(
         concepts: &[C],
+        analyzer: &Analyzer,
         progress: &Progress,
     ) -> Result<Index, TextError> {
-        Index::from_chunks(chunk_fields(concepts, 0, progress), concepts)
+        Index::from_chunks(chunk_fields(concepts, 0, progress), concepts, analyzer)
     }
 
     /// The index of `concepts` from the chunks of all of them.
     pub fn from_chunks<C: Borrow<Concept> + Sync>(
         chunks: Chunks,
         concepts: &[C],
+        analyzer: &Analyzer,
     ) -> Result<Index, TextError> {
         let n = concepts.len();
-        let [a, b, c] = chunks.0;
+        if let Some(e) = chunks.0.iter().flatten().find_map(|c| c.error.clone()) {
+            return Err(e);
+        }
+        let [a, b, c] = &chunks.0;
         // The tag lists are made while the fields merge (one thread's work).
-        let ((title, tags), (tags_desc, body)) = rayon::join(
+        let (((title, ra), tags), ((tags_desc, rb), (body, rc))) = rayon::join(
             || rayon::join(|| merge_field(a, n), || tag_lists(concepts)),
             || rayon::join(|| merge_field(b, n), || merge_field(c, n)),
         );
+        let bm25f = bm25f::build(
+            analyzer,
+            n,
+            [a, b, c],
+            [&title, &tags_desc, &body],
+            [&ra, &rb, &rc],
+        );
         Ok(Index {
-            fields: [title?, tags_desc?, body?],
+            fields: [title, tags_desc, body],
+            bm25f,
             tags,
         })
     }
@@ -207,6 +231,7 @@ impl FieldIndex {
 mod tests {
     use super::*;
     use crate::concept::read_concept;
+    use crate::text::analyze::Language;
     use crate::text::{contains_ci, fold};
 
     /// Concepts whose field `k` holds `term`, found through the index.
@@ -258,7 +283,7 @@ mod tests {
         for n in [300usize, 5000] {
             let concepts = random_concepts(n, &mut rng);
             let mut word = || random_word(&mut rng);
-            let ix = Index::build(&concepts);
+            let ix = Index::build(&concepts, &Analyzer::new(Some(Language::English)));
             let texts = |c: &Concept| {
                 [
                     c.title.clone().unwrap_or_default(),
@@ -303,7 +328,7 @@ mod tests {
                 .num_threads(threads)
                 .build()
                 .unwrap()
-                .install(|| Index::build(&concepts))
+                .install(|| Index::build(&concepts, &Analyzer::new(Some(Language::English))))
         };
         let one = build(1);
         for threads in [2, 3, 7] {

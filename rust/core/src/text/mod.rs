@@ -4,6 +4,7 @@
 //! these, so they are written for speed (ASCII fast paths) and checked
 //! against the obvious definitions in the unit tests.
 
+pub mod analyze;
 mod id;
 mod words;
 

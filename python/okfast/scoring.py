@@ -1,0 +1,123 @@
+"""Which scorer ranks a search, and the BM25F scorer's parameters (docs/spec.md §3, §12).
+
+``Scorer.WEIGHTED_COUNT`` is the default and the exact weighted term count of
+§3; ``Scorer.BM25F`` ranks natural-language questions (§12). Its parameters,
+:class:`BM25FParams`, are plain values: per query, per resolver, in a
+settings file.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+from okfast import _native
+from okfast.errors import InvalidArgumentError
+
+#: The analyzer languages (docs/spec.md §12.2): each has a Snowball stemmer
+#: and a stop word list.
+LANGUAGES: tuple[str, ...] = _native.LANGUAGES
+#: The BM25F fields, in the order of every sum over fields.
+BM25F_FIELDS: tuple[str, ...] = _native.BM25F_FIELDS
+
+
+class Scorer(str, enum.Enum):
+    """How a bundle's concepts are scored for a query."""
+
+    WEIGHTED_COUNT = "weighted_count"
+    BM25F = "bm25f"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def scorer_of(value: Scorer | str) -> Scorer:
+    """``value`` as a :class:`Scorer`; an :class:`InvalidArgumentError`
+    naming the scorers otherwise."""
+    try:
+        return Scorer(value)
+    except ValueError:
+        names = ", ".join(s.value for s in Scorer)
+        raise InvalidArgumentError(f"unknown scorer {value!r} (one of {names})") from None
+
+
+def language_of(value: str | None) -> str | None:
+    """A language name, or ``None``/``"none"`` for no stemming and no stop words."""
+    if value is None or value == "none":
+        return None
+    if value not in LANGUAGES:
+        raise InvalidArgumentError(
+            f"unknown language {value!r} (one of {', '.join(LANGUAGES)}, or none)"
+        )
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class BM25FParams:
+    """The BM25F scorer's parameters (docs/spec.md §12.3).
+
+    ``k1`` saturates a token's weighted frequency; each field has a weight
+    and a length normalisation ``b`` (0: none, 1: full). ``language`` is the
+    analyzer of sources that name none in the catalog (stemming and the stop
+    word list); ``None`` stems nothing. ``stop_words`` drops the language's
+    stop words from queries. The defaults were chosen by evaluation on judged
+    questions (docs/scoring.md).
+    """
+
+    k1: float = 2.0
+    title_weight: float = 3.0
+    tags_weight: float = 2.0
+    description_weight: float = 2.0
+    body_weight: float = 1.0
+    title_b: float = 0.8
+    tags_b: float = 0.8
+    description_b: float = 0.2
+    body_b: float = 0.6
+    language: str | None = None
+    stop_words: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("k1", "title_weight", "tags_weight", "description_weight", "body_weight"):
+            v = getattr(self, name)
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, int | float)
+                or not math.isfinite(v)
+                or v < 0
+            ):
+                raise InvalidArgumentError(
+                    f"BM25FParams.{name} must be a finite number >= 0, got {v!r}"
+                )
+        for name in ("title_b", "tags_b", "description_b", "body_b"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1:
+                raise InvalidArgumentError(f"BM25FParams.{name} must be between 0 and 1, got {v!r}")
+        object.__setattr__(self, "language", language_of(self.language))
+        if not isinstance(self.stop_words, bool):
+            raise InvalidArgumentError(
+                f"BM25FParams.stop_words must be a bool, got {self.stop_words!r}"
+            )
+
+    @property
+    def weights(self) -> tuple[float, float, float, float]:
+        return (self.title_weight, self.tags_weight, self.description_weight, self.body_weight)
+
+    @property
+    def b(self) -> tuple[float, float, float, float]:
+        return (self.title_b, self.tags_b, self.description_b, self.body_b)
+
+    def native(self) -> _native.Bm25fParams:
+        """The parameters the native scorer takes."""
+        w, b = self.weights, self.b
+        return _native.Bm25fParams(
+            float(self.k1),
+            (float(w[0]), float(w[1]), float(w[2]), float(w[3])),
+            (float(b[0]), float(b[1]), float(b[2]), float(b[3])),
+        )
+
+
+def digest_score(score: float) -> int:
+    """A BM25F score as the digest records it, free of floats (docs/spec.md
+    §12.7): the score times 10^6, rounded half to even to an integer."""
+    return round(score * 1_000_000)

@@ -1,0 +1,115 @@
+//! Why a concept has its BM25F score, and its excerpt (docs/spec.md §12.5,
+//! §12.6).
+
+use super::{idf, part, saturate, Norms, Params, QueryTokens, Stats};
+use crate::index::bm25f::Bm25fIndex;
+use crate::text::analyze::Analyzer;
+use crate::text::{fold_into, is_ws, split_ws};
+
+/// How one field adds to one token's score in one concept (docs/spec.md
+/// §12.5).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldPart {
+    pub tf: u32,
+    pub length: u32,
+    /// `weight · tf / norm`.
+    pub weighted_tf: f64,
+    /// The token's score shared out in proportion to `weighted_tf`.
+    pub contribution: f64,
+}
+
+/// One token's part of one concept's score.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TermPart {
+    pub token: String,
+    pub idf: f64,
+    /// The sum of the fields' weighted frequencies.
+    pub weighted_tf: f64,
+    pub score: f64,
+    pub fields: [FieldPart; 4],
+}
+
+/// Why the concept at `position` has its score: per query token, its idf,
+/// each field's frequency, length, weighted frequency and share of the
+/// token's score. The tokens' scores sum (in query order) to the concept's
+/// score.
+pub fn explain(
+    index: &Bm25fIndex,
+    tokens: &QueryTokens,
+    stats: &Stats,
+    params: &Params,
+    position: u32,
+) -> Vec<TermPart> {
+    let norms = Norms::new(params, stats);
+    tokens
+        .tokens
+        .iter()
+        .map(|token| {
+            let idf = idf(stats.n, stats.df_of(token));
+            let id = index.token_id(token);
+            let fields: [FieldPart; 4] = std::array::from_fn(|f| {
+                let fp = &index.fields[f];
+                let length = fp.lengths.get(position as usize).copied().unwrap_or(0);
+                let tf = id.map_or(0, |id| {
+                    let (docs, tfs) = fp.list(id);
+                    docs.binary_search(&position).map_or(0, |k| tfs[k])
+                });
+                let weighted_tf = if tf > 0 {
+                    part(params, &norms, f, tf, length)
+                } else {
+                    0.0
+                };
+                FieldPart {
+                    tf: u32::from(tf),
+                    length,
+                    weighted_tf,
+                    contribution: 0.0,
+                }
+            });
+            let x = fields.iter().fold(0.0, |a, p| a + p.weighted_tf);
+            let score = saturate(params, idf, x);
+            let mut fields = fields;
+            for p in &mut fields {
+                p.contribution = if x > 0.0 {
+                    score * (p.weighted_tf / x)
+                } else {
+                    0.0
+                };
+            }
+            TermPart {
+                token: token.clone(),
+                idf,
+                weighted_tf: x,
+                score,
+                fields,
+            }
+        })
+        .collect()
+}
+
+/// docs/spec.md §12.6: the first non-empty body line (trimmed) holding a
+/// query token.
+pub fn excerpt(analyzer: &Analyzer, body: &str, tokens: &QueryTokens) -> String {
+    if tokens.is_empty() {
+        return String::new();
+    }
+    let mut folded = String::new();
+    for line in body.split('\n') {
+        let line = line.trim_matches(is_ws);
+        if line.is_empty() {
+            continue;
+        }
+        let mut found = false;
+        for piece in split_ws(line) {
+            folded.clear();
+            fold_into(piece, &mut folded);
+            analyzer.for_each_token(&folded, |t| {
+                found |= tokens.tokens.iter().any(|x| *x == t.text);
+            });
+            if found {
+                return line.to_string();
+            }
+        }
+    }
+    String::new()
+}

@@ -1,0 +1,273 @@
+//! The BM25F scorer (docs/spec.md §12): a query's tokens, the statistics
+//! they are scored with (a bundle's own, or summed over a catalog's
+//! sources), the top-k by score with dynamic pruning (MaxScore), exactly the
+//! first k of the full ranking, `explain` and the excerpt.
+//!
+//! Every float is computed in one fixed order, spelled out in docs/spec.md
+//! §12.3, with `ln` from `libm` rather than the platform's: the same inputs
+//! give the same bits on every machine.
+
+mod explain;
+mod search;
+#[cfg(test)]
+mod tests;
+
+pub use explain::{excerpt, explain, FieldPart, TermPart};
+pub use search::{search, search_index, Ranked};
+
+use crate::index::bm25f::{Bm25fIndex, BM25F_FIELDS};
+use crate::text::analyze::{Analyzer, Language};
+use crate::text::{fold_into, split_ws};
+
+/// The scorer's parameters, per query (docs/spec.md §12.3).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Params {
+    pub k1: f64,
+    /// Per field (title, tags, description, body): its weight and its
+    /// length normalisation `b`.
+    pub weights: [f64; 4],
+    pub b: [f64; 4],
+}
+
+impl Params {
+    /// `Err` naming the first parameter outside its domain: `k1` and the
+    /// weights finite and `>= 0`, each `b` in `[0, 1]`.
+    pub fn check(&self) -> Result<(), String> {
+        if !(self.k1.is_finite() && self.k1 >= 0.0) {
+            return Err(format!("k1 must be a finite number >= 0, got {}", self.k1));
+        }
+        for (f, name) in BM25F_FIELDS.iter().enumerate() {
+            let w = self.weights[f];
+            if !(w.is_finite() && w >= 0.0) {
+                return Err(format!(
+                    "the {name} weight must be a finite number >= 0, got {w}"
+                ));
+            }
+            let b = self.b[f];
+            if !(0.0..=1.0).contains(&b) {
+                return Err(format!("the {name} b must be between 0 and 1, got {b}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A query's tokens (docs/spec.md §12.1): distinct, in order of first
+/// appearance, stop words removed when asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryTokens {
+    pub tokens: Vec<String>,
+    /// The query's words dropped as stop words, in query order.
+    pub stopped: Vec<String>,
+}
+
+impl QueryTokens {
+    /// The tokens of `text` for `analyzer`; `stop_words` drops every word of
+    /// the language's stop word list (compared folded, before stemming).
+    pub fn new(analyzer: &Analyzer, text: &str, stop_words: bool) -> QueryTokens {
+        let stop: Vec<String> = match (stop_words, analyzer.language()) {
+            (true, Some(l)) => folded_stop_words(l),
+            _ => Vec::new(),
+        };
+        let mut tokens: Vec<String> = Vec::new();
+        let mut stopped = Vec::new();
+        let mut folded = String::new();
+        for piece in split_ws(text) {
+            folded.clear();
+            fold_into(piece, &mut folded);
+            analyzer.for_each_token(&folded, |t| {
+                if let Some(w) = t.word {
+                    if stop.binary_search_by(|s| s.as_str().cmp(w)).is_ok() {
+                        stopped.push(w.to_string());
+                        return;
+                    }
+                }
+                if !tokens.iter().any(|x| *x == t.text) {
+                    tokens.push(t.text.into_owned());
+                }
+            });
+        }
+        QueryTokens { tokens, stopped }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+}
+
+/// A language's stop words folded (docs/spec.md §3), sorted.
+fn folded_stop_words(l: Language) -> Vec<String> {
+    let mut out: Vec<String> = l
+        .stop_words()
+        .iter()
+        .map(|w| {
+            let mut f = String::new();
+            fold_into(w, &mut f);
+            f
+        })
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The statistics a score is computed with: how many concepts, each field's
+/// total length, and the document frequency of each token asked about.
+/// Integers, so sums over sources are exact and a score does not depend on
+/// which source holds the other concepts (docs/spec.md §12.4).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Stats {
+    pub n: u64,
+    pub totals: [u64; 4],
+    /// Tokens and their document frequencies, in the order first asked.
+    pub tokens: Vec<String>,
+    pub df: Vec<u64>,
+}
+
+impl Stats {
+    /// A bundle's own statistics for `tokens`.
+    pub fn of(index: &Bm25fIndex, tokens: &[String]) -> Stats {
+        Stats {
+            n: index.len() as u64,
+            totals: std::array::from_fn(|f| index.fields[f].total),
+            tokens: tokens.to_vec(),
+            df: tokens
+                .iter()
+                .map(|t| {
+                    index
+                        .token_id(t)
+                        .map_or(0, |id| u64::from(index.df[id as usize]))
+                })
+                .collect(),
+        }
+    }
+
+    /// These statistics and `other`'s together: concepts and lengths summed,
+    /// and each token's document frequency (a token only one side was asked
+    /// about keeps that side's).
+    pub fn add(&mut self, other: &Stats) {
+        self.n += other.n;
+        for f in 0..4 {
+            self.totals[f] += other.totals[f];
+        }
+        for (t, df) in other.tokens.iter().zip(&other.df) {
+            match self.tokens.iter().position(|x| x == t) {
+                Some(i) => self.df[i] += df,
+                None => {
+                    self.tokens.push(t.clone());
+                    self.df.push(*df);
+                }
+            }
+        }
+    }
+
+    /// The document frequency of `token` (0 when it was not asked about).
+    pub fn df_of(&self, token: &str) -> u64 {
+        self.tokens
+            .iter()
+            .position(|t| t == token)
+            .map_or(0, |i| self.df[i])
+    }
+}
+
+/// `ln(1 + (N − df + 0.5) / (df + 0.5))`.
+pub fn idf(n: u64, df: u64) -> f64 {
+    let (n, df) = (n as f64, df as f64);
+    libm::log(1.0 + (n - df + 0.5) / (df + 0.5))
+}
+
+/// What the scorer needs of one query token.
+pub(crate) struct Term<'a> {
+    pub(crate) idf: f64,
+    /// Per field: its concepts and frequencies (empty when the token is not
+    /// in the index).
+    pub(crate) lists: [(&'a [u32], &'a [u16]); 4],
+    /// An upper bound of the token's score in any concept.
+    pub(crate) bound: f64,
+}
+
+/// The per-query constants of the length normalisation: field `f`'s norm
+/// for a length `len` is `one_minus_b[f] + b_per_avg[f] * len`.
+pub(crate) struct Norms {
+    one_minus_b: [f64; 4],
+    b_per_avg: [f64; 4],
+}
+
+impl Norms {
+    pub(crate) fn new(params: &Params, stats: &Stats) -> Norms {
+        let n = stats.n as f64;
+        Norms {
+            one_minus_b: std::array::from_fn(|f| 1.0 - params.b[f]),
+            b_per_avg: std::array::from_fn(|f| {
+                let avg = stats.totals[f] as f64 / n;
+                if avg > 0.0 {
+                    params.b[f] / avg
+                } else {
+                    0.0
+                }
+            }),
+        }
+    }
+
+    fn norm(&self, f: usize, len: u32) -> f64 {
+        self.one_minus_b[f] + self.b_per_avg[f] * f64::from(len)
+    }
+}
+
+/// `weight · tf / norm`, the field's part of a token's weighted frequency.
+pub(crate) fn part(params: &Params, norms: &Norms, f: usize, tf: u16, len: u32) -> f64 {
+    (params.weights[f] * f64::from(tf)) / norms.norm(f, len)
+}
+
+/// A token's score from its weighted frequency `x`: `idf · x / (k1 + x)`.
+pub(crate) fn saturate(params: &Params, idf: f64, x: f64) -> f64 {
+    if x > 0.0 {
+        idf * (x / (params.k1 + x))
+    } else {
+        0.0
+    }
+}
+
+pub(crate) fn terms<'a>(
+    index: &'a Bm25fIndex,
+    tokens: &QueryTokens,
+    stats: &Stats,
+    params: &Params,
+    norms: &Norms,
+) -> Vec<Term<'a>> {
+    tokens
+        .tokens
+        .iter()
+        .map(|t| {
+            let id = index.token_id(t);
+            let lists = std::array::from_fn(|f| match id {
+                Some(id) => index.fields[f].list(id),
+                None => (&[][..], &[][..]),
+            });
+            let idf = idf(stats.n, stats.df_of(t));
+            // Largest frequency and shortest length in each field give a
+            // part no concept can exceed (the part grows with the frequency
+            // and falls with the length, and rounding keeps that order).
+            let x: f64 = (0..4)
+                .map(|f| match id {
+                    Some(id) if !lists[f].0.is_empty() => {
+                        let fp = &index.fields[f];
+                        part(
+                            params,
+                            norms,
+                            f,
+                            fp.max_tf[id as usize],
+                            fp.min_len[id as usize],
+                        )
+                    }
+                    _ => 0.0,
+                })
+                .fold(0.0, |a, b| a + b);
+            Term {
+                idf,
+                lists,
+                bound: saturate(params, idf, x),
+            }
+        })
+        .collect()
+}

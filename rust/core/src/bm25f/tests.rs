@@ -1,0 +1,215 @@
+//! The scorer against its literal definition, and top-k against full evaluation.
+
+use super::*;
+use crate::concept::{read_concept, Concept};
+use crate::index::Index;
+use crate::testing::Rng;
+use crate::text::analyze::{Analyzer, Language};
+
+const WORDS: [&str; 14] = [
+    "data",
+    "Data,",
+    "files",
+    "file",
+    "(vacuum)",
+    "retention",
+    "retain",
+    "the",
+    "of",
+    "x.y",
+    "東京都",
+    "running",
+    "runs",
+    "a",
+];
+
+fn random_text(rng: &mut Rng, max: usize) -> String {
+    (0..rng.below(max + 1))
+        .map(|_| WORDS[rng.below(WORDS.len())])
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn random_concepts(n: usize, rng: &mut Rng) -> Vec<Concept> {
+    (0..n)
+        .map(|i| {
+            let src = format!(
+                "---\ntitle: '{}'\ntags: ['{}', '{}']\ndescription: '{}'\n---\n{}\n",
+                random_text(rng, 3),
+                random_text(rng, 1),
+                random_text(rng, 2),
+                random_text(rng, 4),
+                random_text(rng, 30),
+            );
+            read_concept(&format!("c{i:04}"), "c.md", src.as_bytes())
+                .concept
+                .unwrap()
+        })
+        .collect()
+}
+
+/// docs/spec.md §12 read literally: each field's tokens counted from
+/// its text, the statistics summed, every concept scored in full.
+fn literal(
+    concepts: &[Concept],
+    analyzer: &Analyzer,
+    tokens: &QueryTokens,
+    params: &Params,
+) -> Vec<(u32, f64)> {
+    let fields = |c: &Concept| -> [Vec<String>; 4] {
+        let many = |texts: &[&str]| texts.iter().flat_map(|t| analyzer.tokens(t)).collect();
+        let tags: Vec<&str> = c.tags.iter().map(String::as_str).collect();
+        [
+            many(&[c.title.as_deref().unwrap_or("")]),
+            many(&tags),
+            many(&[c.description.as_deref().unwrap_or("")]),
+            many(&[&c.body().unwrap()]),
+        ]
+    };
+    let all: Vec<[Vec<String>; 4]> = concepts.iter().map(fields).collect();
+    let stats = Stats {
+        n: concepts.len() as u64,
+        totals: std::array::from_fn(|f| all.iter().map(|d| d[f].len() as u64).sum()),
+        tokens: tokens.tokens.clone(),
+        df: tokens
+            .tokens
+            .iter()
+            .map(|t| {
+                all.iter()
+                    .filter(|d| d.iter().any(|f| f.contains(t)))
+                    .count() as u64
+            })
+            .collect(),
+    };
+    let norms = Norms::new(params, &stats);
+    let mut out = Vec::new();
+    for (p, d) in all.iter().enumerate() {
+        let mut score = 0.0;
+        for t in &tokens.tokens {
+            let mut x = 0.0;
+            for (f, field) in d.iter().enumerate() {
+                let tf = field.iter().filter(|x| *x == t).count() as u16;
+                if tf > 0 {
+                    x += part(params, &norms, f, tf, field.len() as u32);
+                }
+            }
+            score += saturate(params, idf(stats.n, stats.df_of(t)), x);
+        }
+        if score > 0.0 {
+            out.push((p as u32, score));
+        }
+    }
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out
+}
+
+fn params(rng: &mut Rng) -> Params {
+    let unit = |rng: &mut Rng| rng.below(1001) as f64 / 1000.0;
+    Params {
+        k1: unit(rng) * 3.0,
+        weights: std::array::from_fn(|_| unit(rng) * 4.0),
+        b: std::array::from_fn(|_| unit(rng)),
+    }
+}
+
+#[test]
+fn scores_are_the_literal_definition_and_top_k_the_first_k() {
+    let mut rng = Rng(0xB25F);
+    for round in 0..60 {
+        let language = if round % 3 == 0 {
+            None
+        } else {
+            Some(Language::English)
+        };
+        let analyzer = Analyzer::new(language);
+        let concepts = random_concepts(1 + rng.below(120), &mut rng);
+        let index = Index::build(&concepts, &analyzer);
+        let p = params(&mut rng);
+        for _ in 0..8 {
+            let q = random_text(&mut rng, 5);
+            let tokens = QueryTokens::new(&analyzer, &q, rng.below(2) == 0);
+            let stats = Stats::of(&index.bm25f, &tokens.tokens);
+            let full = search_index(&index.bm25f, &tokens, &stats, &p, None, None);
+            let want = literal(&concepts, &analyzer, &tokens, &p);
+            let got: Vec<(u32, f64)> = full
+                .positions
+                .iter()
+                .copied()
+                .zip(full.scores.iter().copied())
+                .collect();
+            assert_eq!(got.len(), want.len(), "{q:?}");
+            for ((gp, gs), (wp, ws)) in got.iter().zip(&want) {
+                assert_eq!(gp, wp, "{q:?}");
+                assert!((gs - ws).abs() <= 1e-12 * ws.abs(), "{q:?}: {gs} vs {ws}");
+            }
+            for k in [1, 2, 3, 5, 10, 50] {
+                let top = search_index(&index.bm25f, &tokens, &stats, &p, None, Some(k));
+                let n = k.min(full.positions.len());
+                assert_eq!(top.positions, full.positions[..n], "{q:?} k={k}");
+                assert_eq!(top.scores, full.scores[..n], "{q:?} k={k}");
+            }
+        }
+    }
+}
+
+#[test]
+fn statistics_of_parts_add_up_to_the_whole() {
+    let mut rng = Rng(77);
+    let analyzer = Analyzer::new(Some(Language::English));
+    let concepts = random_concepts(90, &mut rng);
+    let (a, b) = concepts.split_at(37);
+    let tokens = QueryTokens::new(&analyzer, "data files retention 東京 zzz", false).tokens;
+    let (ia, ib) = (Index::build(a, &analyzer), Index::build(b, &analyzer));
+    let mut sum = Stats::of(&ia.bm25f, &tokens);
+    sum.add(&Stats::of(&ib.bm25f, &tokens));
+    let whole = Stats::of(&Index::build(&concepts, &analyzer).bm25f, &tokens);
+    assert_eq!(sum, whole);
+    // A token asked of one side only keeps that side's frequency.
+    let mut one = Stats::of(&ia.bm25f, &tokens[..2]);
+    one.add(&Stats::of(&ib.bm25f, &tokens[1..]));
+    assert_eq!(one.tokens, tokens);
+    assert_eq!(one.df[0], Stats::of(&ia.bm25f, &tokens[..1]).df[0]);
+    assert_eq!(one.df[1], whole.df[1]);
+}
+
+#[test]
+fn stop_words_are_dropped_from_queries_only_when_asked() {
+    let analyzer = Analyzer::new(Some(Language::English));
+    let q = QueryTokens::new(&analyzer, "How does the VACUUM keep files", true);
+    assert_eq!(q.tokens, ["VACUUM", "KEEP", "FILE"]);
+    assert_eq!(q.stopped, ["HOW", "DOES", "THE"]);
+    let all = QueryTokens::new(&analyzer, "How does the VACUUM keep files", false);
+    assert_eq!(all.tokens.len(), 6);
+    assert!(QueryTokens::new(&analyzer, "the of a", true).is_empty());
+    // Without a language there is no list.
+    assert_eq!(
+        QueryTokens::new(&Analyzer::new(None), "the", true).tokens,
+        ["THE"]
+    );
+}
+
+#[test]
+fn parameters_outside_their_domain_are_named() {
+    let ok = Params {
+        k1: 1.2,
+        weights: [3.0, 2.0, 2.0, 1.0],
+        b: [0.5; 4],
+    };
+    assert!(ok.check().is_ok());
+    let bad = [
+        Params { k1: -1.0, ..ok },
+        Params { k1: f64::NAN, ..ok },
+        Params {
+            weights: [3.0, f64::INFINITY, 2.0, 1.0],
+            ..ok
+        },
+        Params {
+            b: [0.5, 0.5, 1.5, 0.5],
+            ..ok
+        },
+    ];
+    for (p, word) in bad.iter().zip(["k1", "k1", "tags weight", "description b"]) {
+        let e = p.check().unwrap_err();
+        assert!(e.contains(word), "{e}");
+    }
+}
