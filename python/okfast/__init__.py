@@ -3,6 +3,7 @@
 from okfast._native import __version__
 from okfast.bundle import Bundle
 from okfast.catalog import Catalog, CatalogDiagnostic, ReloadResult, Source
+from okfast.comparison import Comparison, PairedTest, compare
 from okfast.context import Assembly, AssemblyBlock, ContextAssembler
 from okfast.errors import (
     BundleNotFoundError,
@@ -12,8 +13,10 @@ from okfast.errors import (
     ConceptNotFoundError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
+    MissingDependencyError,
     OkfastError,
 )
+from okfast.evaluation import EvalReport, Latency, QueryEval, evaluate
 from okfast.memory import FileMemoryStore, MemoryEntry, Tier, capture
 from okfast.memory.scope import Scope
 from okfast.model import (
@@ -26,6 +29,7 @@ from okfast.model import (
     Passage,
 )
 from okfast.passages import Context, PassageList
+from okfast.qrels import JudgedQuery, JudgedSet
 from okfast.query import Query, StalePolicy, Strategy
 from okfast.resolver import (
     GroupedResolver,
@@ -46,25 +50,33 @@ __all__ = [
     "Catalog",
     "CatalogDiagnostic",
     "CatalogError",
+    "Comparison",
     "Concept",
     "ConceptNotFoundError",
     "Context",
     "ContextAssembler",
     "Diagnostic",
     "DiagnosticCode",
+    "EvalReport",
     "Exclusion",
     "FileMemoryStore",
     "GroupedResolver",
     "Hit",
     "InvalidArgumentError",
     "InvalidArgumentTypeError",
+    "JudgedQuery",
+    "JudgedSet",
+    "Latency",
     "MemoryEntry",
     "MergedResolver",
+    "MissingDependencyError",
     "OkfastError",
+    "PairedTest",
     "Passage",
     "PassageList",
     "PriorityWeightedResolver",
     "Query",
+    "QueryEval",
     "ReciprocalRankResolver",
     "ReloadResult",
     "Resolver",
@@ -75,4 +87,6 @@ __all__ = [
     "Tier",
     "__version__",
     "capture",
+    "compare",
+    "evaluate",
 ]

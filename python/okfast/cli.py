@@ -1,4 +1,4 @@
-"""The ``okfast`` command line: ``search``, ``resolve``, ``validate`` and ``memory``.
+"""The ``okfast`` command line: ``search``, ``resolve``, ``validate``, ``memory`` and ``eval``.
 
 Exit codes (docs/spec.md §10.4): 0 success; 1 ``validate`` found an error
 (or a missing type); 2 bad usage, a bad catalog, or any other
@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from okfast import governance
+from okfast import eval_cli, governance
 from okfast.bundle import Bundle
 from okfast.catalog import AUTHORITIES, Catalog, CatalogError
 from okfast.errors import InvalidArgumentError, OkfastError
@@ -396,6 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(run=_cmd_validate)
 
     memory_cli.register(sub, _load_catalog, _print_json, _non_negative)
+    eval_cli.register(sub, _load_catalog, _print_json, _positive)
     return p
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "EntryError",
     "InvalidArgumentError",
     "InvalidArgumentTypeError",
+    "MissingDependencyError",
     "OkfastError",
     "UnsafePathError",
 ]
@@ -85,6 +86,12 @@ class UnsafePathError(OkfastError, OSError):
     """A symbolic link or a non-directory where the memory store needs a
     directory or a regular file. The store reports it as data (a diagnostic or
     a result's ``error``), so it does not reach a caller."""
+
+
+class MissingDependencyError(OkfastError, ImportError):
+    """A feature needs a package of an optional extra that is not installed
+    (``okfast.evaluate`` needs ``okfast[eval]``); the message names the extra
+    and the command that installs it."""
 
 
 class CacheWarning(UserWarning):

@@ -135,7 +135,7 @@ class Concept:
 
 
 class DiagnosticCode(str, enum.Enum):
-    """Every diagnostic code okfast reports (SPEC §1.6, §5.3–5.6)."""
+    """Every diagnostic code okfast reports (SPEC §1.6, §5.3–5.6, §7, §11)."""
 
     # Loading a bundle.
     INVALID_CONCEPT_ID = "InvalidConceptId"
@@ -158,6 +158,13 @@ class DiagnosticCode(str, enum.Enum):
     BROKEN_CONFLICT = "BrokenConflict"
     CONFLICT_DECLARED = "ConflictDeclared"
     CONFLICT_AMBIGUOUS = "ConflictAmbiguous"
+    # Judged queries and their evaluation (docs/spec.md §11).
+    BAD_JUDGED_LINE = "BadJudgedLine"
+    DUPLICATE_QUERY = "DuplicateQuery"
+    DUPLICATE_JUDGEMENT = "DuplicateJudgement"
+    UNJUDGED_QUERY = "UnjudgedQuery"
+    QUERY_TEXT_MISSING = "QueryTextMissing"
+    UNKNOWN_DOC_ID = "UnknownDocId"
 
     def __str__(self) -> str:
         return self.value

@@ -1,0 +1,187 @@
+"""``okfast eval``: measure how a catalog ranks a set of judged queries
+(docs/spec.md §11.5), optionally against a baseline configuration.
+
+Exit codes (docs/spec.md §10.4): 0 done (whatever the figures); 2 bad usage, a
+bad catalog, an unreadable judged set or run file, no usable judged query, or
+the ``okfast[eval]`` extra missing (an :class:`~okfast.errors.OkfastError`,
+shown by ``okfast.cli.main`` as one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from okfast.catalog import Catalog
+from okfast.comparison import TESTS
+from okfast.errors import InvalidArgumentError
+from okfast.evaluation import DEFAULT_DEPTH, METRICS, EvalReport, QueryMaker, evaluate
+from okfast.model import Diagnostic
+from okfast.qrels import JudgedQuery, JudgedSet
+from okfast.query import Query, Strategy
+from okfast.resolver import Resolver
+
+LoadCatalog = Callable[[str], "Catalog | None"]
+PrintJson = Callable[[object], None]
+WholeNumber = Callable[[str], int]
+
+#: How many of the lowest-scoring queries the table lists.
+WORST = 5
+
+
+def _maker(strategy: str | None, quota: int | None, depth: int) -> QueryMaker:
+    """The query of each judged query under one configuration. A settings file
+    (``--settings``, ``--baseline SETTINGS``) would supply this function."""
+
+    def make(q: JudgedQuery) -> Query:
+        return Query(q.text, strategy=strategy, fairness_quota=quota, limit=depth)
+
+    return make
+
+
+def _label(strategy: str | None, quota: int | None) -> str:
+    # With neither set the resolver's default applies: grouped (§5.2).
+    text = f"strategy {strategy or Strategy.GROUPED.value}"
+    return text + (f", fairness quota {quota}" if quota is not None else "")
+
+
+def _run(args: argparse.Namespace, load: LoadCatalog, out: PrintJson) -> int:
+    catalog = load(args.catalog)
+    if catalog is None:
+        return 2
+    judged = JudgedSet.load(args.qrels, args.queries)
+    # One snapshot per source for the whole run: every query, and the
+    # baseline, are measured on the same bundles (§11.2).
+    resolver = Resolver(catalog, max_staleness=math.inf)
+    baseline: EvalReport | None = None
+    has_baseline = args.baseline_strategy is not None or args.baseline_fairness_quota is not None
+    base_strategy = args.baseline_strategy or args.strategy
+    base_quota = args.baseline_fairness_quota or args.fairness_quota
+    if has_baseline:
+        baseline = evaluate(
+            resolver, judged, query=_maker(base_strategy, base_quota, args.limit), depth=args.limit
+        )
+    report = evaluate(
+        resolver,
+        judged,
+        query=_maker(args.strategy, args.fairness_quota, args.limit),
+        depth=args.limit,
+        baseline=baseline,
+    )
+    if args.run_out is not None:
+        try:
+            Path(args.run_out).write_text(report.trec_run(), encoding="utf-8")
+        except OSError as e:
+            raise InvalidArgumentError(
+                f"cannot write the run file {args.run_out}: {e.strerror or e}"
+            ) from None
+    config = _label(args.strategy, args.fairness_quota)
+    base_config = _label(base_strategy, base_quota) if has_baseline else None
+    if args.json:
+        doc = report.to_json()
+        doc["configuration"] = config
+        if doc["comparison"] is not None:
+            doc["comparison"]["baseline"]["configuration"] = base_config
+        out(doc)
+    else:
+        _print_table(report, config, base_config)
+    return 0
+
+
+def _print_table(report: EvalReport, config: str, base_config: str | None) -> None:
+    n = len(report.per_query)
+    print(f"{n} judged queries, {config}, depth {report.depth}")
+    cmp = report.comparison
+    lat = report.latency_ms
+    if cmp is None:
+        print(f"{'metric':<11} {'value':>7}")
+        for m in METRICS:
+            print(f"{m:<11} {report.metrics[m]:>7.4f}")
+        print(f"{'latency':<11} p50 {lat.p50:.2f} ms, p95 {lat.p95:.2f} ms")
+    else:
+        b = cmp.baseline
+        print(f"baseline: {base_config}")
+        print(
+            f"{'metric':<11} {'value':>7} {'baseline':>8} {'delta':>8} "
+            f"{'t-test p':>9} {'wilcoxon p':>10}"
+        )
+        for m in METRICS:
+            t = cmp.tests[m]
+            print(
+                f"{m:<11} {report.metrics[m]:>7.4f} {b.metrics[m]:>8.4f} "
+                f"{report.metrics[m] - b.metrics[m]:>+8.4f} {_p(t.t_p):>9} {_p(t.wilcoxon_p):>10}"
+            )
+        print(
+            f"{'latency':<11} p50 {lat.p50:.2f} ms, p95 {lat.p95:.2f} ms "
+            f"(baseline p50 {b.latency_ms.p50:.2f} ms, p95 {b.latency_ms.p95:.2f} ms)"
+        )
+        print(f"paired tests, two-sided: {' and '.join(TESTS)}")
+    texts = {q.qid: q.text for q in report.per_query}
+    worst = sorted(report.per_query, key=lambda q: q.metrics["ndcg@10"])[:WORST]
+    print(f"\nLowest ndcg@10 ({len(worst)} of {n}):")
+    for q in worst:
+        print(f"  {q.metrics['ndcg@10']:.4f}  {q.qid}  {q.text}")
+    if cmp is not None:
+        if cmp.worse:
+            print(f"\nWorse than the baseline on {cmp.metric} ({len(cmp.worse)} of {n}):")
+            for qid in cmp.worse:
+                print(f"  {cmp.deltas[qid][cmp.metric]:+.4f}  {qid}  {texts[qid]}")
+        else:
+            print(f"\nNo query is worse than the baseline on {cmp.metric}.")
+    if report.diagnostics:
+        print("\nDiagnostics:")
+        for d in report.diagnostics:
+            print(f"  {_diag_line(d)}")
+
+
+def _p(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def _diag_line(d: Diagnostic) -> str:
+    where = ":".join(x for x in (d.source_id, d.path) if x)
+    return f"{d.severity:<7} {d.code:<20} {where} {d.message}".rstrip()
+
+
+def register(sub: Any, load: LoadCatalog, out: PrintJson, positive: WholeNumber) -> None:
+    """Add ``eval`` to the top-level parser (``positive``: the argparse type of
+    a whole number >= 1, shared with the other commands)."""
+    e = sub.add_parser("eval", help="measure a catalog's rankings on judged queries")
+    e.add_argument("--catalog", required=True, help="catalog.json")
+    e.add_argument(
+        "--qrels",
+        required=True,
+        help="judged queries: JSON Lines, or TREC qrels when --queries is given",
+    )
+    e.add_argument("--queries", default=None, help="qid<TAB>query lines for TREC qrels")
+    strategies = [s.value for s in Strategy]
+    e.add_argument("--strategy", choices=strategies, default=None)
+    e.add_argument("--fairness-quota", type=positive, default=None, metavar="K")
+    e.add_argument(
+        "--limit",
+        type=positive,
+        default=DEFAULT_DEPTH,
+        metavar="N",
+        help=f"depth of each ranking (default {DEFAULT_DEPTH})",
+    )
+    # A baseline is the same catalog under another configuration; a settings
+    # file would add `--baseline SETTINGS` beside these.
+    e.add_argument(
+        "--baseline-strategy",
+        choices=strategies,
+        default=None,
+        help="compare with this strategy (per-query deltas, worse queries, paired tests)",
+    )
+    e.add_argument(
+        "--baseline-fairness-quota",
+        type=positive,
+        default=None,
+        metavar="K",
+        help="compare with this fairness quota",
+    )
+    e.add_argument("--run-out", default=None, metavar="FILE", help="write a TREC run file")
+    e.add_argument("--json", action="store_true", help="machine-readable output")
+    e.set_defaults(run=lambda args: _run(args, load, out))

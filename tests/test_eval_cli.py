@@ -1,0 +1,200 @@
+"""``okfast eval`` (docs/spec.md §11.5): the table, the JSON object, the run
+file, a baseline strategy, and one line with status 2 on bad input."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import write_bundle
+from eval_extra import requires_eval_extra
+from okfast.cli import main
+from okfast.evaluation import METRICS
+
+DOC = "---\ntype: T\ntitle: {t}\n---\n{b}\n"
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> tuple[str, str]:
+    """Two sources where `grouped` (the default) and `merged` differ, and a
+    judged set with one query each of them ranks better."""
+    write_bundle(tmp_path / "hi", {"weak.md": DOC.format(t="x", b="alpha")})
+    write_bundle(tmp_path / "lo", {"strong.md": DOC.format(t="alpha", b="alpha")})
+    sources = [{"id": "hi", "path": "hi", "priority": 9}, {"id": "lo", "path": "lo"}]
+    (tmp_path / "catalog.json").write_text(json.dumps({"version": 1, "sources": sources}))
+    (tmp_path / "q.jsonl").write_text(
+        '{"qid": "wants-strong", "query": "alpha", "relevant": {"lo:strong": 1}}\n'
+        '{"qid": "wants-weak", "query": "alpha", "relevant": {"hi:weak": 1, "hi:gone": 1}}\n'
+        "not json\n"
+    )
+    return str(tmp_path / "catalog.json"), str(tmp_path / "q.jsonl")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["eval", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@requires_eval_extra
+def test_json_shape(setup: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    catalog, qrels = setup
+    code, out, err = run(capsys, "--catalog", catalog, "--qrels", qrels, "--json")
+    assert (code, err) == (0, "")
+    doc = json.loads(out)
+    assert set(doc["metrics"]) == set(METRICS)
+    assert all(isinstance(v, float) for v in doc["metrics"].values())
+    assert [q["qid"] for q in doc["per_query"]] == ["wants-strong", "wants-weak"]
+    assert all(set(q) == {"qid", "metrics"} for q in doc["per_query"])
+    assert all(set(q["metrics"]) == set(METRICS) for q in doc["per_query"])
+    assert set(doc["latency_ms"]) == {"p50", "p95"}
+    assert [(d["code"], d["path"]) for d in doc["diagnostics"]] == [
+        ("BadJudgedLine", f"{qrels}:3"),
+        ("UnknownDocId", f"{qrels}:2"),
+    ]
+    assert doc["comparison"] is None and doc["depth"] == 100 and doc["queries"] == 2
+    assert doc["configuration"] == "strategy grouped"
+    # grouped puts hi:weak first for both queries.
+    assert doc["per_query"][0]["metrics"]["mrr@10"] == 0.5
+    assert doc["per_query"][1]["metrics"]["mrr@10"] == 1.0
+
+
+@requires_eval_extra
+def test_table_with_a_baseline_strategy(
+    setup: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    catalog, qrels = setup
+    argv = ["--catalog", catalog, "--qrels", qrels, "--strategy", "merged"]
+    code, out, _ = run(capsys, *argv, "--baseline-strategy", "grouped")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "2 judged queries, strategy merged, depth 100"
+    assert lines[1] == "baseline: strategy grouped"
+    assert lines[2].split() == [
+        "metric",
+        "value",
+        "baseline",
+        "delta",
+        "t-test",
+        "p",
+        "wilcoxon",
+        "p",
+    ]
+    mrr = next(line for line in lines if line.startswith("mrr@10"))
+    assert mrr.split()[:4] == ["mrr@10", "0.7500", "0.7500", "+0.0000"]
+    assert "Worse than the baseline on ndcg@10 (1 of 2):" in lines
+    worse = lines[lines.index("Worse than the baseline on ndcg@10 (1 of 2):") + 1]
+    assert worse.split()[1:] == ["wants-weak", "alpha"] and worse.split()[0].startswith("-")
+    assert "Diagnostics:" in lines
+    code, out, _ = run(capsys, *argv, "--baseline-strategy", "grouped", "--json")
+    cmp = json.loads(out)["comparison"]
+    assert cmp["worse"] == ["wants-weak"]
+    assert cmp["baseline"]["configuration"] == "strategy grouped"
+    assert cmp["test_names"] == ["scipy.stats.ttest_rel", "scipy.stats.wilcoxon"]
+    assert [q["qid"] for q in cmp["per_query"]] == ["wants-strong", "wants-weak"]
+    assert cmp["per_query"][0]["deltas"]["mrr@10"] == 0.5
+
+
+@requires_eval_extra
+def test_table_without_a_baseline(
+    setup: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    catalog, qrels = setup
+    code, out, _ = run(capsys, "--catalog", catalog, "--qrels", qrels, "--limit", "1")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[:2] == ["2 judged queries, strategy grouped, depth 1", "metric        value"]
+    assert [line.split()[0] for line in lines[2:8]] == list(METRICS)
+    assert lines[8].startswith("latency     p50 ")
+    assert "Lowest ndcg@10 (2 of 2):" in lines
+
+
+@requires_eval_extra
+def test_run_out_and_trec_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_bundle(
+        tmp_path / "kb",
+        {"a b.md": DOC.format(t="alpha", b=""), "c.md": DOC.format(t="x", b="alpha")},
+    )
+    (tmp_path / "catalog.json").write_text(
+        '{"version": 1, "sources": [{"id": "kb", "path": "kb"}]}'
+    )
+    (tmp_path / "qrels").write_text("q1 0 c 1\n")
+    (tmp_path / "queries.tsv").write_text("q1\talpha\n")
+    argv = ["--catalog", str(tmp_path / "catalog.json"), "--qrels", str(tmp_path / "qrels")]
+    code, _, _ = run(
+        capsys,
+        *argv,
+        "--queries",
+        str(tmp_path / "queries.tsv"),
+        "--run-out",
+        str(tmp_path / "run"),
+    )
+    assert code == 0
+    assert (tmp_path / "run").read_text() == "q1 Q0 a%20b 1 2 okfast\nq1 Q0 c 2 1 okfast\n"
+
+
+def one_line_status_2(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert err.startswith("okfast: ") and err.count("\n") == 1, err
+    return err
+
+
+def test_bad_input_is_one_line_and_status_2(
+    setup: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    catalog, qrels = setup
+    err = one_line_status_2(capsys, "--catalog", catalog, "--qrels", str(tmp_path / "none.jsonl"))
+    assert "cannot read judged queries" in err
+    err = one_line_status_2(
+        capsys, "--catalog", catalog, "--qrels", qrels, "--queries", str(tmp_path / "none.tsv")
+    )
+    assert "none.tsv" in err
+    (tmp_path / "bad.jsonl").write_text("nothing usable\n")
+    err = one_line_status_2(capsys, "--catalog", catalog, "--qrels", str(tmp_path / "bad.jsonl"))
+    assert "no judged query to evaluate" in err and "bad.jsonl:1" in err
+
+
+@requires_eval_extra
+def test_an_unwritable_run_file_is_one_line_and_status_2(
+    setup: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    catalog, qrels = setup
+    err = one_line_status_2(
+        capsys, "--catalog", catalog, "--qrels", qrels, "--run-out", str(tmp_path / "no" / "run")
+    )
+    assert "cannot write the run file" in err
+
+
+def test_a_bad_catalog_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "catalog.json").write_text('{"version": 2, "sources": []}')
+    (tmp_path / "q.jsonl").write_text("")
+    code, out, err = run(
+        capsys, "--catalog", str(tmp_path / "catalog.json"), "--qrels", str(tmp_path / "q.jsonl")
+    )
+    assert (code, out) == (2, "")
+    assert err.startswith("okfast: bad catalog ") and "[WrongVersion]" in err
+
+
+def test_a_missing_extra_is_one_line_and_status_2(
+    setup: tuple[str, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "ir_measures", None)
+    catalog, qrels = setup
+    err = one_line_status_2(capsys, "--catalog", catalog, "--qrels", qrels)
+    assert "pip install 'okfast[eval]'" in err
+
+
+def test_usage_errors_exit_2(setup: tuple[str, str]) -> None:
+    catalog, qrels = setup
+    for argv in (
+        ["--catalog", catalog],  # no --qrels
+        ["--catalog", catalog, "--qrels", qrels, "--limit", "0"],
+        ["--catalog", catalog, "--qrels", qrels, "--strategy", "best"],
+        ["--catalog", catalog, "--qrels", qrels, "--baseline-fairness-quota", "0"],
+    ):
+        with pytest.raises(SystemExit) as e:
+            main(["eval", *argv])
+        assert e.value.code == 2

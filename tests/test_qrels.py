@@ -1,0 +1,175 @@
+"""Judged queries (docs/spec.md §11.1): JSON Lines, TREC qrels with a queries
+TSV, percent-encoded ids, and every bad line reported with its file and line
+while the other lines are used."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from okfast import Diagnostic, DiagnosticCode, InvalidArgumentError
+from okfast.qrels import JudgedQuery, JudgedSet, decode_id, encode_id
+
+
+def codes(s: JudgedSet) -> list[tuple[str, str | None, str]]:
+    return [(d.code, d.path, d.severity) for d in s.diagnostics]
+
+
+def test_json_lines_as_in_the_shared_sets(tmp_path: Path) -> None:
+    f = tmp_path / "q.jsonl"
+    rows = [
+        {"qid": "q1", "query": "gross margin", "relevant": {"acme:metrics/gm": 2, "acme:x": 0}},
+        {"qid": 7, "query": "an integer qid", "relevant": {"b": 1}, "note": "extra keys ignored"},
+    ]
+    f.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n", encoding="utf-8")
+    s = JudgedSet.load(f)
+    assert s.queries == (
+        JudgedQuery("q1", "gross margin", {"acme:metrics/gm": 2, "acme:x": 0}),
+        JudgedQuery("7", "an integer qid", {"b": 1}),
+    )
+    assert s.diagnostics == ()
+    assert len(s) == 2 and [q.qid for q in s] == ["q1", "7"]
+    # Judgements keep file order.
+    assert list(s.queries[0].judgements) == ["acme:metrics/gm", "acme:x"]
+    assert s.locations[("7", "b")] == f"{f}:2"
+
+
+def test_bad_json_lines_are_reported_with_their_line_and_the_rest_is_used() -> None:
+    lines = [
+        b'{"qid": "ok1", "query": "a", "relevant": {"d": 1}}',  # 1
+        b"{not json",  # 2
+        b'["not", "an object"]',  # 3
+        b'{"query": "no qid", "relevant": {"d": 1}}',  # 4
+        b'{"qid": "q", "query": "   ", "relevant": {"d": 1}}',  # 5
+        b'{"qid": "q", "query": "x", "relevant": ["d"]}',  # 6
+        b'{"qid": "q", "query": "x", "relevant": {"d": 1.5}}',  # 7
+        b'{"qid": "q", "query": "x", "relevant": {"d": -1}}',  # 8
+        b'{"qid": "q", "query": "x", "relevant": {"d": true}}',  # 9
+        b'{"qid": "q", "qid": "r", "query": "x", "relevant": {"d": 1}}',  # 10
+        b'{"qid": "q", "query": "x", "relevant": {"d": NaN}}',  # 11
+        b"\xff\xfe not utf-8",  # 12
+        b'{"qid": "ok1", "query": "again", "relevant": {"e": 1}}',  # 13
+        b'{"qid": "empty", "query": "nothing judged", "relevant": {}}',  # 14
+        b'{"qid": "ok2", "query": "b", "relevant": {"d": 1, "d": 2}}',  # 15
+        b'{"qid": "q", "query": "x", "relevant": {"": 1}}',  # 16
+        b'{"qid": "", "query": "x", "relevant": {"d": 1}}',  # 17
+    ]
+    s = JudgedSet.parse_jsonl(b"\r\n".join(lines), name="j.jsonl")
+    assert [q.qid for q in s] == ["ok1", "ok2"]
+    assert s.queries[0].judgements == {"d": 1}  # the first ok1 wins
+    assert s.queries[1].judgements == {"d": 1}  # the first grade wins
+    bad = [n for n in (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16, 17)]
+    assert codes(s) == [
+        *[("BadJudgedLine", f"j.jsonl:{n}", "error") for n in bad if n < 13],
+        ("DuplicateQuery", "j.jsonl:13", "warning"),
+        ("UnjudgedQuery", "j.jsonl:14", "warning"),
+        ("DuplicateJudgement", "j.jsonl:15", "warning"),
+        *[("BadJudgedLine", f"j.jsonl:{n}", "error") for n in bad if n > 13],
+    ]
+    by_line = {d.path: d.message for d in s.diagnostics}
+    assert by_line["j.jsonl:2"].startswith("not valid JSON")
+    assert by_line["j.jsonl:3"] == "not a JSON object; line skipped"
+    assert by_line["j.jsonl:7"] == (
+        "the grade of 'd' must be a whole number from 0 to 2147483647; line skipped"
+    )
+    assert by_line["j.jsonl:10"] == "the key 'qid' appears twice; line skipped"
+    assert by_line["j.jsonl:12"].startswith("not valid UTF-8")
+    assert by_line["j.jsonl:13"] == (
+        "Query 'ok1' was already given at j.jsonl:1; this one is ignored."
+    )
+
+
+def test_a_leading_bom_and_crlf_line_ends_are_read() -> None:
+    s = JudgedSet.parse_jsonl(
+        b'\xef\xbb\xbf{"qid": "a", "query": "x", "relevant": {"d": 1}}\r\n', name="f"
+    )
+    assert [q.qid for q in s] == ["a"] and s.diagnostics == ()
+
+
+def test_trec_qrels_with_a_queries_tsv(tmp_path: Path) -> None:
+    qrels = tmp_path / "qrels.txt"
+    queries = tmp_path / "queries.tsv"
+    qrels.write_text(
+        "q1 0 docs:com%20espa%C3%A7o 2\n"
+        "q1\t0\tdocs:plain   1\n"  # any white space separates fields
+        "q1 0 docs:zero 0\n"
+        "q%202 Q0 a%25b 1\n",
+        encoding="utf-8",
+    )
+    queries.write_text("q1\tcom espaço\tand a tab\nq%202\tsecond query\n", encoding="utf-8")
+    s = JudgedSet.load(qrels, queries)
+    assert s.queries == (
+        JudgedQuery(
+            "q1", "com espaço\tand a tab", {"docs:com espaço": 2, "docs:plain": 1, "docs:zero": 0}
+        ),
+        JudgedQuery("q 2", "second query", {"a%b": 1}),
+    )
+    assert s.diagnostics == ()
+
+
+def test_bad_trec_lines_are_reported_with_their_line() -> None:
+    s = JudgedSet.parse_trec(
+        "q1 0 a 1\nq1 0 b\nq1 0 c two\nq1 0 d -1\nq1 0 a 2\nq9 0 x 1\nq1 0 %FF 1\n"
+        "q1 0 e 99999999999999999999\nq1 0 f 0002\n",
+        "q1\tfirst\nno tab here\nq2\tnot judged\nq1\tagain\nq3\t  \n",
+        qrels_name="r.txt",
+        queries_name="t.tsv",
+    )
+    assert s.queries == (JudgedQuery("q1", "first", {"a": 1, "f": 2}),)
+    assert codes(s) == [
+        ("BadJudgedLine", "t.tsv:2", "error"),
+        ("DuplicateQuery", "t.tsv:4", "warning"),
+        ("BadJudgedLine", "t.tsv:5", "error"),
+        ("BadJudgedLine", "r.txt:2", "error"),
+        ("BadJudgedLine", "r.txt:3", "error"),
+        ("BadJudgedLine", "r.txt:4", "error"),
+        ("DuplicateJudgement", "r.txt:5", "warning"),
+        ("BadJudgedLine", "r.txt:7", "error"),
+        ("BadJudgedLine", "r.txt:8", "error"),
+        ("QueryTextMissing", "r.txt:6", "warning"),
+        ("UnjudgedQuery", "t.tsv:3", "warning"),
+    ]
+    messages = {d.path: d.message for d in s.diagnostics}
+    assert messages["r.txt:2"] == (
+        "expected 4 fields (qid iteration docid grade), found 3; line skipped"
+    )
+    assert (
+        messages["r.txt:6"] == "Query 'q9' is judged but has no text in t.tsv; it is not evaluated."
+    )
+    assert messages["t.tsv:2"] == "expected qid<TAB>query; line skipped"
+
+
+def test_percent_encoding_round_trips_white_space_and_percent() -> None:
+    for text in ["plain", "com espaço", "a%b", "tab\there", "nbsp\u00a0x", "ideo\u3000x", "%20"]:
+        enc = encode_id(text)
+        assert not any(c.isspace() for c in enc)
+        assert decode_id(enc) == text
+    assert encode_id("a b%") == "a%20b%25"
+    assert encode_id("x\u3000y") == "x%E3%80%80y"
+    # A % that starts no escape stays as it is.
+    assert decode_id("50%-off") == "50%-off"
+
+
+def test_an_unreadable_file_is_an_argument_error(tmp_path: Path) -> None:
+    with pytest.raises(InvalidArgumentError, match="cannot read judged queries"):
+        JudgedSet.load(tmp_path / "missing.jsonl")
+    with pytest.raises(InvalidArgumentError, match="cannot read judged queries"):
+        JudgedSet.load(tmp_path, None)  # a directory
+    (tmp_path / "q.txt").write_text("q 0 d 1\n")
+    with pytest.raises(InvalidArgumentError, match="missing.tsv"):
+        JudgedSet.load(tmp_path / "q.txt", tmp_path / "missing.tsv")
+
+
+def test_the_new_codes_are_diagnostic_codes() -> None:
+    new = {
+        "BadJudgedLine",
+        "DuplicateQuery",
+        "DuplicateJudgement",
+        "UnjudgedQuery",
+        "QueryTextMissing",
+        "UnknownDocId",
+    }
+    assert new <= {c.value for c in DiagnosticCode}
+    d = JudgedSet.parse_jsonl("{", name="x").diagnostics[0]
+    assert isinstance(d, Diagnostic) and d.code == DiagnosticCode.BAD_JUDGED_LINE
