@@ -38,8 +38,11 @@ from okfast.resolver import (
     ReciprocalRankResolver,
     Resolver,
 )
+from okfast.scoring import BM25FParams, Scorer
 
 __all__ = [
+    "BM25FParams",
+    "Scorer",
     "Actor",
     "Assembly",
     "AssemblyBlock",

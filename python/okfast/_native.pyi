@@ -35,6 +35,7 @@ __all__ = [
     "fairness_order",
     "fused_order",
     "read_concept",
+    "stop_words",
 ]
 
 __version__: str
@@ -340,6 +341,7 @@ class Bundle:
     ) -> list[Bm25fTermPart]: ...
 
 def read_concept(path: str, data: bytes) -> ConceptRead: ...
+def stop_words(language: str) -> list[str]: ...
 def fused_order(
     strategy: str,
     score: npt.NDArray[np.float64],

@@ -152,6 +152,7 @@ class DiagnosticCode(str, enum.Enum):
     SOURCE_UNAVAILABLE = "SourceUnavailable"
     DUPLICATE_DIRECTORY = "DuplicateDirectory"
     NO_MATCHES = "NoMatches"
+    NO_QUERY_TOKENS = "NoQueryTokens"
     # Governance (SPEC §7).
     UNKNOWN_AUTHORITY = "UnknownAuthority"
     BROKEN_SUPERSESSION = "BrokenSupersession"

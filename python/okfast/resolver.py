@@ -326,7 +326,10 @@ class _Engine(ABC):
             src, pos, score = src[: q.limit], pos[: q.limit], score[: q.limit]
             fused = None if fused is None else fused[: q.limit]
             pinned = None if pinned is None else pinned[: q.limit]
-        if len(pos) == 0 and found.any_searched:
+        untokened = _no_tokens(found, q.text)
+        if untokened is not None:
+            diags.append(untokened)
+        elif len(pos) == 0 and found.any_searched:
             diags.append(
                 Diagnostic(
                     DiagnosticCode.NO_MATCHES.value,
@@ -350,6 +353,25 @@ def _excluded(
         Exclusion(f.searched[s].source.id, f.searched[s].bundle.concept_ids[p], reason, detail)
         for s, p in zip(src.tolist(), pos.tolist(), strict=True)
     ]
+
+
+def _no_tokens(f: _Matches, text: str) -> Diagnostic | None:
+    """docs/spec.md §12.1: a BM25F query with no token to score, in any
+    source, says so (and why) instead of ``NoMatches``."""
+    queries = [e.terms for e in f.searched if e.stats is not None]
+    if not queries or any(isinstance(x, QueryTerms) or x.tokens for x in queries):
+        return None
+    stopped = [w for x in queries if not isinstance(x, QueryTerms) for w in x.stopped]
+    why = (
+        f"every word is a stop word ({', '.join(dict.fromkeys(stopped))})"
+        if stopped
+        else "no word holds a letter or a digit"
+    )
+    return Diagnostic(
+        DiagnosticCode.NO_QUERY_TOKENS.value,
+        f"Query '{text}' has no tokens to score: {why}.",
+        severity="warning",
+    )
 
 
 def _iso(us: int) -> str:

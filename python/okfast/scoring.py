@@ -22,6 +22,12 @@ LANGUAGES: tuple[str, ...] = _native.LANGUAGES
 BM25F_FIELDS: tuple[str, ...] = _native.BM25F_FIELDS
 
 
+def stop_words(language: str) -> list[str]:
+    """``language``'s stop word list (NLTK's), as shipped: what
+    ``BM25FParams(stop_words=True)`` drops from queries (docs/spec.md §12.2)."""
+    return _native.stop_words(language)
+
+
 class Scorer(str, enum.Enum):
     """How a bundle's concepts are scored for a query."""
 

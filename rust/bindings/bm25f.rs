@@ -28,6 +28,13 @@ pub fn language_of(py: Python<'_>, name: Option<&str>) -> PyResult<Option<Langua
     }
 }
 
+/// `language`'s stop words (NLTK's list), as written there.
+#[pyfunction]
+pub fn stop_words(py: Python<'_>, language: &str) -> PyResult<Vec<&'static str>> {
+    let l = language_of(py, Some(language))?.unwrap_or(Language::English);
+    Ok(l.stop_words().to_vec())
+}
+
 /// The scorer's parameters, checked.
 #[pyclass(frozen, module = "okfast._native", name = "Bm25fParams")]
 pub struct PyParams {
