@@ -1,4 +1,4 @@
-"""The ``okfast`` command line: ``search``, ``resolve``, ``validate`` and ``memory``.
+"""The ``okfast`` command line: ``search``, ``resolve``, ``validate``, ``memory`` and ``mcp``.
 
 Exit codes: 0 success; 1 ``validate`` found an error (or a missing type);
 2 bad usage, an unreadable bundle root or a bad catalog.
@@ -19,6 +19,7 @@ from okfast import governance
 from okfast.bundle import Bundle
 from okfast.catalog import AUTHORITIES, Catalog, CatalogError
 from okfast.errors import OkfastError
+from okfast.integrations import mcp_cli
 from okfast.memory import cli as memory_cli
 from okfast.model import Diagnostic, Explanation, Passage
 from okfast.query import Query, StalePolicy, Strategy
@@ -316,6 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(run=_cmd_validate)
 
     memory_cli.register(sub, _load_catalog, _print_json)
+    mcp_cli.register(sub, _load_catalog)
     return p
 
 
