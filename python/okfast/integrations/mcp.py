@@ -264,9 +264,9 @@ def is_damage(e: BaseException) -> bool:
 
 class _Watched:
     """The resolver as :class:`ContextAssembler` sees it, noting whether reading
-    a passage met a damaged snapshot: the assembler reports such a passage as
-    a diagnostic instead of raising, which would hide the damage from
-    :meth:`_Service.with_reload`."""
+    a passage met a damaged snapshot. The assembler turns such a failure into
+    a diagnostic and goes on, so without this note :meth:`_Service.with_reload`
+    would never see the damage."""
 
     def __init__(self, resolver: Resolver) -> None:
         self.resolver = resolver
