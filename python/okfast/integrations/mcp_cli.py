@@ -35,6 +35,7 @@ def _scope(args: argparse.Namespace) -> Scope | None:
 def _run(args: argparse.Namespace, load: LoadCatalog) -> int:
     try:
         from okfast.integrations import mcp as okfast_mcp
+        from okfast.integrations import mcp_transport
     except ImportError as e:
         return _fail(f"{e} (pip install 'okfast[mcp]')")
     try:
@@ -46,7 +47,7 @@ def _run(args: argparse.Namespace, load: LoadCatalog) -> int:
     if args.transport == "streamable-http":
         # Checked before loading, so a wrong --host fails at once.
         try:
-            okfast_mcp.loopback_addresses(args.host)
+            mcp_transport.loopback_addresses(args.host)
         except (ValueError, OSError) as e:
             return _fail(str(e))
     catalog = load(args.catalog)
@@ -58,7 +59,7 @@ def _run(args: argparse.Namespace, load: LoadCatalog) -> int:
     except ValueError as e:
         return _fail(str(e))
     try:
-        okfast_mcp.serve(server, args.transport, host=args.host, port=args.port)
+        mcp_transport.serve(server, args.transport, host=args.host, port=args.port)
     except (ValueError, OSError) as e:
         return _fail(str(e))
     except KeyboardInterrupt:
