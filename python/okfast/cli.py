@@ -1,4 +1,5 @@
-"""The ``okfast`` command line: ``search``, ``resolve``, ``validate``, ``memory`` and ``eval``.
+"""The ``okfast`` command line: ``search``, ``resolve``, ``validate``, ``memory``, ``eval``
+and ``mcp``.
 
 Exit codes (docs/spec.md §10.4): 0 success; 1 ``validate`` found an error
 (or a missing type); 2 bad usage, a bad catalog, or any other
@@ -22,6 +23,7 @@ from okfast import eval_cli, governance
 from okfast.bundle import Bundle
 from okfast.catalog import AUTHORITIES, Catalog, CatalogError
 from okfast.errors import InvalidArgumentError, OkfastError
+from okfast.integrations import mcp_cli
 from okfast.memory import cli as memory_cli
 from okfast.model import Diagnostic, Explanation, Passage
 from okfast.query import Query, StalePolicy, Strategy
@@ -397,6 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     memory_cli.register(sub, _load_catalog, _print_json, _non_negative)
     eval_cli.register(sub, _load_catalog, _print_json, _positive)
+    mcp_cli.register(sub, _load_catalog)
     return p
 
 

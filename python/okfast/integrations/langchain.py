@@ -1,0 +1,117 @@
+"""``OkfastRetriever``: a catalog as a LangChain retriever (``okfast[langchain]``).
+
+Each document is one resolved passage, in the resolver's order::
+
+    Document(page_content=<the concept's body>,
+             metadata=<the passage's fields, as okfast.integrations.records.PassageRecord,
+                       plus surface="knowledge" or "memory">,
+             id="<source_id>:<concept_id>")
+
+With a ``scope``, the query carries it (the resolver's visibility rule sees
+it) and up to ``k`` of that scope's memory passages follow the knowledge ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+try:
+    from langchain_core.callbacks import (
+        AsyncCallbackManagerForRetrieverRun,
+        CallbackManagerForRetrieverRun,
+    )
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+    from pydantic import ConfigDict, Field, InstanceOf, PrivateAttr
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "okfast.integrations.langchain needs langchain-core (Python 3.11 or later): "
+        "pip install 'okfast[langchain]'"
+    ) from e
+
+from okfast.catalog import Catalog
+from okfast.integrations.records import passage_record
+from okfast.integrations.searching import make_query, open_resolver
+from okfast.memory.scope import Scope
+from okfast.memory.store import FileMemoryStore
+from okfast.model import Passage
+from okfast.query import Strategy
+from okfast.resolver import Resolver
+
+
+def _document(p: Passage, surface: str) -> Document:
+    metadata: dict[str, Any] = dict(passage_record(p))
+    metadata["surface"] = surface
+    return Document(page_content=p.body, metadata=metadata, id=f"{p.source_id}:{p.concept_id}")
+
+
+class OkfastRetriever(BaseRetriever):
+    """Resolves a query over an okfast catalog.
+
+    Build it from ``catalog=`` (a :class:`okfast.Catalog` or the path of a
+    ``catalog.json``, loaded once) or from a ready ``resolver=``. ``k`` (also
+    per call: ``retriever.invoke(q, k=3)``) caps the knowledge documents;
+    ``strategy`` and ``tag`` are passed to every query; ``scope`` adds that
+    scope's memory. Bad arguments raise ``ValueError``.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    # InstanceOf: pydantic would otherwise build a Catalog from a dict, unchecked.
+    catalog: InstanceOf[Catalog] | str | os.PathLike[str] | None = None
+    """A :class:`okfast.Catalog` or the path of a ``catalog.json`` (or give ``resolver``)."""
+    resolver: Resolver | None = None
+    k: int = Field(default=4, ge=1)
+    """How many knowledge documents to return."""
+    strategy: Strategy | None = None
+    tag: str | None = None
+    scope: InstanceOf[Scope] | None = None
+    """Whose memory to add after the knowledge (none without a scope)."""
+    # Seam: `scorer` and `settings` fields are added here and passed on to
+    # make_query and open_resolver below.
+
+    _resolver: Resolver = PrivateAttr()
+    _store: FileMemoryStore | None = PrivateAttr(default=None)
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._resolver = open_resolver(self.catalog, self.resolver, strategy=self.strategy)
+        if self.scope is not None:
+            self._store = FileMemoryStore.from_catalog(self._resolver.catalog)
+
+    def _k(self, k: Any) -> int:
+        if k is None:
+            return self.k
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"k must be a whole number >= 1, got {k!r}")
+        return k
+
+    def _documents(self, query: str, k: int | None) -> list[Document]:
+        n = self._k(k)
+        q = make_query(query, limit=n, strategy=self.strategy, tag=self.tag, scope=self.scope)
+        docs = [_document(p, "knowledge") for p in self._resolver.search(q).passages]
+        if self._store is not None and self.scope is not None:
+            memory = self._store.read(self.scope, query, limit=n).passages[:n]
+            docs.extend(_document(p, "memory") for p in memory)
+        return docs
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+    ) -> list[Document]:
+        return self._documents(query, k)
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+    ) -> list[Document]:
+        # The native search releases the GIL: a worker thread keeps the event
+        # loop free while it runs.
+        return await asyncio.to_thread(self._documents, query, k)

@@ -1,0 +1,96 @@
+"""``OkfastRetriever``: a catalog as a LlamaIndex retriever (``okfast[llama-index]``).
+
+Each result is one resolved passage, in the resolver's order::
+
+    NodeWithScore(node=TextNode(id_="<source_id>:<concept_id>", text=<the concept's body>,
+                                metadata=<the passage's fields, as
+                                          okfast.integrations.records.PassageRecord>),
+                  score=<the passage's score>)
+
+Only ``title`` of the metadata goes into the text LlamaIndex shows a model or
+embeds; the other fields stay for filtering and citing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+try:
+    from llama_index.core.callbacks import CallbackManager
+    from llama_index.core.retrievers import BaseRetriever
+    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "okfast.integrations.llama_index needs llama-index-core: pip install 'okfast[llama-index]'"
+    ) from e
+
+from okfast.integrations.records import PassageRecord, passage_record
+from okfast.integrations.searching import CatalogLike, make_query, open_resolver
+from okfast.model import Passage
+from okfast.query import Strategy
+from okfast.resolver import Resolver
+
+_SHOWN = frozenset({"title"})
+_HIDDEN = sorted(frozenset(PassageRecord.__annotations__) - _SHOWN)
+
+
+def _node(p: Passage) -> NodeWithScore:
+    metadata: dict[str, Any] = dict(passage_record(p))
+    node = TextNode(
+        id_=f"{p.source_id}:{p.concept_id}",
+        text=p.body,
+        metadata=metadata,
+        excluded_llm_metadata_keys=list(_HIDDEN),
+        excluded_embed_metadata_keys=list(_HIDDEN),
+    )
+    return NodeWithScore(node=node, score=float(p.score))
+
+
+class OkfastRetriever(BaseRetriever):
+    """Resolves a query over an okfast catalog.
+
+    Build it from ``catalog=`` (a :class:`okfast.Catalog` or the path of a
+    ``catalog.json``, loaded once) or from a ready ``resolver=``.
+    ``similarity_top_k`` caps the nodes; ``strategy`` and ``tag`` are passed
+    to every query. Bad arguments raise ``ValueError``.
+    """
+
+    def __init__(
+        self,
+        catalog: CatalogLike | None = None,
+        *,
+        resolver: Resolver | None = None,
+        similarity_top_k: int = 4,
+        strategy: Strategy | str | None = None,
+        tag: str | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        # Seam: `scorer` and `settings` are added here and passed on to
+        # make_query and open_resolver.
+        if (
+            isinstance(similarity_top_k, bool)
+            or not isinstance(similarity_top_k, int)
+            or similarity_top_k < 1
+        ):
+            raise ValueError(
+                f"similarity_top_k must be a whole number >= 1, got {similarity_top_k!r}"
+            )
+        self._resolver = open_resolver(catalog, resolver, strategy=strategy)
+        self.similarity_top_k = similarity_top_k
+        self.strategy = strategy
+        self.tag = tag
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    def _nodes(self, text: str) -> list[NodeWithScore]:
+        q = make_query(text, limit=self.similarity_top_k, strategy=self.strategy, tag=self.tag)
+        return [_node(p) for p in self._resolver.search(q).passages]
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self._nodes(query_bundle.query_str)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        # The native search releases the GIL: a worker thread keeps the event
+        # loop free while it runs.
+        return await asyncio.to_thread(self._nodes, query_bundle.query_str)

@@ -1,0 +1,494 @@
+"""The ``okfast mcp`` server: a catalog's knowledge, and one scope's memory,
+as MCP tools and resources, on the official ``mcp`` SDK 2.x (``MCPServer``).
+
+Install with ``pip install 'okfast[mcp]'``. :mod:`okfast.integrations.mcp_schema`
+holds what an agent sees of the tools (arguments, results, descriptions),
+:mod:`okfast.integrations.mcp_transport` how the server talks, and
+:mod:`okfast.integrations.mcp_cli` the command line.
+
+What the server guarantees:
+
+- **One scope.** The memory scope is fixed when the server is built (from the
+  command line's ``--tenant/--user/--session``). No tool takes a scope, so no
+  argument or message can choose or widen it; an extra argument is ignored.
+  Without a scope there are no memory tools, and ``assemble_context`` uses
+  knowledge only. ``memory_capture`` exists only with ``capture=True``.
+- **Errors are tool errors.** A bad argument or a failed look-up comes back as
+  a tool result with ``isError`` and a message saying what to change; nothing
+  an agent sends can end the server.
+- **Loaded once.** Bundles are loaded when the server starts and re-checked
+  against the disk by the resolver (``max_staleness``), so an edited, removed
+  or restored bundle is picked up while the server runs; a source whose
+  directory vanished is reported as ``SourceUnavailable`` and the others are
+  still searched (docs/spec.md §5.3). A cache file damaged before the start
+  is rebuilt (a ``CacheWarning`` on stderr); one damaged under a running
+  snapshot makes the server load its bundles once more and answer again.
+- **Memory stays out of resources.** ``okf://{source_id}/{concept_id}`` and
+  ``get_concept`` read knowledge sources only: memory is reached through the
+  scoped memory tools alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Any, TypeVar
+
+try:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import (
+        ResourceError,
+        ResourceNotFoundError,
+        ToolError,
+    )
+    from mcp.types import ToolAnnotations
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "okfast.integrations.mcp needs the MCP SDK 2.x: pip install 'okfast[mcp]'"
+    ) from e
+
+from okfast import _native
+from okfast.bundle import Bundle
+from okfast.catalog import Catalog, Source
+from okfast.context import Assembly, ContextAssembler
+from okfast.errors import OkfastError
+from okfast.integrations.mcp_schema import (
+    APPEND,
+    ASSEMBLE_DOC,
+    GET_CONCEPT_DOC,
+    INSTRUCTIONS,
+    LIST_SOURCES_DOC,
+    MAX_EXCLUSIONS,
+    MAX_SOURCE_DIAGNOSTICS,
+    MEMORY_CAPTURE_DOC,
+    MEMORY_READ_DOC,
+    READ_ONLY,
+    RESOLVE_DOC,
+    AssemblyResult,
+    CapturedText,
+    CaptureResult,
+    ConceptId,
+    ExplainArg,
+    Limit,
+    MemoryResult,
+    QueryText,
+    ResolveResult,
+    SourceId,
+    SourceRecord,
+    SourcesResult,
+    StrategyArg,
+    TagArg,
+    TokenBudget,
+)
+from okfast.integrations.records import (
+    ConceptRecord,
+    DiagnosticRecord,
+    concept_record,
+    diagnostic_record,
+    exclusion_record,
+    passage_record,
+)
+from okfast.integrations.searching import CatalogLike, make_query, open_resolver
+from okfast.memory.capture import capture
+from okfast.memory.scope import Scope, Tier
+from okfast.memory.store import FileMemoryStore
+from okfast.model import Diagnostic, Passage
+from okfast.query import Query, Strategy
+from okfast.resolver import Resolver
+
+_log = logging.getLogger(__name__)
+
+
+def warm(resolver: Resolver) -> None:
+    """Load every knowledge source now, so the first question is answered at once."""
+    try:
+        resolver.refresh()
+    except (OSError, OkfastError) as e:
+        # Loading is retried on each search; the first query reports the source.
+        _log.warning("okfast mcp: a source could not be loaded yet: %s", e)
+
+
+@contextlib.contextmanager
+def _tool_errors() -> Iterator[None]:
+    """okfast's own refusals become tool errors carrying their message, so the
+    agent reads what to change; the SDK turns anything else into a generic
+    tool error and keeps serving."""
+    try:
+        yield
+    except (OkfastError, ValueError, OSError) as e:
+        raise ToolError(str(e)) from e
+
+
+def snapshot(resolver: Resolver, source: Source) -> Bundle:
+    """The bundle ``resolver`` searches for ``source``: loaded once, re-checked
+    against the disk as the resolver does, so ``get_concept`` reads the very
+    snapshot ``resolve`` ranked. (The resolver has no public accessor for its
+    snapshots yet; this is the one place that reaches in.)"""
+    if source.directory is None or not source.directory.is_dir():
+        raise FileNotFoundError(f"source {source.id!r}: {source.directory} is not a directory")
+    return resolver._bundles.get(source).bundle
+
+
+def is_damage(e: BaseException) -> bool:
+    """Whether ``e`` says a loaded snapshot cannot read its own texts back
+    (its cache file was changed in place; okfast removes the file, so the next
+    load rebuilds it). That is every ``OkfastError`` other than an argument
+    (``ValueError``), look-up (``LookupError``) or missing-bundle
+    (``FileNotFoundError``) error (docs/spec.md §8)."""
+    return isinstance(e, OkfastError) and not isinstance(
+        e, ValueError | LookupError | FileNotFoundError
+    )
+
+
+class _Watched:
+    """The resolver as :class:`ContextAssembler` sees it, noting whether reading
+    a passage met a damaged snapshot. The assembler turns such a failure into
+    a diagnostic and goes on, so without this note :meth:`_Service.with_reload`
+    would never see the damage."""
+
+    def __init__(self, resolver: Resolver) -> None:
+        self.resolver = resolver
+        self.damaged = False
+
+    def _note(self, e: BaseException) -> None:
+        if is_damage(e):
+            self.damaged = True
+
+    def _passages(self, passages: Iterable[Passage]) -> Iterator[Passage]:
+        try:
+            for p in passages:
+                yield replace(p, _body=self._guarded(p))
+        except Exception as e:
+            self._note(e)
+            raise
+
+    def _guarded(self, p: Passage) -> Callable[[], str]:
+        def body() -> str:
+            try:
+                return p.body
+            except Exception as e:
+                self._note(e)
+                raise
+
+        return body
+
+    def search(self, query: Query, /) -> _Found:
+        ctx = self.resolver.search(query)
+        return _Found(self._passages(ctx.passages), ctx.diagnostics)
+
+
+@dataclass
+class _Found:
+    passages: Iterable[Passage]
+    diagnostics: Sequence[Diagnostic]
+
+
+T = TypeVar("T")
+
+
+@dataclass
+class _Service:
+    """What the tools do, on one resolver and at most one memory scope.
+
+    ``reopen`` makes a fresh resolver over the same catalog: when a snapshot
+    turns out damaged (its cache file changed under it), the service loads
+    every source once more and retries, instead of failing on that source
+    until restarted. Without ``reopen`` (a resolver the caller owns) the
+    damage is a tool error.
+    """
+
+    resolver: Resolver
+    store: FileMemoryStore
+    scope: Scope | None
+    reopen: Callable[[], Resolver] | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def with_reload(self, fn: Callable[[Resolver], T]) -> T:
+        """``fn(resolver)``, run once more on a reopened resolver when it met a
+        damaged snapshot."""
+        used = self.resolver
+        try:
+            return fn(used)
+        except OkfastError as e:
+            if self.reopen is None or not is_damage(e):
+                raise
+            self._reload(used, e)
+        return fn(self.resolver)
+
+    def _reload(self, damaged: Resolver, why: BaseException) -> None:
+        assert self.reopen is not None
+        with self._lock:
+            # Another call may have reopened it already.
+            if self.resolver is damaged:
+                _log.warning("okfast mcp: reloading the catalog's bundles: %s", why)
+                fresh = self.reopen()
+                warm(fresh)
+                self.resolver = fresh
+
+    def _knowledge_source(self, resolver: Resolver, source_id: str) -> Source:
+        s = resolver.catalog.source(source_id)
+        if s is None or s.role != "knowledge" or not s.enabled:
+            known = ", ".join(
+                x.id for x in resolver.catalog.sources if x.role == "knowledge" and x.enabled
+            )
+            raise LookupError(f"no knowledge source {source_id!r} (sources: {known})")
+        return s
+
+    def _concept(self, source_id: str, concept_id: str) -> ConceptRecord:
+        def read(resolver: Resolver) -> ConceptRecord:
+            source = self._knowledge_source(resolver, source_id)
+            bundle = snapshot(resolver, source)
+            if concept_id not in bundle:
+                raise LookupError(f"no concept {concept_id!r} in source {source_id!r}")
+            return concept_record(
+                source.id,
+                bundle.concept(concept_id),
+                default_authority=source.authority,
+                now=datetime.now(timezone.utc),
+            )
+
+        return self.with_reload(read)
+
+    # -- tools --------------------------------------------------------------------
+
+    def resolve(
+        self,
+        query: QueryText,
+        limit: Limit = 10,
+        strategy: StrategyArg = None,
+        tag: TagArg = None,
+        explain: ExplainArg = False,
+    ) -> ResolveResult:
+        with _tool_errors():
+            # Seam: the coming `scorer` argument is passed on to make_query here.
+            q = make_query(query, limit=limit, strategy=strategy, tag=tag, explain=explain)
+
+            def run(resolver: Resolver) -> ResolveResult:
+                ctx = resolver.search(q)
+                # Without explain, the "beyond limit" exclusions (one per
+                # further match, possibly thousands) are counted, not listed.
+                shown = [e for e in ctx.exclusions if explain or e.reason != "not-relevant"]
+                return {
+                    "strategy": str(q.strategy or resolver.default_strategy),
+                    "passages": [passage_record(p) for p in ctx.passages],
+                    "exclusions": [exclusion_record(e) for e in shown[:MAX_EXCLUSIONS]],
+                    "exclusions_total": len(ctx.exclusions),
+                    "diagnostics": [diagnostic_record(d) for d in ctx.diagnostics],
+                    "digest": ctx.digest,
+                }
+
+            return self.with_reload(run)
+
+    def get_concept(self, source_id: SourceId, concept_id: ConceptId) -> ConceptRecord:
+        with _tool_errors():
+            try:
+                return self._concept(source_id, concept_id)
+            except LookupError as e:
+                raise ToolError(str(e)) from e
+
+    def list_sources(self) -> SourcesResult:
+        resolver = self.resolver
+        out: list[SourceRecord] = []
+        for s in resolver.catalog.sources:
+            count: int | None = None
+            diags: list[DiagnosticRecord] = []
+            available = s.enabled and s.directory is not None and s.directory.is_dir()
+            if s.role == "knowledge" and available:
+                try:
+                    bundle = snapshot(resolver, s)
+                    count = len(bundle)
+                    diags = [
+                        diagnostic_record(replace(d, source_id=s.id)) for d in bundle.diagnostics
+                    ]
+                except (OSError, OkfastError) as e:
+                    available = False
+                    diags = [
+                        {
+                            "code": "SourceUnavailable",
+                            "severity": "error",
+                            "message": f"Source '{s.id}' could not be loaded: {e}",
+                            "source_id": s.id,
+                            "path": None,
+                        }
+                    ]
+            out.append(
+                {
+                    "id": s.id,
+                    "role": s.role,
+                    "tier": s.tier,
+                    "priority": s.priority,
+                    "enabled": s.enabled,
+                    "authority": s.authority,
+                    "available": available,
+                    "concept_count": count,
+                    "diagnostics": diags[:MAX_SOURCE_DIAGNOSTICS],
+                    "diagnostics_total": len(diags),
+                }
+            )
+        return {"sources": out}
+
+    def assemble_context(
+        self, query: QueryText, token_budget: TokenBudget = 2000
+    ) -> AssemblyResult:
+        with _tool_errors():
+
+            def run(resolver: Resolver, *, strict: bool = True) -> Assembly:
+                watched = _Watched(resolver)
+                assembler = ContextAssembler(watched, self.store, token_budget=token_budget)
+                # The store is empty without a scope (see build_server), so
+                # the local scope here reads no memory at all.
+                a = assembler.assemble(self.scope or Scope.local(), query)
+                if strict and watched.damaged:
+                    raise OkfastError("a snapshot could not read its texts back")
+                return a
+
+            try:
+                a = self.with_reload(run)
+            except OkfastError as e:
+                if not is_damage(e):
+                    raise
+                # Not reopened (or damaged again): the assembly without the
+                # unreadable passages, each named in its diagnostics.
+                a = run(self.resolver, strict=False)
+            return {
+                "text": a.text,
+                "tokens": a.tokens,
+                "token_budget": token_budget,
+                "blocks": [
+                    {
+                        "surface": b.surface,
+                        "source_id": b.source_id,
+                        "concept_id": b.concept_id,
+                        "tokens": b.tokens,
+                        "truncated": b.truncated,
+                    }
+                    for b in a.blocks
+                ],
+                "diagnostics": [diagnostic_record(d) for d in a.diagnostics],
+            }
+
+    def memory_read(self, query: QueryText, limit: Limit = 10) -> MemoryResult:
+        scope = self._fixed_scope()
+        with _tool_errors():
+            if not query.strip():
+                raise ValueError("query must be non-blank text")
+            r = self.store.read(scope, query, limit=limit)
+            return {
+                "scope": str(scope),
+                "passages": [passage_record(p) for p in r.passages],
+                "diagnostics": [diagnostic_record(d) for d in r.diagnostics],
+            }
+
+    def memory_capture(self, user_text: CapturedText, agent_text: CapturedText) -> CaptureResult:
+        scope = self._fixed_scope()
+        # A user's exchanges go to their user memory (the default of capture,
+        # docs/spec.md §6.4), shared by their sessions; a tenant-wide server
+        # has no user, so its exchanges go to the tenant's memory.
+        tier = Tier.USER if scope.user is not None else Tier.TENANT
+        with _tool_errors():
+            r = capture(self.store, scope, user_text, agent_text, tier=tier)
+        if not r.written:
+            raise ToolError(f"not written: {r.error}")
+        return {
+            "scope": str(scope),
+            "tier": tier.value,
+            "written": True,
+            "concept_id": r.concept_id,
+        }
+
+    def _fixed_scope(self) -> Scope:
+        # The memory tools are registered only with a scope; this guards a
+        # direct call on a scope-less service.
+        if self.scope is None:
+            raise ToolError("this server has no memory scope")
+        return self.scope
+
+    # -- resources ------------------------------------------------------------------
+
+    def read_concept(self, source_id: str, concept_id: str) -> str:
+        try:
+            return self._concept(source_id, concept_id)["body"]
+        except LookupError as e:
+            raise ResourceNotFoundError(str(e)) from e
+        except (OkfastError, ValueError, OSError) as e:
+            raise ResourceError(str(e)) from e
+
+
+def build_server(
+    catalog: CatalogLike | None = None,
+    *,
+    resolver: Resolver | None = None,
+    scope: Scope | None = None,
+    capture: bool = False,
+    strategy: Strategy | str | None = None,
+    name: str = "okfast",
+) -> MCPServer[Any]:
+    """An ``MCPServer`` over ``catalog`` (a :class:`okfast.Catalog` or a path)
+    or a ready ``resolver``, with the memory tools of ``scope`` when one is
+    given (``capture`` adds ``memory_capture``). Every knowledge source is
+    loaded before this returns, so the first question is answered at once.
+
+    ``ValueError`` when ``capture`` is set without a ``scope``, or a scope is
+    given and the catalog has no enabled memory source; ``CatalogError`` (a
+    ``ValueError``) for a bad catalog.
+    """
+    reopen: Callable[[], Resolver] | None = None
+    if resolver is None:
+        if catalog is None:
+            raise ValueError("give either catalog= (a Catalog or a catalog.json path) or resolver=")
+        cat = catalog if isinstance(catalog, Catalog) else Catalog.load(catalog)
+
+        def reopen() -> Resolver:
+            # Seam: the coming `settings` file is passed on to open_resolver here.
+            return open_resolver(cat, strategy=strategy)
+
+        res = reopen()
+    else:
+        res = open_resolver(catalog, resolver, strategy=strategy)
+    if capture and scope is None:
+        raise ValueError("capture needs a memory scope (a tenant at least)")
+    store = FileMemoryStore.from_catalog(res.catalog) if scope is not None else FileMemoryStore({})
+    if scope is not None and not store.roots:
+        raise ValueError("a memory scope was given but the catalog has no enabled memory source")
+    warm(res)
+    svc = _Service(res, store, scope, reopen)
+
+    server: MCPServer[Any] = MCPServer(
+        name,
+        instructions=INSTRUCTIONS,
+        version=_native.__version__,
+        log_level="WARNING",
+    )
+    tools: list[tuple[Any, str, ToolAnnotations]] = [
+        (svc.resolve, RESOLVE_DOC, READ_ONLY),
+        (svc.get_concept, GET_CONCEPT_DOC, READ_ONLY),
+        (svc.list_sources, LIST_SOURCES_DOC, READ_ONLY),
+        (svc.assemble_context, ASSEMBLE_DOC, READ_ONLY),
+    ]
+    if scope is not None:
+        tools.append((svc.memory_read, MEMORY_READ_DOC, READ_ONLY))
+        if capture:
+            tools.append((svc.memory_capture, MEMORY_CAPTURE_DOC, APPEND))
+    for fn, doc, hints in tools:
+        server.add_tool(
+            fn,
+            name=fn.__name__,
+            description=doc,
+            annotations=hints,
+            structured_output=True,
+        )
+
+    @server.resource(
+        "okf://{source_id}/{+concept_id}",
+        name="concept",
+        description="The markdown body of a knowledge concept, by source id and concept id.",
+        mime_type="text/markdown",
+    )
+    def concept(source_id: str, concept_id: str) -> str:
+        return svc.read_concept(source_id, concept_id)
+
+    return server

@@ -1,0 +1,109 @@
+"""``okfast mcp``: the command line of the MCP server.
+
+It imports the MCP SDK only when the command runs, so the rest of the CLI
+works (and starts as fast) without the ``okfast[mcp]`` extra.
+
+Exit codes: 0 the client went away (stdio) or the server was stopped; 2 bad
+usage, a bad catalog, a non-loopback ``--host`` or a missing extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from okfast.catalog import Catalog
+from okfast.memory.scope import Scope
+
+LoadCatalog = Callable[[str], "Catalog | None"]
+
+
+def _fail(message: str) -> int:
+    print(f"okfast mcp: {message}", file=sys.stderr)
+    return 2
+
+
+def _scope(args: argparse.Namespace) -> Scope | None:
+    """The one memory scope this server serves, from its flags (``None``: no memory)."""
+    if args.tenant is None and args.user is None and args.session is None:
+        return None
+    return Scope(args.tenant, args.user, args.session)
+
+
+def _run(args: argparse.Namespace, load: LoadCatalog) -> int:
+    try:
+        from okfast.integrations import mcp as okfast_mcp
+        from okfast.integrations import mcp_transport
+    except ImportError as e:
+        return _fail(f"{e} (pip install 'okfast[mcp]')")
+    try:
+        scope = _scope(args)
+    except ValueError as e:
+        return _fail(str(e))
+    if args.capture and scope is None:
+        return _fail("--capture needs a memory scope: give --tenant (and --user, --session)")
+    if args.transport == "streamable-http":
+        # Checked before loading, so a wrong --host fails at once.
+        try:
+            mcp_transport.loopback_addresses(args.host)
+        except (ValueError, OSError) as e:
+            return _fail(str(e))
+    catalog = load(args.catalog)
+    if catalog is None:
+        return 2
+    try:
+        # Seam: `--settings S` is passed on to build_server here.
+        server = okfast_mcp.build_server(catalog, scope=scope, capture=args.capture)
+    except ValueError as e:
+        return _fail(str(e))
+    try:
+        mcp_transport.serve(server, args.transport, host=args.host, port=args.port)
+    except (ValueError, OSError) as e:
+        return _fail(str(e))
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+def _port(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0-65535 (0: any free port), got {n}")
+    return n
+
+
+def register(sub: Any, load: LoadCatalog) -> None:
+    """Add ``mcp`` to the top-level parser."""
+    m = sub.add_parser(
+        "mcp",
+        help="serve a catalog to agents over the Model Context Protocol (okfast[mcp])",
+        description=(
+            "Serve a catalog's knowledge (resolve, get_concept, list_sources, "
+            "assemble_context) and, with --tenant, that one scope's memory (memory_read; "
+            "memory_capture with --capture) as MCP tools."
+        ),
+    )
+    m.add_argument("--catalog", required=True, help="catalog.json")
+    m.add_argument("--tenant", default=None, help="memory scope: tenant id")
+    m.add_argument("--user", default=None, help="memory scope: user id (needs --tenant)")
+    m.add_argument("--session", default=None, help="memory scope: session id (needs --user)")
+    m.add_argument(
+        "--capture", action="store_true", help="offer memory_capture (needs a memory scope)"
+    )
+    m.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
+    m.add_argument(
+        "--host", default="127.0.0.1", help="streamable-http: a loopback address (127.0.0.1)"
+    )
+    m.add_argument(
+        "--port", type=_port, default=8000, help="streamable-http: port (0: any free port)"
+    )
+
+    def run(args: argparse.Namespace) -> int:
+        return _run(args, load)
+
+    m.set_defaults(run=run)

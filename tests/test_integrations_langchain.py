@@ -1,0 +1,113 @@
+"""``okfast.integrations.langchain.OkfastRetriever``: langchain-tests' standard
+retriever tests, and exactly the resolver's passages, sync and async."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from integration_extras import EXAMPLES, copy_examples, require
+from okfast import Catalog, FileMemoryStore, Query, Resolver, Scope, Strategy, capture
+from okfast.integrations.records import passage_record
+
+require("langchain_core", "langchain")
+standard = require("langchain_tests.integration_tests", "test-langchain")
+OkfastRetriever = require("okfast.integrations.langchain", "langchain").OkfastRetriever
+
+CATALOG = EXAMPLES / "catalog.json"
+QUESTION = "sourdough starter flour"
+
+
+class TestStandardRetrieverTests(standard.RetrieversIntegrationTests):
+    @property
+    def retriever_constructor(self) -> type[Any]:
+        return OkfastRetriever  # type: ignore[no-any-return]
+
+    @property
+    def retriever_constructor_params(self) -> dict[str, Any]:
+        return {"catalog": str(CATALOG)}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return QUESTION
+
+
+def keys(docs: list[Any]) -> list[tuple[str, float]]:
+    return [(d.id, d.metadata["score"]) for d in docs]
+
+
+def want(resolver: Resolver, k: int, strategy: Strategy | None = None) -> list[tuple[str, float]]:
+    passages = resolver.search(Query(QUESTION, limit=k, strategy=strategy)).passages
+    assert len(passages) == k, "the example needs at least k matches"
+    return [(f"{p.source_id}:{p.concept_id}", p.score) for p in passages]
+
+
+@pytest.mark.parametrize("strategy", [None, *Strategy])
+async def test_the_resolvers_passages_in_its_order(strategy: Strategy | None) -> None:
+    resolver = Resolver(Catalog.load(CATALOG))
+    r = OkfastRetriever(catalog=CATALOG, k=6, strategy=strategy)
+    assert keys(r.invoke(QUESTION)) == want(resolver, 6, strategy)
+    assert keys(await r.ainvoke(QUESTION)) == want(resolver, 6, strategy)
+    assert keys(r.invoke(QUESTION, k=2)) == want(resolver, 2, strategy)
+    assert keys(await r.ainvoke(QUESTION, k=5)) == want(resolver, 5, strategy)
+
+
+def test_documents_carry_the_body_and_the_passage() -> None:
+    resolver = Resolver(Catalog.load(CATALOG))
+    docs = OkfastRetriever(resolver=resolver, k=3).invoke(QUESTION)
+    passages = resolver.search(Query(QUESTION, limit=3)).passages
+    for d, p in zip(docs, passages, strict=True):
+        assert d.page_content == p.body and d.page_content
+        assert d.metadata == {**passage_record(p), "surface": "knowledge"}
+
+
+def test_built_from_a_catalog_object_path_or_resolver() -> None:
+    resolver = Resolver(Catalog.load(CATALOG))
+    shared = OkfastRetriever(resolver=resolver)
+    assert shared.resolver is resolver
+    by_catalog = OkfastRetriever(catalog=Catalog.load(CATALOG))
+    by_path = OkfastRetriever(catalog=str(CATALOG))
+    assert keys(shared.invoke(QUESTION)) == keys(by_catalog.invoke(QUESTION))
+    assert keys(by_path.invoke(QUESTION)) == keys(shared.invoke(QUESTION))
+
+
+def test_tag_is_passed_to_every_query() -> None:
+    docs = OkfastRetriever(catalog=CATALOG, tag="sourdough", k=10).invoke(QUESTION)
+    assert docs and all("sourdough" in d.metadata["tags"] for d in docs)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"catalog": CATALOG, "resolver": Resolver(Catalog.load(CATALOG))}, {"catalog": {}}],
+)
+def test_bad_construction_is_a_value_error(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        OkfastRetriever(**kwargs)
+
+
+def test_bad_k_and_query_are_value_errors() -> None:
+    with pytest.raises(ValueError):
+        OkfastRetriever(catalog=CATALOG, k=0)
+    r = OkfastRetriever(catalog=CATALOG)
+    for bad in (0, -1, True, "3"):
+        with pytest.raises(ValueError, match="k must be"):
+            r.invoke(QUESTION, k=bad)
+    with pytest.raises(ValueError, match="non-blank"):
+        r.invoke("   ")
+
+
+def test_scope_adds_that_scopes_memory_after_the_knowledge(tmp_path: Path) -> None:
+    catalog = copy_examples(tmp_path)
+    store = FileMemoryStore.from_catalog(Catalog.load(catalog))
+    assert capture(
+        store, Scope("acme", "alice"), "my sourdough starter is called Bubbles", "ok"
+    ).written
+    alice = OkfastRetriever(catalog=catalog, k=3, scope=Scope("acme", "alice")).invoke(QUESTION)
+    assert [d.metadata["surface"] for d in alice] == ["knowledge"] * 3 + ["memory"]
+    assert "Bubbles" in alice[-1].page_content
+    assert alice[-1].metadata["source_id"] == "memory:user"
+    # Another user, or no scope: the same knowledge, none of alice's memory.
+    for scope in (Scope("acme", "bob"), None):
+        docs = OkfastRetriever(catalog=catalog, k=3, scope=scope).invoke(QUESTION)
+        assert keys(docs) == keys(alice[:3])

@@ -1,0 +1,73 @@
+"""``okfast.integrations.llama_index.OkfastRetriever``: exactly the resolver's
+passages as scored text nodes, sync and async."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from integration_extras import EXAMPLES, require
+from okfast import Catalog, Query, Resolver, Strategy
+from okfast.integrations.records import passage_record
+
+schema = require("llama_index.core.schema", "llama-index")
+base_retriever = require("llama_index.core.retrievers", "llama-index")
+OkfastRetriever = require("okfast.integrations.llama_index", "llama-index").OkfastRetriever
+
+CATALOG = EXAMPLES / "catalog.json"
+QUESTION = "sourdough starter flour"
+
+
+def keys(nodes: list[Any]) -> list[tuple[str, float | None]]:
+    return [(n.node.node_id, n.score) for n in nodes]
+
+
+@pytest.mark.parametrize("strategy", [None, *Strategy])
+async def test_the_resolvers_passages_in_its_order(strategy: Strategy | None) -> None:
+    r = OkfastRetriever(CATALOG, similarity_top_k=6, strategy=strategy)
+    assert isinstance(r, base_retriever.BaseRetriever)
+    passages = (
+        Resolver(Catalog.load(CATALOG)).search(Query(QUESTION, limit=6, strategy=strategy)).passages
+    )
+    want = [(f"{p.source_id}:{p.concept_id}", float(p.score)) for p in passages]
+    assert len(want) == 6
+    assert keys(r.retrieve(QUESTION)) == want
+    assert keys(await r.aretrieve(QUESTION)) == want
+    assert keys(r.retrieve(schema.QueryBundle(QUESTION))) == want
+
+
+def test_nodes_carry_the_body_and_the_passage() -> None:
+    resolver = Resolver(Catalog.load(CATALOG))
+    nodes = OkfastRetriever(resolver=resolver, similarity_top_k=3).retrieve(QUESTION)
+    passages = resolver.search(Query(QUESTION, limit=3)).passages
+    for n, p in zip(nodes, passages, strict=True):
+        assert isinstance(n.node, schema.TextNode)
+        assert n.node.text == p.body and n.node.text
+        assert n.node.metadata == passage_record(p)
+        # What a model or an embedding sees: the title, then the body.
+        shown = n.node.get_content(metadata_mode=schema.MetadataMode.LLM)
+        assert shown == f"title: {p.title}\n\n{p.body}"
+        assert n.node.get_content(metadata_mode=schema.MetadataMode.EMBED) == shown
+
+
+def test_tag_narrows_every_query() -> None:
+    nodes = OkfastRetriever(CATALOG, tag="sourdough", similarity_top_k=10).retrieve(QUESTION)
+    assert nodes and all("sourdough" in n.node.metadata["tags"] for n in nodes)
+
+
+@pytest.mark.parametrize("top_k", [0, -2, True, 2.5])
+def test_bad_top_k_is_a_value_error(top_k: Any) -> None:
+    with pytest.raises(ValueError, match="similarity_top_k"):
+        OkfastRetriever(CATALOG, similarity_top_k=top_k)
+
+
+def test_needs_exactly_one_of_catalog_and_resolver() -> None:
+    with pytest.raises(ValueError, match="either catalog"):
+        OkfastRetriever()
+    with pytest.raises(ValueError, match="either catalog"):
+        OkfastRetriever(CATALOG, resolver=Resolver(Catalog.load(CATALOG)))
+
+
+def test_a_blank_query_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="non-blank"):
+        OkfastRetriever(CATALOG).retrieve("  ")

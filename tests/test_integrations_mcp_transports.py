@@ -1,0 +1,185 @@
+"""``okfast mcp`` as a real process: the SDK's stdio client (``ClientSession`` +
+``stdio_client``) against two servers of different scopes, streamable HTTP on
+127.0.0.1, and the command line's refusals."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from integration_extras import copy_examples, require
+from okfast import Catalog, Query, Resolver
+from okfast.cli import main
+
+mcp = require("mcp", "mcp")
+mcp_stdio = require("mcp.client.stdio", "mcp")
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> Path:
+    return copy_examples(tmp_path)
+
+
+def okfast_mcp(catalog: Path, *flags: str) -> list[str]:
+    return ["-m", "okfast", "mcp", "--catalog", str(catalog), *flags]
+
+
+def server_env() -> dict[str, str]:
+    # The SDK starts servers with a minimal environment: keep the suite's
+    # cache directory (conftest) so no cache file lands in the user's.
+    return {"OKFAST_CACHE_DIR": os.environ["OKFAST_CACHE_DIR"]}
+
+
+def ok(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    return dict(result.structured_content)
+
+
+async def test_stdio_servers_of_two_scopes(catalog: Path, tmp_path: Path) -> None:
+    def params(*scope: str) -> Any:
+        return mcp.StdioServerParameters(
+            command=sys.executable,
+            args=okfast_mcp(catalog, *scope, "--capture"),
+            env=server_env(),
+            cwd=str(tmp_path),
+        )
+
+    alice = params("--tenant", "acme", "--user", "alice")
+    bob = params("--tenant", "acme", "--user", "bob", "--session", "s1")
+    with open(tmp_path / "stderr.txt", "w") as errlog:
+        async with (
+            mcp_stdio.stdio_client(alice, errlog=errlog) as (a_read, a_write),
+            mcp_stdio.stdio_client(bob, errlog=errlog) as (b_read, b_write),
+            mcp.ClientSession(a_read, a_write) as a,
+            mcp.ClientSession(b_read, b_write) as b,
+        ):
+            await a.initialize()
+            await b.initialize()
+            names = [t.name for t in (await a.list_tools()).tools]
+            assert names == [
+                "resolve",
+                "get_concept",
+                "list_sources",
+                "assemble_context",
+                "memory_read",
+                "memory_capture",
+            ]
+            found = ok(await a.call_tool("resolve", {"query": "levain", "limit": 2}))
+            first = found["passages"][0]
+            assert (first["source_id"], first["concept_id"]) == (
+                "bakery",
+                "recipes/levain-maintenance",
+            )
+            ids = {"source_id": first["source_id"], "concept_id": first["concept_id"]}
+            concept = ok(await a.call_tool("get_concept", ids))
+            assert concept["title"] == first["title"] and concept["body"]
+            sources = ok(await a.call_tool("list_sources", {}))["sources"]
+            assert [s["id"] for s in sources] == ["glossary", "runbooks", "bakery", "user-memory"]
+            assembled = ok(await a.call_tool("assemble_context", {"query": "levain"}))
+            assert assembled["blocks"][0]["concept_id"] == "recipes/levain-maintenance"
+            bad = await a.call_tool("resolve", {"query": "levain", "limit": -1})
+            assert bad.is_error and "greater than or equal to 1" in bad.content[0].text
+
+            wrote = ok(
+                await a.call_tool(
+                    "memory_capture", {"user_text": "my dog is Rex", "agent_text": "noted"}
+                )
+            )
+            assert wrote["scope"] == "acme/alice"
+            assert ok(await a.call_tool("memory_read", {"query": "Rex"}))["passages"]
+            # bob's server (another process, same disk) never sees alice's memory,
+            # whatever the arguments say.
+            for args in ({"query": "Rex"}, {"query": "Rex", "user": "alice"}):
+                got = ok(await b.call_tool("memory_read", args))
+                assert got["scope"] == "acme/bob/s1" and got["passages"] == []
+            ok(await b.call_tool("memory_capture", {"user_text": "I am Bob", "agent_text": "hi"}))
+            assert ok(await b.call_tool("memory_read", {"query": "Bob"}))["passages"]
+            assert ok(await a.call_tool("memory_read", {"query": "Bob"}))["passages"] == []
+    assert "Traceback" not in (tmp_path / "stderr.txt").read_text()
+
+
+@pytest.fixture
+def http_server(catalog: Path, tmp_path: Path) -> Iterator[str]:
+    """``okfast mcp --transport streamable-http --port 0``; yields its URL."""
+    log = tmp_path / "http-stderr.txt"
+    with open(log, "w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, *okfast_mcp(catalog, "--transport", "streamable-http", "--port", "0")],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env={**os.environ, **server_env()},
+        )
+    try:
+        prefix = "okfast mcp: streamable HTTP on "
+        deadline = time.monotonic() + 120
+        url = None
+        while url is None:
+            lines = [x for x in log.read_text().splitlines() if x.startswith(prefix)]
+            if lines:
+                url = lines[0].removeprefix(prefix)
+            elif proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the server did not start: {log.read_text()}")
+            else:
+                time.sleep(0.05)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    assert "Traceback" not in log.read_text()
+
+
+async def test_streamable_http_on_loopback(http_server: str, catalog: Path) -> None:
+    assert http_server.startswith("http://127.0.0.1:") and http_server.endswith("/mcp")
+    async with mcp.Client(http_server) as c:
+        names = [t.name for t in (await c.list_tools()).tools]
+        assert names == ["resolve", "get_concept", "list_sources", "assemble_context"]
+        got = ok(await c.call_tool("resolve", {"query": "rollback", "limit": 3}))
+        want = Resolver(Catalog.load(catalog)).search(Query("rollback", limit=3))
+        assert [(p["source_id"], p["concept_id"], p["score"]) for p in got["passages"]] == [
+            (p.source_id, p.concept_id, p.score) for p in want.passages
+        ]
+        bad = await c.call_tool("get_concept", {"source_id": "runbooks", "concept_id": "nope"})
+        assert bad.is_error and "no concept 'nope'" in bad.content[0].text
+        body = (await c.read_resource("okf://runbooks/deploys/rollback")).contents[0].text
+        assert body.startswith("#")
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--transport", "streamable-http", "--host", "0.0.0.0"], "not a loopback address"),
+        (["--transport", "streamable-http", "--host", "192.0.2.1"], "not a loopback address"),
+        (["--capture"], "--capture needs a memory scope"),
+        (["--user", "bob"], "a user needs a tenant"),
+        (["--tenant", "../etc"], "not a safe id"),
+    ],
+)
+def test_command_line_refusals(
+    catalog: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    assert main(["mcp", "--catalog", str(catalog), *flags]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_scope_needs_memory_sources_and_a_catalog_must_be_good(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb.json").write_text('{"version": 1, "sources": [{"id": "kb", "path": "kb"}]}')
+    assert main(["mcp", "--catalog", str(tmp_path / "kb.json"), "--tenant", "acme"]) == 2
+    assert "no enabled memory source" in capsys.readouterr().err
+    assert main(["mcp", "--catalog", str(tmp_path / "missing.json")]) == 2
+    assert "bad catalog" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["mcp", "--catalog", str(tmp_path / "kb.json"), "--port", "70000"])
