@@ -254,6 +254,7 @@ class _DocIds:
     the judged set it was made from."""
 
     def __init__(self, resolver: Resolver) -> None:
+        self.resolver = resolver
         self.sources = {
             s.id: s for s in resolver.catalog.sources if s.enabled and s.role == "knowledge"
         }
@@ -264,8 +265,8 @@ class _DocIds:
     def _bundle(self, source: Source) -> Bundle | None:
         if source.id not in self._bundles:
             try:
-                assert source.directory is not None  # enabled sources have one (§4.3)
-                self._bundles[source.id] = Bundle.load(source.directory)
+                # The very snapshot the searches read (no second load).
+                self._bundles[source.id] = self.resolver.snapshot(source)
             except (OkfastError, OSError):
                 # Nothing is known of its concepts; the searches report the
                 # source as unavailable (§5.3).

@@ -521,6 +521,26 @@ class Resolver:
         strategy = Strategy(q.strategy) if q.strategy is not None else self.default_strategy
         return _CLASSES[strategy](self).run(q)
 
+    def snapshot(self, source: Source | str) -> Bundle:
+        """The bundle snapshot a search reads for a knowledge source (loaded
+        on first use and re-checked against the disk as searches do), analysed
+        for the source's language or ``default_bm25f.language``: so a caller
+        reads the very concepts a search ranked. Raises
+        :class:`~okfast.errors.BundleNotFoundError` when its directory is not
+        there, :class:`~okfast.errors.InvalidArgumentError` for an unknown
+        source id."""
+        if isinstance(source, str):
+            found = next((s for s in self.catalog.sources if s.id == source), None)
+            if found is None:
+                raise InvalidArgumentError(f"no source {source!r} in the catalog")
+            source = found
+        if source.directory is None or not source.directory.is_dir():
+            raise BundleNotFoundError(
+                f"source {source.id!r}: {source.directory} is not a directory"
+            )
+        language = source_language(source, self.default_bm25f.language)
+        return self._bundles.get(source, language).bundle
+
     def refresh(self) -> None:
         """Check every enabled knowledge source against the disk now."""
         self._bundles.refresh(

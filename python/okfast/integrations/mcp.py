@@ -124,13 +124,9 @@ def _tool_errors() -> Iterator[None]:
 
 
 def snapshot(resolver: Resolver, source: Source) -> Bundle:
-    """The bundle ``resolver`` searches for ``source``: loaded once, re-checked
-    against the disk as the resolver does, so ``get_concept`` reads the very
-    snapshot ``resolve`` ranked. (The resolver has no public accessor for its
-    snapshots yet; this is the one place that reaches in.)"""
-    if source.directory is None or not source.directory.is_dir():
-        raise FileNotFoundError(f"source {source.id!r}: {source.directory} is not a directory")
-    return resolver._bundles.get(source).bundle
+    """The bundle ``resolver`` searches for ``source``, so ``get_concept``
+    reads the very snapshot ``resolve`` ranked."""
+    return resolver.snapshot(source)
 
 
 def is_damage(e: BaseException) -> bool:

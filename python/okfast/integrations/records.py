@@ -49,7 +49,8 @@ class PassageRecord(TypedDict):
 
     source_id: str
     concept_id: str
-    score: int
+    #: A whole number for the weighted count, a float for BM25F (docs/spec.md §12).
+    score: int | float
     title: str | None
     excerpt: str
     path: str
