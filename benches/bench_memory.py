@@ -109,7 +109,7 @@ def test_capture_eight_processes(benchmark: Any, scratch: Path) -> None:
             p.stdin.flush()
         for p in procs:
             assert p.stdout is not None and p.stdout.readline() == "done\n"
-            p.wait()
+            p.communicate()  # waits, and closes both pipes (else a ResourceWarning)
 
     benchmark.pedantic(run, setup=setup, rounds=3, warmup_rounds=0)
 

@@ -66,3 +66,15 @@ def make_catalog(
         write_bundle(tmp / name, dict(files))
     (tmp / "catalog.json").write_text(json.dumps({"version": 1, "sources": sources}))
     return Catalog.load(tmp / "catalog.json")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """With OKFAST_EXPECT_INSTALLED (set by `make test-wheel`), the suite must
+    test the okfast installed under that directory, never ./python."""
+    expected = os.environ.get("OKFAST_EXPECT_INSTALLED")
+    if expected:
+        import okfast
+
+        where = Path(okfast.__file__).resolve()
+        if Path(expected).resolve() not in where.parents:
+            raise pytest.UsageError(f"okfast was imported from {where}, not from {expected}")

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import okfast
 import pytest
-import reference_bm25f as ref
 from conftest import CORPORA, write_bundle
 from eval_extra import requires_eval_extra
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from okfast import BM25FParams, Bundle, Catalog, InvalidArgumentError, Query, Resolver, Scorer
 from okfast.scoring import stop_words
+from reference import bm25f as ref
 
 WORDS = [
     "data",

@@ -506,7 +506,16 @@ def test_bad_arguments_raise_value_error(kw: dict[str, Any]) -> None:
     ],
 )
 def test_good_arguments_are_accepted(kw: dict[str, Any]) -> None:
-    ContextAssembler(FakeResolver(list), FakeStore(), **kw)
+    a = ContextAssembler(FakeResolver(list), FakeStore(memories(3)), **kw)
+    assert (a.token_budget, a.knowledge_share, a.memory_share) == (
+        kw.get("token_budget", 2000),
+        kw.get("knowledge_share", 0.6),
+        kw.get("memory_share", 0.4),
+    )
+    out = a.assemble(LOCAL, TERM)
+    assert out.diagnostics == () and out.tokens <= a.token_budget
+    # Leftover budget goes to memory when knowledge has nothing (docs/spec.md §6.5).
+    assert len(by_surface(out, "memory")) == (3 if a.token_budget else 0)
 
 
 # ---------------------------------------------------------------- determinism

@@ -1,6 +1,6 @@
 """Property tests: the native loader and scorer equal the reference exactly.
 
-`tests/reference.py` is a slow, literal reading of SPEC §1–§3 and
+`tests/reference/` is a slow, literal reading of SPEC §1–§3 and
 docs/frontmatter-yaml.md; these tests generate bundles (unicode, CRLF, BOM,
 malformed frontmatter of every kind) and queries, and require ids, fields,
 diagnostics, scores, order and excerpts to be identical.

@@ -1,4 +1,4 @@
-"""Sanity tests of the pure-Python oracle (tests/reference.py) itself.
+"""Sanity tests of the pure-Python oracle (the package tests/reference/) itself.
 
 They do not import okfast: they pin the oracle to SPEC.md and
 docs/frontmatter-yaml.md on hand-checked examples.
