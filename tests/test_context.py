@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from okfast import Catalog, Diagnostic, InvalidArgumentError, OkfastError, Passage, Query, Resolver
 from okfast.context import TRUNCATED, Assembly, AssemblyBlock, ContextAssembler
 from okfast.memory import Scope
+from okfast.scoring import BM25FParams, Scorer
 
 LOCAL = Scope.local()
 TERM = "zeta"
@@ -84,7 +85,7 @@ class FakeStore:
     error: Exception | None = None
     calls: list[tuple[Scope, str]] = field(default_factory=list)
 
-    def read(self, scope: Scope, text: str) -> Found:
+    def read(self, scope: Scope, text: str, *, scorer: Scorer, bm25f: BM25FParams) -> Found:
         self.calls.append((scope, text))
         if self.error is not None:
             raise self.error
@@ -94,6 +95,8 @@ class FakeStore:
 @dataclass
 class FakeResolver:
     make: Callable[[], Any]
+    default_scorer: Scorer = Scorer.WEIGHTED_COUNT
+    default_bm25f: BM25FParams = field(default_factory=BM25FParams)
 
     def search(self, query: Query) -> Found:
         return Found(self.make())

@@ -55,6 +55,7 @@ from okfast.errors import InvalidArgumentError
 from okfast.memory.scope import Scope
 from okfast.model import Diagnostic, DiagnosticCode, Passage
 from okfast.query import Query
+from okfast.scoring import BM25FParams, Scorer
 
 Surface = Literal["knowledge", "memory"]
 
@@ -71,7 +72,12 @@ class _Found(Protocol):
 
 
 class Searcher(Protocol):
-    """What the assembler needs of a resolver (``okfast.Resolver`` is one)."""
+    """What the assembler needs of a resolver (``okfast.Resolver`` is one):
+    its search, and the scorer it scores with by default (memory is scored
+    the same way)."""
+
+    default_scorer: Scorer
+    default_bm25f: BM25FParams
 
     def search(self, query: Query, /) -> _Found: ...
 
@@ -79,7 +85,7 @@ class Searcher(Protocol):
 class MemoryReader(Protocol):
     """What the assembler needs of a memory store (``FileMemoryStore`` is one)."""
 
-    def read(self, scope: Scope, text: str, /) -> _Found: ...
+    def read(self, scope: Scope, text: str, /, *, scorer: Scorer, bm25f: BM25FParams) -> _Found: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +250,9 @@ class ContextAssembler:
         except Exception as e:
             k_diags.append(_failed(DiagnosticCode.SOURCE_UNAVAILABLE, "Knowledge unavailable", e))
         try:
-            mem = self.store.read(scope, text)
+            # Memory is scored as the knowledge is (the resolver's scorer).
+            r = self.resolver
+            mem = self.store.read(scope, text, scorer=r.default_scorer, bm25f=r.default_bm25f)
             m_found = mem.passages
             m_diags.extend(mem.diagnostics)
         except Exception as e:

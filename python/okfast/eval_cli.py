@@ -23,6 +23,7 @@ from okfast.model import Diagnostic
 from okfast.qrels import JudgedQuery, JudgedSet
 from okfast.query import Query, Strategy
 from okfast.resolver import Resolver
+from okfast.scoring import Scorer
 
 LoadCatalog = Callable[[str], "Catalog | None"]
 PrintJson = Callable[[object], None]
@@ -32,19 +33,20 @@ WholeNumber = Callable[[str], int]
 WORST = 5
 
 
-def _maker(strategy: str | None, quota: int | None, depth: int) -> QueryMaker:
+def _maker(strategy: str | None, quota: int | None, scorer: str | None, depth: int) -> QueryMaker:
     """The query of each judged query under one configuration. A settings file
     (``--settings``, ``--baseline SETTINGS``) would supply this function."""
 
     def make(q: JudgedQuery) -> Query:
-        return Query(q.text, strategy=strategy, fairness_quota=quota, limit=depth)
+        return Query(q.text, strategy=strategy, fairness_quota=quota, scorer=scorer, limit=depth)
 
     return make
 
 
-def _label(strategy: str | None, quota: int | None) -> str:
-    # With neither set the resolver's default applies: grouped (§5.2).
+def _label(strategy: str | None, quota: int | None, scorer: str | None) -> str:
+    # With neither set the resolver's defaults apply: grouped, the weighted count (§5.2).
     text = f"strategy {strategy or Strategy.GROUPED.value}"
+    text += f", scorer {scorer or Scorer.WEIGHTED_COUNT.value}"
     return text + (f", fairness quota {quota}" if quota is not None else "")
 
 
@@ -57,17 +59,21 @@ def _run(args: argparse.Namespace, load: LoadCatalog, out: PrintJson) -> int:
     # baseline, are measured on the same bundles (§11.2).
     resolver = Resolver(catalog, max_staleness=math.inf)
     baseline: EvalReport | None = None
-    has_baseline = args.baseline_strategy is not None or args.baseline_fairness_quota is not None
+    has_baseline = (
+        args.baseline_strategy is not None
+        or args.baseline_fairness_quota is not None
+        or args.baseline_scorer is not None
+    )
     base_strategy = args.baseline_strategy or args.strategy
     base_quota = args.baseline_fairness_quota or args.fairness_quota
+    base_scorer = args.baseline_scorer or args.scorer
     if has_baseline:
-        baseline = evaluate(
-            resolver, judged, query=_maker(base_strategy, base_quota, args.limit), depth=args.limit
-        )
+        make = _maker(base_strategy, base_quota, base_scorer, args.limit)
+        baseline = evaluate(resolver, judged, query=make, depth=args.limit)
     report = evaluate(
         resolver,
         judged,
-        query=_maker(args.strategy, args.fairness_quota, args.limit),
+        query=_maker(args.strategy, args.fairness_quota, args.scorer, args.limit),
         depth=args.limit,
         baseline=baseline,
     )
@@ -78,8 +84,8 @@ def _run(args: argparse.Namespace, load: LoadCatalog, out: PrintJson) -> int:
             raise InvalidArgumentError(
                 f"cannot write the run file {args.run_out}: {e.strerror or e}"
             ) from None
-    config = _label(args.strategy, args.fairness_quota)
-    base_config = _label(base_strategy, base_quota) if has_baseline else None
+    config = _label(args.strategy, args.fairness_quota, args.scorer)
+    base_config = _label(base_strategy, base_quota, base_scorer) if has_baseline else None
     if args.json:
         doc = report.to_json()
         doc["configuration"] = config
@@ -160,6 +166,8 @@ def register(sub: Any, load: LoadCatalog, out: PrintJson, positive: WholeNumber)
     strategies = [s.value for s in Strategy]
     e.add_argument("--strategy", choices=strategies, default=None)
     e.add_argument("--fairness-quota", type=positive, default=None, metavar="K")
+    scorers = [x.value for x in Scorer]
+    e.add_argument("--scorer", choices=scorers, default=None)
     e.add_argument(
         "--limit",
         type=positive,
@@ -181,6 +189,9 @@ def register(sub: Any, load: LoadCatalog, out: PrintJson, positive: WholeNumber)
         default=None,
         metavar="K",
         help="compare with this fairness quota",
+    )
+    e.add_argument(
+        "--baseline-scorer", choices=scorers, default=None, help="compare with this scorer"
     )
     e.add_argument("--run-out", default=None, metavar="FILE", help="write a TREC run file")
     e.add_argument("--json", action="store_true", help="machine-readable output")

@@ -149,6 +149,8 @@ class _Watched:
     def __init__(self, resolver: Resolver) -> None:
         self.resolver = resolver
         self.damaged = False
+        self.default_scorer = resolver.default_scorer
+        self.default_bm25f = resolver.default_bm25f
 
     def _note(self, e: BaseException) -> None:
         if is_damage(e):

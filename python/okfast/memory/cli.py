@@ -21,6 +21,7 @@ from okfast.memory.capture import capture
 from okfast.memory.entry import MemoryEntry, check_entry
 from okfast.memory.scope import Scope, Tier
 from okfast.memory.store import FileMemoryStore
+from okfast.scoring import Scorer
 
 LoadCatalog = Callable[[str], "Catalog | None"]
 PrintJson = Callable[[object], None]
@@ -84,7 +85,7 @@ def _read(args: argparse.Namespace, store: FileMemoryStore, scope: Scope, out: P
     if not args.query.strip():
         # As for `okfast search`: a blank query has no results (docs/spec.md §3.1).
         raise InvalidArgumentError("the query text is blank")
-    result = store.read(scope, args.query, limit=args.limit)
+    result = store.read(scope, args.query, limit=args.limit, scorer=args.scorer)
     if args.json:
         rows = [
             {
@@ -182,6 +183,9 @@ def register(sub: Any, load: LoadCatalog, out: PrintJson, whole: WholeNumber) ->
         elif name == "read":
             c.add_argument("query", help="query text")
             c.add_argument("--limit", type=whole, default=None, help="passages per tier")
+            c.add_argument(
+                "--scorer", choices=[x.value for x in Scorer], default=Scorer.WEIGHTED_COUNT.value
+            )
         elif name == "write":
             c.add_argument("--tier", choices=[t.value for t in Tier], default="user")
             c.add_argument("--user-text", default=None, help="capture: what the user said")

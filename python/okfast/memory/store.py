@@ -31,7 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from okfast.bundle import Bundle, query_terms
+import numpy as np
+import numpy.typing as npt
+
+from okfast.bundle import Bm25fQuery, Bundle, QueryTerms, query_terms
 from okfast.errors import EntryError, InvalidArgumentError, UnsafePathError
 from okfast.memory import files
 from okfast.memory.entry import (
@@ -55,6 +58,7 @@ from okfast.memory.scope import (
     tier_of,
 )
 from okfast.model import Diagnostic, DiagnosticCode, Passage, passage_from_fields
+from okfast.scoring import BM25FParams, Scorer, scorer_of
 
 if TYPE_CHECKING:
     from okfast.catalog import Catalog
@@ -153,9 +157,12 @@ class FileMemoryStore:
     def _tiers(self, scope: Scope) -> list[Tier]:
         return [t for t in READ_ORDER if t in self._roots and applies(t, scope)]
 
-    def _snapshot(self, tier: Tier, scope: Scope) -> tuple[Bundle | None, Diagnostic | None]:
-        """The scope's directory of one tier as a loaded bundle (``None`` when it
-        does not exist), checked link-free from the tier root down."""
+    def _snapshot(
+        self, tier: Tier, scope: Scope, language: str | None = None
+    ) -> tuple[Bundle | None, Diagnostic | None]:
+        """The scope's directory of one tier as a loaded bundle analysed for
+        ``language`` (``None`` when it does not exist), checked link-free from
+        the tier root down."""
         rel = memory_path(tier, scope)
         if not files.SUPPORTED:
             return None, _unavailable(tier, "memory needs a POSIX file system API")
@@ -175,16 +182,17 @@ class FileMemoryStore:
                 os.close(fd)
             key = (st.st_dev, st.st_ino)
             path = os.path.join(self._roots[tier], *rel.split("/"))
+            slot = f"{path}\0{language}"
             with self._lock:
-                cached = self._cache.get(path)
+                cached = self._cache.get(slot)
             if cached is not None and cached[0] == key:
                 bundle = cached[1].refresh() or cached[1]
             else:
                 # Never cached: a cache file would outlive delete_scope (erasure).
-                bundle = Bundle.load(path, cache=False)
+                bundle = Bundle.load(path, cache=False, language=language)
             with self._lock:
-                self._cache[path] = (key, bundle)
-                self._cache.move_to_end(path)
+                self._cache[slot] = (key, bundle)
+                self._cache.move_to_end(slot)
                 while len(self._cache) > _CACHE_SIZE:
                     self._cache.popitem(last=False)
             return bundle, None
@@ -196,12 +204,13 @@ class FileMemoryStore:
             return None, _unavailable(tier, f"{rel}: {e.strerror or e}")
 
     def _bundles(
-        self, scope: Scope, diags: list[Diagnostic]
+        self, scope: Scope, diags: list[Diagnostic], language: str | None = None
     ) -> Iterator[tuple[Tier, Bundle, str, str]]:
         """``(tier, bundle, source_id, concept id prefix)`` of each applicable tier
-        whose directory exists, in read order; problems go to ``diags``."""
+        whose directory exists, in read order, its BM25F tokens analysed for
+        ``language``; problems go to ``diags``."""
         for tier in self._tiers(scope):
-            bundle, problem = self._snapshot(tier, scope)
+            bundle, problem = self._snapshot(tier, scope, language)
             if problem is not None:
                 diags.append(problem)
             if bundle is None:
@@ -212,24 +221,43 @@ class FileMemoryStore:
             )
             yield tier, bundle, sid, memory_path(tier, scope) + "/"
 
-    def read(self, scope: Scope, text: str, *, limit: int | None = None) -> MemoryReadResult:
+    def read(
+        self,
+        scope: Scope,
+        text: str,
+        *,
+        limit: int | None = None,
+        scorer: Scorer | str = Scorer.WEIGHTED_COUNT,
+        bm25f: BM25FParams | None = None,
+    ) -> MemoryReadResult:
         """Memory passages for ``text``: for each applicable tier in read order,
-        the scope's directory searched as a bundle with the knowledge scorer.
-        ``source_id`` is ``memory:<tier>``; ``concept_id`` is
-        ``memory_path + "/" + id``; ``limit`` caps the passages of each tier."""
+        the scope's directory searched as a bundle with the knowledge scorer
+        (``scorer``; BM25F scores each tier with its own statistics and
+        ``bm25f.language``). ``source_id`` is ``memory:<tier>``; ``concept_id``
+        is ``memory_path + "/" + id``; ``limit`` caps the passages of each tier."""
         if limit is not None and limit < 0:
             # Checked here, not only by the bundles searched: a scope without
             # memory yet must refuse it too (docs/spec.md §8).
             raise InvalidArgumentError(f"limit must be >= 0, got {limit}")
         passages: list[Passage] = []
         diags: list[Diagnostic] = []
+        use_bm25f = scorer_of(scorer) is Scorer.BM25F
+        params = bm25f or BM25FParams()
         terms = query_terms(text)
-        for _tier, bundle, sid, prefix in self._bundles(scope, diags):
-            pos, score = bundle.search_arrays(terms, limit=limit)
+        language = params.language if use_bm25f else None
+        for _tier, bundle, sid, prefix in self._bundles(scope, diags, language):
+            query: QueryTerms | Bm25fQuery = terms
+            score: npt.NDArray[np.uint32] | npt.NDArray[np.float64]
+            if use_bm25f:
+                query = bundle.bm25f_query(text, params)
+                stats = bundle.bm25f_stats(query.tokens)
+                pos, score = bundle.search_bm25f(query, stats, params, limit=limit)
+            else:
+                pos, score = bundle.search_arrays(terms, limit=limit)
             for p, sc in zip(pos.tolist(), score.tolist(), strict=True):
                 passages.append(
                     passage_from_fields(
-                        bundle.passage_fields(p, terms),
+                        bundle.passage_fields(p, query),
                         source_id=sid,
                         score=sc,
                         priority=0,
