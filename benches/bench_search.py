@@ -6,7 +6,8 @@ Groups (one pytest-benchmark table each, per corpus size n):
                       okfast-warm: reopen of an unchanged bundle via its cache;
                       tantivy / bm25s: index build from in-memory documents.
 - ``query-top10-{n}`` one query → top 10 (okfast ``search_arrays(limit=10)``,
-                      okfast-hits ``search(limit=10)``, tantivy, bm25s, reference).
+                      okfast-hits ``search(limit=10)``, okfast-bm25f the same
+                      with ``scorer="bm25f"``, tantivy, bm25s, reference).
 - ``query-full-{n}``  one query → every match in result order (okfast arrays and
                       hits, reference).
 
@@ -36,7 +37,8 @@ def _tag(benchmark: Any, group: str, peer: str, size: int, **extra: Any) -> None
 # --- load / build ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("peer", list(SUITE_PEERS))
+# okfast-bm25f loads as okfast does (cache=False): its load is that one.
+@pytest.mark.parametrize("peer", [p for p in SUITE_PEERS if p != "okfast-bm25f"])
 def test_load(benchmark, peer, size, corpus_root, documents, peer_cache):
     p = make_peer(peer)  # skips early if the library is missing
     if not p.reads_files:
@@ -89,6 +91,7 @@ def _bench_queries(
 TOP10 = {
     "okfast": lambda p: lambda q: p.search(q, 10),
     "okfast-hits": lambda p: lambda q: p.search_hits(q, 10),
+    "okfast-bm25f": lambda p: lambda q: p.search(q, 10),
     "tantivy": lambda p: lambda q: p.search(q, 10),
     "bm25s": lambda p: lambda q: p.search(q, 10),
     "reference": lambda p: lambda q: p.search(q, 10),

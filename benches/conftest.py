@@ -41,6 +41,7 @@ if str(TESTS) not in sys.path:
 SUITE_PEERS = {
     "okfast": "okfast-nocache",
     "okfast-warm": "okfast-warm",
+    "okfast-bm25f": "okfast-bm25f",
     "reference": "reference",
     "tantivy": "tantivy",
     "bm25s": "bm25s",

@@ -55,7 +55,7 @@ def test_json_shape(setup: tuple[str, str], capsys: pytest.CaptureFixture[str]) 
         ("UnknownDocId", f"{qrels}:2"),
     ]
     assert doc["comparison"] is None and doc["depth"] == 100 and doc["queries"] == 2
-    assert doc["configuration"] == "strategy grouped"
+    assert doc["configuration"] == "strategy grouped, scorer weighted_count"
     # grouped puts hi:weak first for both queries.
     assert doc["per_query"][0]["metrics"]["mrr@10"] == 0.5
     assert doc["per_query"][1]["metrics"]["mrr@10"] == 1.0
@@ -70,8 +70,8 @@ def test_table_with_a_baseline_strategy(
     code, out, _ = run(capsys, *argv, "--baseline-strategy", "grouped")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0] == "2 judged queries, strategy merged, depth 100"
-    assert lines[1] == "baseline: strategy grouped"
+    assert lines[0] == "2 judged queries, strategy merged, scorer weighted_count, depth 100"
+    assert lines[1] == "baseline: strategy grouped, scorer weighted_count"
     assert lines[2].split() == [
         "metric",
         "value",
@@ -91,7 +91,7 @@ def test_table_with_a_baseline_strategy(
     code, out, _ = run(capsys, *argv, "--baseline-strategy", "grouped", "--json")
     cmp = json.loads(out)["comparison"]
     assert cmp["worse"] == ["wants-weak"]
-    assert cmp["baseline"]["configuration"] == "strategy grouped"
+    assert cmp["baseline"]["configuration"] == "strategy grouped, scorer weighted_count"
     assert cmp["test_names"] == ["scipy.stats.ttest_rel", "scipy.stats.wilcoxon"]
     assert [q["qid"] for q in cmp["per_query"]] == ["wants-strong", "wants-weak"]
     assert cmp["per_query"][0]["deltas"]["mrr@10"] == 0.5
@@ -105,7 +105,10 @@ def test_table_without_a_baseline(
     code, out, _ = run(capsys, "--catalog", catalog, "--qrels", qrels, "--limit", "1")
     assert code == 0
     lines = out.splitlines()
-    assert lines[:2] == ["2 judged queries, strategy grouped, depth 1", "metric        value"]
+    assert lines[:2] == [
+        "2 judged queries, strategy grouped, scorer weighted_count, depth 1",
+        "metric        value",
+    ]
     assert [line.split()[0] for line in lines[2:8]] == list(METRICS)
     assert lines[8].startswith("latency     p50 ")
     assert "Lowest ndcg@10 (2 of 2):" in lines

@@ -18,7 +18,7 @@ from __future__ import annotations
 from peers.base import Peer, Process
 from peers.engines import Bm25s, SqliteFts5, Tantivy
 from peers.okf_libs import LIBRARIES
-from peers.okfast import Okfast, OkfastNoCache, OkfastWarm, Reference
+from peers.okfast import Okfast, OkfastBm25f, OkfastNoCache, OkfastWarm, Reference
 
 __all__ = ["ENGINES", "OKF_LIBRARIES", "SYSTEMS", "Peer", "Process", "make"]
 
@@ -26,6 +26,7 @@ _ALL: tuple[type[Peer], ...] = (
     Okfast,
     OkfastNoCache,
     OkfastWarm,
+    OkfastBm25f,
     Tantivy,
     Bm25s,
     SqliteFts5,

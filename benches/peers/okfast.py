@@ -98,6 +98,27 @@ class OkfastNoCache(Okfast):
         pass
 
 
+class OkfastBm25f(OkfastNoCache):
+    """okfast ranking by BM25F (docs/spec.md §12) with its default parameters
+    and the bundle's own statistics: the like-for-like comparison with the
+    engines' BM25 top-k."""
+
+    name = "okfast-bm25f"
+
+    def search(self, query: str, k: int | None) -> Any:
+        return self.bundle.search_arrays(query, limit=k, scorer="bm25f")
+
+    def search_hits(self, query: str, k: int | None) -> Any:
+        return self.bundle.search(query, limit=k, scorer="bm25f")
+
+    def scored_ids(self, query: str, k: int | None) -> list[tuple[str, int]]:
+        pos, scores = self.search(query, k)
+        ids = self.bundle.concept_ids
+        return [
+            (ids[int(p)], round(float(s) * 1_000_000)) for p, s in zip(pos, scores, strict=True)
+        ]
+
+
 class OkfastWarm(Okfast):
     """okfast reopening an unchanged bundle through its persistent cache."""
 

@@ -47,13 +47,17 @@ pub fn explain(
         .map(|token| {
             let idf = idf(stats.n, stats.df_of(token));
             let id = index.token_id(token);
+            let at = id.and_then(|id| {
+                let list = index.list(id);
+                list.docs.binary_search(&position).ok().map(|k| (list, k))
+            });
             let fields: [FieldPart; 4] = std::array::from_fn(|f| {
-                let fp = &index.fields[f];
-                let length = fp.lengths.get(position as usize).copied().unwrap_or(0);
-                let tf = id.map_or(0, |id| {
-                    let (docs, tfs) = fp.list(id);
-                    docs.binary_search(&position).map_or(0, |k| tfs[k])
-                });
+                let length = index
+                    .lengths
+                    .get(4 * position as usize + f)
+                    .copied()
+                    .unwrap_or(0);
+                let tf = at.as_ref().map_or(0, |(list, k)| list.tfs[4 * k + f]);
                 let weighted_tf = if tf > 0 {
                     part(params, &norms, f, tf, length)
                 } else {

@@ -15,7 +15,7 @@ mod tests;
 pub use explain::{excerpt, explain, FieldPart, TermPart};
 pub use search::{search, search_index, Ranked};
 
-use crate::index::bm25f::{Bm25fIndex, BM25F_FIELDS};
+use crate::index::bm25f::{Blocks, Bm25fIndex, TokenList, BM25F_FIELDS};
 use crate::text::analyze::{Analyzer, Language};
 use crate::text::{fold_into, split_ws};
 
@@ -129,15 +129,11 @@ impl Stats {
     pub fn of(index: &Bm25fIndex, tokens: &[String]) -> Stats {
         Stats {
             n: index.len() as u64,
-            totals: std::array::from_fn(|f| index.fields[f].total),
+            totals: index.totals,
             tokens: tokens.to_vec(),
             df: tokens
                 .iter()
-                .map(|t| {
-                    index
-                        .token_id(t)
-                        .map_or(0, |id| u64::from(index.df[id as usize]))
-                })
+                .map(|t| index.token_id(t).map_or(0, |id| index.df(id)))
                 .collect(),
         }
     }
@@ -179,11 +175,11 @@ pub fn idf(n: u64, df: u64) -> f64 {
 /// What the scorer needs of one query token.
 pub(crate) struct Term<'a> {
     pub(crate) idf: f64,
-    /// Per field: its concepts and frequencies (empty when the token is not
-    /// in the index).
-    pub(crate) lists: [(&'a [u32], &'a [u16]); 4],
-    /// An upper bound of the token's score in any concept.
-    pub(crate) bound: f64,
+    /// Its concepts and their four field frequencies each (empty when the
+    /// token is not in the index).
+    pub(crate) list: TokenList<'a>,
+    /// Its list's blocks, for the bounds of dynamic pruning.
+    pub(crate) blocks: Blocks<'a>,
 }
 
 /// The per-query constants of the length normalisation: field `f`'s norm
@@ -228,45 +224,34 @@ pub(crate) fn saturate(params: &Params, idf: f64, x: f64) -> f64 {
     }
 }
 
+/// Each query token's list, blocks and idf, in query order.
 pub(crate) fn terms<'a>(
     index: &'a Bm25fIndex,
     tokens: &QueryTokens,
     stats: &Stats,
-    params: &Params,
-    norms: &Norms,
 ) -> Vec<Term<'a>> {
     tokens
         .tokens
         .iter()
         .map(|t| {
-            let id = index.token_id(t);
-            let lists = std::array::from_fn(|f| match id {
-                Some(id) => index.fields[f].list(id),
-                None => (&[][..], &[][..]),
-            });
-            let idf = idf(stats.n, stats.df_of(t));
-            // Largest frequency and shortest length in each field give a
-            // part no concept can exceed (the part grows with the frequency
-            // and falls with the length, and rounding keeps that order).
-            let x: f64 = (0..4)
-                .map(|f| match id {
-                    Some(id) if !lists[f].0.is_empty() => {
-                        let fp = &index.fields[f];
-                        part(
-                            params,
-                            norms,
-                            f,
-                            fp.max_tf[id as usize],
-                            fp.min_len[id as usize],
-                        )
-                    }
-                    _ => 0.0,
-                })
-                .fold(0.0, |a, b| a + b);
+            let (list, blocks) = match index.token_id(t) {
+                Some(id) => (index.list(id), index.blocks(id)),
+                None => (
+                    TokenList {
+                        docs: &[],
+                        tfs: &[],
+                    },
+                    Blocks {
+                        last: &[],
+                        max_tf: &[],
+                        min_len: &[],
+                    },
+                ),
+            };
             Term {
-                idf,
-                lists,
-                bound: saturate(params, idf, x),
+                idf: idf(stats.n, stats.df_of(t)),
+                list,
+                blocks,
             }
         })
         .collect()

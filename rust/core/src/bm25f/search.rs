@@ -1,12 +1,12 @@
-//! The top-k by BM25F score with dynamic pruning (MaxScore), exactly the
-//! first k of the full ranking (docs/spec.md §12.3).
+//! The top-k by BM25F score with dynamic pruning (block-max MaxScore),
+//! exactly the first k of the full ranking (docs/spec.md §12.3).
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use super::{part, saturate, terms, Norms, Params, QueryTokens, Stats, Term};
 use crate::bundle::Bundle;
-use crate::index::bm25f::Bm25fIndex;
+use crate::index::bm25f::{Blocks, Bm25fIndex};
 use crate::score::tagged;
 
 /// The positions of a search in order, with their scores.
@@ -43,40 +43,35 @@ impl Ord for Hit {
     }
 }
 
-/// A cursor over one token's four field lists.
+/// A cursor over one token's list.
 struct Cursor {
-    at: [usize; 4],
+    at: usize,
 }
 
 impl Cursor {
-    /// The smallest position at or after the cursor in any field.
+    /// The position at the cursor (`u32::MAX` past the end).
     fn doc(&self, t: &Term<'_>) -> u32 {
-        (0..4)
-            .filter_map(|f| t.lists[f].0.get(self.at[f]).copied())
-            .min()
-            .unwrap_or(u32::MAX)
+        t.list.docs.get(self.at).copied().unwrap_or(u32::MAX)
     }
 
-    /// Move every field's cursor to the first position `>= d` (galloping).
+    /// Move to the first position `>= d` (galloping).
     fn seek(&mut self, t: &Term<'_>, d: u32) {
-        for f in 0..4 {
-            let docs = t.lists[f].0;
-            let mut i = self.at[f];
-            if docs.get(i).is_some_and(|&x| x < d) {
-                let mut step = 1;
-                while i + step < docs.len() && docs[i + step] < d {
-                    i += step;
-                    step *= 2;
-                }
-                let end = (i + step + 1).min(docs.len());
-                i += docs[i..end].partition_point(|&x| x < d);
+        let docs = t.list.docs;
+        let mut i = self.at;
+        if docs.get(i).is_some_and(|&x| x < d) {
+            let mut step = 1;
+            while i + step < docs.len() && docs[i + step] < d {
+                i += step;
+                step *= 2;
             }
-            self.at[f] = i;
+            let end = (i + step + 1).min(docs.len());
+            i += docs[i..end].partition_point(|&x| x < d);
         }
+        self.at = i;
     }
 
-    /// The token's weighted frequency in the concept at `d` (the cursor is
-    /// at or before it in each field, and moves past it).
+    /// The token's weighted frequency in the concept at `d`, 0 when the
+    /// cursor is not on it (the cursor is at or before it, and moves past).
     fn weighted_tf(
         &mut self,
         t: &Term<'_>,
@@ -85,18 +80,16 @@ impl Cursor {
         params: &Params,
         norms: &Norms,
     ) -> f64 {
+        if t.list.docs.get(self.at) != Some(&d) {
+            return 0.0;
+        }
+        let tfs = &t.list.tfs[4 * self.at..4 * self.at + 4];
+        let lengths = &index.lengths[4 * d as usize..4 * d as usize + 4];
+        self.at += 1;
         let mut x = 0.0;
         for f in 0..4 {
-            let (docs, tfs) = t.lists[f];
-            if docs.get(self.at[f]) == Some(&d) {
-                x += part(
-                    params,
-                    norms,
-                    f,
-                    tfs[self.at[f]],
-                    index.fields[f].lengths[d as usize],
-                );
-                self.at[f] += 1;
+            if tfs[f] > 0 {
+                x += part(params, norms, f, tfs[f], lengths[f]);
             }
         }
         x
@@ -111,11 +104,6 @@ const SLACK: f64 = 1e-9;
 /// The first `limit` concepts (all with `None`) by BM25F score (docs/spec.md
 /// §12.3), with `stats` (the bundle's own or a catalog's) and `params`;
 /// `tag` keeps concepts carrying that tag. Scores of zero are left out.
-///
-/// Document at a time with MaxScore: tokens sorted by their bound, the
-/// cheapest whose bounds together cannot reach the current k-th score only
-/// looked at for concepts the others find. Every concept kept is scored
-/// with all its tokens in query order, so scores do not depend on pruning.
 pub fn search(
     b: &Bundle,
     tokens: &QueryTokens,
@@ -137,8 +125,61 @@ pub fn search(
     }
 }
 
+/// The best `k` hits seen so far (every hit with no `k`).
+struct TopK {
+    k: Option<usize>,
+    heap: BinaryHeap<std::cmp::Reverse<Hit>>,
+    all: Vec<Hit>,
+}
+
+impl TopK {
+    /// The score a concept must reach to enter (ties by position decide).
+    fn threshold(&self) -> f64 {
+        match self.k {
+            Some(k) if self.heap.len() == k => {
+                self.heap.peek().map_or(f64::NEG_INFINITY, |h| h.0.score)
+            }
+            _ => f64::NEG_INFINITY,
+        }
+    }
+
+    fn offer(&mut self, hit: Hit) {
+        match self.k {
+            None => self.all.push(hit),
+            Some(k) if self.heap.len() < k => self.heap.push(std::cmp::Reverse(hit)),
+            Some(_) => {
+                if self.heap.peek().is_some_and(|min| hit > min.0) {
+                    self.heap.pop();
+                    self.heap.push(std::cmp::Reverse(hit));
+                }
+            }
+        }
+    }
+
+    fn ranked(self) -> Ranked {
+        let mut hits: Vec<Hit> = match self.k {
+            None => self.all,
+            Some(_) => self.heap.into_iter().map(|h| h.0).collect(),
+        };
+        hits.sort_unstable_by(|a, b| b.cmp(a));
+        Ranked {
+            positions: hits.iter().map(|h| h.position).collect(),
+            scores: hits.iter().map(|h| h.score).collect(),
+        }
+    }
+}
+
 /// [`search`] over an index, among the positions set in `allowed` (all
 /// without it).
+///
+/// Block-max MaxScore, document at a time: the positions are walked in
+/// windows, each window inside one block of every token's list, so each
+/// token's block bound caps its score there. Per window, the tokens sorted
+/// by that bound; those whose bounds together cannot reach the current k-th
+/// score are non-essential, only looked at for concepts the others find; a
+/// window where no token is essential is skipped whole. Every concept kept
+/// is scored with all its tokens in query order, so scores do not depend on
+/// pruning.
 pub fn search_index(
     index: &Bm25fIndex,
     tokens: &QueryTokens,
@@ -151,95 +192,131 @@ pub fn search_index(
         return Ranked::default();
     }
     let norms = Norms::new(params, stats);
-    let terms = terms(index, tokens, stats, params, &norms);
-    let k = limit.unwrap_or(usize::MAX);
-    // Tokens by bound, largest first; `rest[i]` is the sum of the bounds of
-    // `by_bound[i..]` (the tokens that may be non-essential).
-    let mut by_bound: Vec<usize> = (0..terms.len()).collect();
-    by_bound.sort_by(|&a, &b| terms[b].bound.total_cmp(&terms[a].bound).then(a.cmp(&b)));
-    let mut rest = vec![0.0; terms.len() + 1];
-    for i in (0..terms.len()).rev() {
-        rest[i] = rest[i + 1] + terms[by_bound[i]].bound;
-    }
-    let mut cursors: Vec<Cursor> = terms.iter().map(|_| Cursor { at: [0; 4] }).collect();
-    let mut heap: BinaryHeap<std::cmp::Reverse<Hit>> = BinaryHeap::new();
-    let mut all: Vec<Hit> = Vec::new();
-    let mut parts = vec![0.0f64; terms.len()];
-    // Tokens `by_bound[..essential]` drive the candidates.
-    let mut essential = terms.len();
+    let terms = terms(index, tokens, stats);
+    let bounds: Vec<Vec<f64>> = terms
+        .iter()
+        .map(|t| block_bounds(params, &norms, t.idf, &t.blocks))
+        .collect();
+    let m = terms.len();
+    let mut top = TopK {
+        k: limit,
+        heap: BinaryHeap::new(),
+        all: Vec::new(),
+    };
+    let mut cursors: Vec<Cursor> = terms.iter().map(|_| Cursor { at: 0 }).collect();
+    let mut block = vec![0usize; m];
+    let mut bound = vec![0.0f64; m];
+    let mut by_bound: Vec<usize> = (0..m).collect();
+    let mut rest = vec![0.0f64; m + 1];
+    let mut parts = vec![0.0f64; m];
+    let mut from = 0u32;
     loop {
-        let threshold = if heap.len() == k {
-            heap.peek().map_or(f64::NEG_INFINITY, |h| h.0.score)
-        } else {
-            f64::NEG_INFINITY
-        };
-        while essential > 0 && rest[essential - 1] * (1.0 + SLACK) < threshold {
-            essential -= 1;
-        }
-        if essential == 0 {
-            break;
-        }
-        let d = by_bound[..essential]
-            .iter()
-            .map(|&t| cursors[t].doc(&terms[t]))
-            .min()
-            .unwrap_or(u32::MAX);
-        if d == u32::MAX {
-            break;
-        }
-        if let Some(bits) = allowed {
-            if bits[d as usize >> 6] >> (d & 63) & 1 == 0 {
-                for &t in &by_bound[..essential] {
-                    cursors[t].seek(&terms[t], d + 1);
-                }
-                continue;
+        // The window: from `from` to the first block end among the tokens.
+        let mut to = u32::MAX;
+        let mut live = false;
+        for t in 0..m {
+            let last = terms[t].blocks.last;
+            while block[t] < last.len() && last[block[t]] < from {
+                block[t] += 1;
             }
+            bound[t] = match last.get(block[t]) {
+                Some(&end) => {
+                    live = true;
+                    to = to.min(end);
+                    bounds[t][block[t]]
+                }
+                None => 0.0,
+            };
         }
-        parts.fill(0.0);
-        let mut partial = 0.0;
-        for &t in &by_bound[..essential] {
-            let x = cursors[t].weighted_tf(&terms[t], d, index, params, &norms);
-            parts[t] = saturate(params, terms[t].idf, x);
-            partial += parts[t];
+        if !live {
+            break;
         }
-        let mut skipped = false;
-        for i in essential..terms.len() {
-            if (partial + rest[i]) * (1.0 + SLACK) < threshold {
-                skipped = true;
+        by_bound.sort_by(|&a, &b| bound[b].total_cmp(&bound[a]).then(a.cmp(&b)));
+        for i in (0..m).rev() {
+            rest[i] = rest[i + 1] + bound[by_bound[i]];
+        }
+        let mut essential = m;
+        let mut started = false;
+        loop {
+            let threshold = top.threshold();
+            while essential > 0 && rest[essential - 1] * (1.0 + SLACK) < threshold {
+                essential -= 1;
+            }
+            if essential == 0 {
                 break;
             }
-            let t = by_bound[i];
-            cursors[t].seek(&terms[t], d);
-            let x = cursors[t].weighted_tf(&terms[t], d, index, params, &norms);
-            parts[t] = saturate(params, terms[t].idf, x);
-            partial += parts[t];
+            if !started {
+                for &t in &by_bound[..essential] {
+                    cursors[t].seek(&terms[t], from);
+                }
+                started = true;
+            }
+            let d = by_bound[..essential]
+                .iter()
+                .map(|&t| cursors[t].doc(&terms[t]))
+                .min()
+                .unwrap_or(u32::MAX);
+            if d > to {
+                break;
+            }
+            if let Some(bits) = allowed {
+                if bits[d as usize >> 6] >> (d & 63) & 1 == 0 {
+                    for &t in &by_bound[..essential] {
+                        cursors[t].seek(&terms[t], d + 1);
+                    }
+                    continue;
+                }
+            }
+            parts.fill(0.0);
+            let mut partial = 0.0;
+            for &t in &by_bound[..essential] {
+                let x = cursors[t].weighted_tf(&terms[t], d, index, params, &norms);
+                parts[t] = saturate(params, terms[t].idf, x);
+                partial += parts[t];
+            }
+            let mut skipped = false;
+            for i in essential..m {
+                if (partial + rest[i]) * (1.0 + SLACK) < threshold {
+                    skipped = true;
+                    break;
+                }
+                let t = by_bound[i];
+                cursors[t].seek(&terms[t], d);
+                let x = cursors[t].weighted_tf(&terms[t], d, index, params, &norms);
+                parts[t] = saturate(params, terms[t].idf, x);
+                partial += parts[t];
+            }
+            if skipped {
+                continue;
+            }
+            // The score in query order, whatever order the tokens were read in.
+            let score = parts.iter().fold(0.0, |a, &p| a + p);
+            if score > 0.0 {
+                top.offer(Hit { score, position: d });
+            }
         }
-        if skipped {
-            continue;
+        if to == u32::MAX {
+            break;
         }
-        // The score in query order, whatever order the tokens were read in.
-        let score = parts.iter().fold(0.0, |a, &p| a + p);
-        if score <= 0.0 {
-            continue;
-        }
-        let hit = Hit { score, position: d };
-        if limit.is_none() {
-            all.push(hit);
-        } else if heap.len() < k {
-            heap.push(std::cmp::Reverse(hit));
-        } else if heap.peek().is_some_and(|min| hit > min.0) {
-            heap.pop();
-            heap.push(std::cmp::Reverse(hit));
-        }
+        from = to + 1;
     }
-    let mut hits: Vec<Hit> = if limit.is_none() {
-        all
-    } else {
-        heap.into_iter().map(|h| h.0).collect()
-    };
-    hits.sort_unstable_by(|a, b| b.cmp(a));
-    Ranked {
-        positions: hits.iter().map(|h| h.position).collect(),
-        scores: hits.iter().map(|h| h.score).collect(),
-    }
+    top.ranked()
+}
+
+/// An upper bound of a token's score in each of its blocks: its part from
+/// each field's largest frequency and shortest length in the block (a part
+/// grows with the frequency and falls with the length, and rounding keeps
+/// that order), saturated.
+fn block_bounds(params: &Params, norms: &Norms, idf: f64, b: &Blocks<'_>) -> Vec<f64> {
+    (0..b.last.len())
+        .map(|j| {
+            let x = (0..4)
+                .map(|f| match b.max_tf[4 * j + f] {
+                    0 => 0.0,
+                    tf => part(params, norms, f, tf, b.min_len[4 * j + f]),
+                })
+                .fold(0.0, |a, p| a + p);
+            saturate(params, idf, x)
+        })
+        .collect()
 }

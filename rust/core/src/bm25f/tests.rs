@@ -122,7 +122,13 @@ fn scores_are_the_literal_definition_and_top_k_the_first_k() {
             Some(Language::English)
         };
         let analyzer = Analyzer::new(language);
-        let concepts = random_concepts(1 + rng.below(120), &mut rng);
+        // Every fourth round long enough that lists span several blocks.
+        let n = if round % 4 == 3 {
+            crate::index::bm25f::BLOCK * 2 + rng.below(900)
+        } else {
+            1 + rng.below(120)
+        };
+        let concepts = random_concepts(n, &mut rng);
         let index = Index::build(&concepts, &analyzer);
         let p = params(&mut rng);
         for _ in 0..8 {

@@ -16,7 +16,7 @@ use crate::concept::source::{SourceText, TextStore};
 use crate::concept::{Actor, Concept, ConceptRow, FileOutcome, Governance, Status, TrustTier};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::fs::stamp::FileStamp;
-use crate::index::bm25f::{Bm25fIndex, FieldPostings};
+use crate::index::bm25f::Bm25fIndex;
 use crate::index::trigram::Trigrams;
 use crate::index::{FieldIndex, Index, NOT_DENSE};
 use crate::text::analyze::Language;
@@ -493,52 +493,25 @@ impl CacheFile {
     /// concepts (docs/spec.md §12).
     fn bm25f(&self, p: &mut Reader<'_>, n: usize, language: Option<Language>) -> R<Bm25fIndex> {
         let bad = |what: &str| Rejected::Corrupt(format!("saved BM25F index: {what}"));
-        let vocab: Array<u8> = self.array(p)?;
-        let token_starts: Array<u32> = self.array(p)?;
-        let df: Array<u32> = self.array(p)?;
-        let tokens = token_starts.len().saturating_sub(1);
-        let vocab_ok = !token_starts.is_empty()
-            && token_starts.windows(2).all(|w| w[0] < w[1])
-            && token_starts.last().map(|&e| e as usize) == Some(vocab.len())
-            && df.len() == tokens
-            && df.iter().all(|&d| d as usize <= n);
-        if !vocab_ok {
-            return Err(bad("vocabulary"));
-        }
-        let mut fields: Vec<FieldPostings> = Vec::with_capacity(4);
-        for _ in 0..4 {
-            let f = FieldPostings {
-                starts: self.array(p)?,
-                docs: self.array(p)?,
-                tfs: self.array(p)?,
-                lengths: self.array(p)?,
-                total: p.u64()?,
-                max_tf: self.array(p)?,
-                min_len: self.array(p)?,
-            };
-            let ok = f.starts.len() == tokens + 1
-                && f.starts.first() == Some(&0)
-                && f.starts.windows(2).all(|w| w[0] <= w[1])
-                && f.starts.last().map(|&e| e as usize) == Some(f.docs.len())
-                && f.tfs.len() == f.docs.len()
-                && f.lengths.len() == n
-                && f.max_tf.len() == tokens
-                && f.min_len.len() == tokens
-                && f.docs.par_iter().all(|&d| (d as usize) < n)
-                && f.lengths.iter().map(|&l| u64::from(l)).sum::<u64>() == f.total;
-            if !ok {
-                return Err(bad("postings"));
-            }
-            fields.push(f);
-        }
-        let fields: [FieldPostings; 4] = fields.try_into().map_err(|_| bad("fields"))?;
-        Ok(Bm25fIndex {
+        let b = Bm25fIndex {
             language,
-            vocab,
-            token_starts,
-            df,
-            fields,
-        })
+            vocab: self.array(p)?,
+            token_starts: self.array(p)?,
+            starts: self.array(p)?,
+            docs: self.array(p)?,
+            tfs: self.array(p)?,
+            lengths: self.array(p)?,
+            totals: [p.u64()?, p.u64()?, p.u64()?, p.u64()?],
+            max_tf: self.array(p)?,
+            min_len: self.array(p)?,
+            long_tokens: self.array(p)?,
+            block_starts: self.array(p)?,
+            block_last: self.array(p)?,
+            block_max_tf: self.array(p)?,
+            block_min_len: self.array(p)?,
+        };
+        b.check(n).map_err(bad)?;
+        Ok(b)
     }
 
     /// The directory listings the file recorded, by prefix.

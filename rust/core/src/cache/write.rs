@@ -447,16 +447,18 @@ fn index_out<W: Write>(
     let b = &index.bm25f;
     p.array::<u8>(&b.vocab)?;
     p.array::<u32>(&b.token_starts)?;
-    p.array::<u32>(&b.df)?;
-    for f in &b.fields {
-        p.array::<u64>(&f.starts)?;
-        p.array::<u32>(&f.docs)?;
-        p.array::<u16>(&f.tfs)?;
-        p.array::<u32>(&f.lengths)?;
-        p.u64(f.total)?;
-        p.array::<u16>(&f.max_tf)?;
-        p.array::<u32>(&f.min_len)?;
-    }
+    p.array::<u64>(&b.starts)?;
+    p.array::<u32>(&b.docs)?;
+    p.array::<u16>(&b.tfs)?;
+    p.array::<u32>(&b.lengths)?;
+    b.totals.iter().try_for_each(|&t| p.u64(t))?;
+    p.array::<u16>(&b.max_tf)?;
+    p.array::<u32>(&b.min_len)?;
+    p.array::<u32>(&b.long_tokens)?;
+    p.array::<u64>(&b.block_starts)?;
+    p.array::<u32>(&b.block_last)?;
+    p.array::<u16>(&b.block_max_tf)?;
+    p.array::<u32>(&b.block_min_len)?;
     Ok(())
 }
 

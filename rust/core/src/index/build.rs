@@ -193,13 +193,42 @@ impl Chunks {
     }
 }
 
-/// One field's index from its chunks (in position order) over `n` concepts,
-/// and each chunk's local → global word ids.
-pub fn merge_field(chunks: &[Chunk], n: usize) -> (FieldIndex, Vec<Vec<u32>>) {
+/// A field's merged vocabulary: its distinct words (each followed by `\n`),
+/// where each starts (one extra entry at the end), and each chunk's local →
+/// global word ids.
+pub struct Vocab {
+    pub vocab: Vec<u8>,
+    pub word_starts: Vec<u32>,
+    pub remaps: Vec<Vec<u32>>,
+}
+
+impl Vocab {
+    pub fn word_count(&self) -> usize {
+        self.word_starts.len() - 1
+    }
+
+    pub fn word(&self, w: u32) -> &[u8] {
+        vocab_word(&self.vocab, &self.word_starts, w)
+    }
+}
+
+/// A field's vocabulary from its chunks (in position order) over `n` concepts.
+pub fn merge_vocab(chunks: &[Chunk], n: usize) -> Vocab {
     let (vocab, word_starts, remaps) = merge_words(chunks, n);
+    Vocab {
+        vocab,
+        word_starts,
+        remaps,
+    }
+}
+
+/// One field's index from its chunks (in position order) over `n` concepts,
+/// with its merged vocabulary (shared with the BM25F build, so copied).
+pub fn merge_field(chunks: &[Chunk], n: usize, v: &Vocab) -> FieldIndex {
+    let (vocab, word_starts, remaps) = (v.vocab.clone(), v.word_starts.clone(), &v.remaps);
     let n_words = word_starts.len() - 1;
     let mut counts = vec![0u64; n_words];
-    for (ch, remap) in chunks.iter().zip(&remaps) {
+    for (ch, remap) in chunks.iter().zip(remaps) {
         for (w, &g) in remap.iter().enumerate() {
             counts[g as usize] += u64::from(ch.starts[w + 1] - ch.starts[w]);
         }
@@ -209,9 +238,9 @@ pub fn merge_field(chunks: &[Chunk], n: usize) -> (FieldIndex, Vec<Vec<u32>>) {
     // The trigram lists and the postings are independent: build both at once.
     let (trigrams, (dense_slot, dense_bits, post_starts, postings)) = rayon::join(
         || Trigrams::build(n_words, word),
-        || place(chunks, &remaps, &counts, bitset_words),
+        || place(chunks, remaps, &counts, bitset_words),
     );
-    let index = FieldIndex {
+    FieldIndex {
         vocab: vocab.into(),
         word_starts: word_starts.into(),
         post_starts: post_starts.into(),
@@ -220,8 +249,7 @@ pub fn merge_field(chunks: &[Chunk], n: usize) -> (FieldIndex, Vec<Vec<u32>>) {
         dense_bits: dense_bits.into(),
         bitset_words,
         trigrams,
-    };
-    (index, remaps)
+    }
 }
 
 /// Partitions of the vocabulary interned apart (and in parallel) when a

@@ -14,7 +14,7 @@ pub mod intern;
 pub mod trigram;
 
 pub use build::{chunk_fields, Chunks};
-use build::{merge_field, tag_lists};
+use build::{merge_field, merge_vocab, tag_lists};
 
 use std::borrow::Borrow;
 
@@ -131,18 +131,19 @@ impl Index {
             return Err(e);
         }
         let [a, b, c] = &chunks.0;
-        // The tag lists are made while the fields merge (one thread's work).
-        let (((title, ra), tags), ((tags_desc, rb), (body, rc))) = rayon::join(
-            || rayon::join(|| merge_field(a, n), || tag_lists(concepts)),
-            || rayon::join(|| merge_field(b, n), || merge_field(c, n)),
+        let (va, (vb, vc)) = rayon::join(
+            || merge_vocab(a, n),
+            || rayon::join(|| merge_vocab(b, n), || merge_vocab(c, n)),
         );
-        let bm25f = bm25f::build(
-            analyzer,
-            n,
-            [a, b, c],
-            [&title, &tags_desc, &body],
-            [&ra, &rb, &rc],
-        );
+        // The BM25F index needs only the vocabularies: it is built while the
+        // fields' postings, trigram lists and the tag lists are placed.
+        let bm25f_of = || bm25f::build(analyzer, n, [a, b, c], [&va, &vb, &vc]);
+        let (bm25f, ((title, tags), (tags_desc, body))) = rayon::join(bm25f_of, || {
+            rayon::join(
+                || rayon::join(|| merge_field(a, n, &va), || tag_lists(concepts)),
+                || rayon::join(|| merge_field(b, n, &vb), || merge_field(c, n, &vc)),
+            )
+        });
         Ok(Index {
             fields: [title, tags_desc, body],
             bm25f,

@@ -143,24 +143,25 @@ impl Analyzer {
     /// (rather than a bigram), with the word before stemming. Tokens come in
     /// text order: the piece's words, then its bigrams.
     pub fn for_each_token(&self, piece: &str, mut f: impl FnMut(Token<'_>)) {
-        for w in piece.unicode_words() {
+        // Most pieces are ASCII letters and digits alone: one UAX #29 word
+        // (letters and digits join, rules WB5 and WB8–WB10), no bigram.
+        if !piece.is_empty() && piece.bytes().all(|b| b.is_ascii_alphanumeric()) {
             f(Token {
-                text: self.stem(w),
-                word: Some(w),
+                text: self.stem(piece),
+                word: Some(piece),
             });
-            // A word joined by punctuation (`React.memo`, `foo_bar`, `3.14`)
-            // also yields its letter-and-digit runs.
-            if w.chars().any(|c| !c.is_alphanumeric()) {
-                for sub in w
-                    .split(|c: char| !c.is_alphanumeric())
-                    .filter(|s| !s.is_empty())
-                {
-                    f(Token {
-                        text: self.stem(sub),
-                        word: Some(sub),
-                    });
-                }
+            return;
+        }
+        if piece.is_ascii() {
+            // The same words, segmented by the rules' ASCII cases (a test
+            // holds it equal to the segmentation crate's on random text).
+            for w in ascii_words(piece) {
+                self.word_tokens(w, &mut f);
             }
+            return; // no Han, kana or Hangul: no bigram
+        }
+        for w in piece.unicode_words() {
+            self.word_tokens(w, &mut f);
         }
         let mut prev: Option<(usize, char)> = None;
         for (i, c) in piece.char_indices() {
@@ -175,6 +176,28 @@ impl Analyzer {
                 });
             }
             prev = Some((i, c));
+        }
+    }
+
+    /// A word's tokens: itself, and its letter-and-digit runs when it holds
+    /// anything else.
+    fn word_tokens<'a>(&self, w: &'a str, f: &mut impl FnMut(Token<'a>)) {
+        f(Token {
+            text: self.stem(w),
+            word: Some(w),
+        });
+        // A word joined by punctuation (`React.memo`, `foo_bar`, `3.14`)
+        // also yields its letter-and-digit runs.
+        if w.chars().any(|c| !c.is_alphanumeric()) {
+            for sub in w
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|s| !s.is_empty())
+            {
+                f(Token {
+                    text: self.stem(sub),
+                    word: Some(sub),
+                });
+            }
         }
     }
 
@@ -207,6 +230,76 @@ impl Analyzer {
     }
 }
 
+/// An ASCII character's UAX #29 word-break class, as far as the rules that
+/// can apply inside a piece (no white space) distinguish them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wb {
+    Letter,
+    Numeric,
+    /// `:` (MidLetter).
+    MidLetter,
+    /// `.` (MidNumLet) and `'` (Single_Quote): the rules treat them alike.
+    MidNumLetQ,
+    /// `,` and `;` (MidNum).
+    MidNum,
+    /// `_` (ExtendNumLet).
+    ExtendNumLet,
+    Other,
+}
+
+fn wb(b: u8) -> Wb {
+    match b {
+        b'A'..=b'Z' | b'a'..=b'z' => Wb::Letter,
+        b'0'..=b'9' => Wb::Numeric,
+        b':' => Wb::MidLetter,
+        b'.' | b'\'' => Wb::MidNumLetQ,
+        b',' | b';' => Wb::MidNum,
+        b'_' => Wb::ExtendNumLet,
+        _ => Wb::Other,
+    }
+}
+
+/// The UAX #29 words of an ASCII text without white space that hold a letter
+/// or a digit: rules WB5–WB13b over ASCII classes, every other pair broken
+/// (WB999).
+fn ascii_words(s: &str) -> impl Iterator<Item = &str> {
+    let b = s.as_bytes();
+    let class = |i: usize| b.get(i).map(|&c| wb(c));
+    let joined = move |i: usize| -> bool {
+        // Whether there is no boundary between b[i - 1] and b[i].
+        let (prev, cur) = (wb(b[i - 1]), wb(b[i]));
+        let before = if i >= 2 { class(i - 2) } else { None };
+        let after = class(i + 1);
+        use Wb::*;
+        match (prev, cur) {
+            (Letter, Letter) | (Numeric, Numeric) | (Letter, Numeric) | (Numeric, Letter) => true,
+            (Letter, MidLetter | MidNumLetQ) => after == Some(Letter),
+            (MidLetter | MidNumLetQ, Letter) => before == Some(Letter),
+            (Numeric, MidNum | MidNumLetQ) => after == Some(Numeric),
+            (MidNum | MidNumLetQ, Numeric) => before == Some(Numeric),
+            (Letter | Numeric | ExtendNumLet, ExtendNumLet) => true,
+            (ExtendNumLet, Letter | Numeric) => true,
+            _ => false,
+        }
+    };
+    let mut start = 0usize;
+    let mut i = 1usize;
+    std::iter::from_fn(move || {
+        while start < b.len() {
+            while i < b.len() && joined(i) {
+                i += 1;
+            }
+            let word = &s[start..i];
+            start = i;
+            i += 1;
+            if word.bytes().any(|c| c.is_ascii_alphanumeric()) {
+                return Some(word);
+            }
+        }
+        None
+    })
+}
+
 /// One token of a piece.
 pub struct Token<'a> {
     /// The token as indexed and looked up.
@@ -232,10 +325,11 @@ fn lower_char(c: char) -> char {
 /// Han, Hiragana, Katakana or Hangul: scripts written without spaces, whose
 /// runs also yield bigrams.
 pub fn is_cjk(c: char) -> bool {
-    matches!(
-        c.script(),
-        Script::Han | Script::Hiragana | Script::Katakana | Script::Hangul
-    )
+    !c.is_ascii()
+        && matches!(
+            c.script(),
+            Script::Han | Script::Hiragana | Script::Katakana | Script::Hangul
+        )
 }
 
 #[cfg(test)]
@@ -259,6 +353,36 @@ mod tests {
         assert_eq!(tokens(None, "React.memo"), ["REACT.MEMO", "REACT", "MEMO"]);
         // Pieces are split on the spec's white space first.
         assert_eq!(tokens(None, "a\u{a0}b\u{3000}c"), ["A", "B", "C"]);
+    }
+
+    /// The ASCII shortcuts give what segmentation gives, on random strings
+    /// of every ASCII class the rules tell apart.
+    #[test]
+    fn the_ascii_shortcut_agrees_with_segmentation() {
+        let alphabet = [
+            'A', 'z', 'q', '0', '9', '.', '_', '\'', ':', ',', ';', '-', '"', '(', '/', '`', '#',
+        ];
+        let plain = Analyzer::new(None);
+        let mut rng = crate::testing::Rng(5);
+        for _ in 0..200_000 {
+            let s: String = (0..1 + rng.below(12))
+                .map(|_| alphabet[rng.below(alphabet.len())])
+                .collect();
+            let mut got = Vec::new();
+            plain.for_each_token(&s, |t| got.push(t.text.into_owned()));
+            let mut want: Vec<String> = Vec::new();
+            for w in s.unicode_words() {
+                want.push(w.to_string());
+                if w.chars().any(|c| !c.is_alphanumeric()) {
+                    want.extend(
+                        w.split(|c: char| !c.is_alphanumeric())
+                            .filter(|x| !x.is_empty())
+                            .map(str::to_string),
+                    );
+                }
+            }
+            assert_eq!(got, want, "{s:?}");
+        }
     }
 
     #[test]

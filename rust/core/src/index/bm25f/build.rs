@@ -1,95 +1,28 @@
-//! The BM25F index (docs/spec.md §12): per token, the concepts that hold it
-//! in each of the four fields with how often, each concept's field lengths
-//! in tokens, each token's document frequency, and per token and field the
-//! largest frequency and smallest length, the bounds dynamic pruning needs.
-//!
-//! It is built from the per-field index's chunks: every distinct folded
-//! piece of the vocabulary is analysed once ([`Analyzer`]), and each piece's
-//! per-concept counts are spread onto its tokens.
+//! Building the BM25F index from the per-field index's chunks: every
+//! distinct folded piece of the vocabulary is analysed once ([`Analyzer`]),
+//! each piece's per-concept counts are spread onto its tokens per field, and
+//! the four fields' lists are merged per token, with the pruning bounds.
 
 use rayon::prelude::*;
 
-use super::build::Chunk;
-use super::intern::Interner;
-use super::{vocab_word, FieldIndex};
-use crate::array::Array;
+use super::{Bm25fIndex, BLOCK};
+use crate::index::build::{Chunk, Vocab};
+use crate::index::intern::Interner;
 use crate::text::analyze::{Analyzer, Language};
 
-/// The BM25F fields, in the order of every sum over fields (docs/spec.md §12.3).
-pub const BM25F_FIELDS: [&str; 4] = ["title", "tags", "description", "body"];
-
-/// One field's postings: token `t`'s concepts are
-/// `docs[starts[t]..starts[t + 1]]` (ascending), each with its frequency in
-/// `tfs` (at most `u16::MAX`).
-#[derive(Default)]
-pub struct FieldPostings {
-    pub starts: Array<u64>,
-    pub docs: Array<u32>,
-    pub tfs: Array<u16>,
-    /// Each concept's length of the field, in tokens.
-    pub lengths: Array<u32>,
-    /// The sum of `lengths` (kept, so statistics need no pass over them).
-    pub total: u64,
-    /// Per token: its largest frequency in the field, and the smallest
-    /// length of a concept that holds it there (`u32::MAX` when none does).
-    pub max_tf: Array<u16>,
-    pub min_len: Array<u32>,
+/// One field's postings while the index is built: token `t`'s concepts are
+/// `docs[starts[t]..starts[t + 1]]` (ascending), each with its frequency.
+struct FieldPostings {
+    starts: Vec<u64>,
+    docs: Vec<u32>,
+    tfs: Vec<u16>,
+    lengths: Vec<u32>,
 }
 
 impl FieldPostings {
-    /// Token `t`'s concepts and frequencies in this field.
-    pub fn list(&self, t: u32) -> (&[u32], &[u16]) {
-        let (a, b) = (
-            self.starts[t as usize] as usize,
-            self.starts[t as usize + 1] as usize,
-        );
+    fn list(&self, t: usize) -> (&[u32], &[u16]) {
+        let (a, b) = (self.starts[t] as usize, self.starts[t + 1] as usize);
         (&self.docs[a..b], &self.tfs[a..b])
-    }
-}
-
-#[derive(Default)]
-pub struct Bm25fIndex {
-    /// The analyzer's language (`None`: tokens are not stemmed).
-    pub language: Option<Language>,
-    /// The distinct tokens in byte order, each followed by `\n`; token `t`
-    /// starts at `token_starts[t]` (one extra entry at the end).
-    pub vocab: Array<u8>,
-    pub token_starts: Array<u32>,
-    /// Per token, how many concepts hold it in any field.
-    pub df: Array<u32>,
-    pub fields: [FieldPostings; 4],
-}
-
-impl Bm25fIndex {
-    /// How many concepts the index covers.
-    pub fn len(&self) -> usize {
-        self.fields[0].lengths.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    pub fn token_count(&self) -> usize {
-        self.token_starts.len().saturating_sub(1)
-    }
-
-    pub fn token(&self, t: u32) -> &[u8] {
-        vocab_word(&self.vocab, &self.token_starts, t)
-    }
-
-    /// The id of a token, by binary search over the sorted vocabulary.
-    pub fn token_id(&self, token: &str) -> Option<u32> {
-        let (mut lo, mut hi) = (0usize, self.token_count());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match self.token(mid as u32).cmp(token.as_bytes()) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(mid as u32),
-            }
-        }
-        None
     }
 }
 
@@ -107,32 +40,175 @@ fn sub_tf(tf: u32, half: Option<bool>) -> u16 {
     }
 }
 
-/// The BM25F index of `n` concepts from the per-field index's chunks, merged
-/// vocabularies and local → global word ids, field by field.
+/// The BM25F index of `n` concepts from the per-field index's chunks and
+/// merged vocabularies (with each chunk's local → global word ids).
 pub fn build(
     analyzer: &Analyzer,
     n: usize,
     chunks: [&[Chunk]; 3],
-    fields: [&FieldIndex; 3],
-    remaps: [&[Vec<u32>]; 3],
+    fields: [&Vocab; 3],
 ) -> Bm25fIndex {
     let (vocab, token_starts, word_tokens) = tokens_of_words(analyzer, fields);
     let n_tokens = token_starts.len() - 1;
     let built: Vec<FieldPostings> = SOURCES
         .par_iter()
-        .map(|&(k, half)| field_postings(n, n_tokens, chunks[k], remaps[k], &word_tokens[k], half))
+        .map(|&(k, half)| {
+            field_postings(
+                n,
+                n_tokens,
+                chunks[k],
+                &fields[k].remaps,
+                &word_tokens[k],
+                half,
+            )
+        })
         .collect();
     let fields: [FieldPostings; 4] = match built.try_into() {
         Ok(f) => f,
         Err(_) => unreachable!("four sources make four fields"),
     };
-    let df = document_frequencies(&fields, n_tokens);
+    union(analyzer.language(), vocab, token_starts, n, &fields)
+}
+
+/// One token's merged list: positions, four frequencies each, per field the
+/// largest frequency and smallest length, and per block of a long list its
+/// last position and bounds.
+#[derive(Default)]
+struct Merged {
+    docs: Vec<u32>,
+    tfs: Vec<u16>,
+    max_tf: [u16; 4],
+    min_len: [u32; 4],
+    block_last: Vec<u32>,
+    block_max_tf: Vec<u16>,
+    block_min_len: Vec<u32>,
+}
+
+impl Merged {
+    /// Record the bounds of the entries pushed since `from`, per field.
+    fn close_block(&mut self, from: usize, lengths: &[u32]) {
+        let mut max_tf = [0u16; 4];
+        let mut min_len = [u32::MAX; 4];
+        for (i, &d) in self.docs[from..].iter().enumerate() {
+            for f in 0..4 {
+                let tf = self.tfs[4 * (from + i) + f];
+                if tf > 0 {
+                    max_tf[f] = max_tf[f].max(tf);
+                    min_len[f] = min_len[f].min(lengths[4 * d as usize + f]);
+                }
+            }
+        }
+        for f in 0..4 {
+            self.max_tf[f] = self.max_tf[f].max(max_tf[f]);
+            self.min_len[f] = self.min_len[f].min(min_len[f]);
+        }
+        self.block_last.extend(self.docs.last());
+        self.block_max_tf.extend(max_tf);
+        self.block_min_len.extend(min_len);
+    }
+}
+
+/// The index from the four fields' postings: per token, the union of its
+/// four lists with the frequencies side by side, and the pruning bounds.
+fn union(
+    language: Option<Language>,
+    vocab: Vec<u8>,
+    token_starts: Vec<u32>,
+    n: usize,
+    fields: &[FieldPostings; 4],
+) -> Bm25fIndex {
+    let n_tokens = token_starts.len() - 1;
+    let mut lengths = vec![0u32; 4 * n];
+    for (f, fp) in fields.iter().enumerate() {
+        for (d, &l) in fp.lengths.iter().enumerate() {
+            lengths[4 * d + f] = l;
+        }
+    }
+    let totals: [u64; 4] =
+        std::array::from_fn(|f| fields[f].lengths.iter().map(|&l| u64::from(l)).sum());
+    // Each token's merged list, in parallel, then laid end to end.
+    let merged: Vec<Merged> = (0..n_tokens)
+        .into_par_iter()
+        .map(|t| {
+            let lists: [(&[u32], &[u16]); 4] = std::array::from_fn(|f| fields[f].list(t));
+            let mut at = [0usize; 4];
+            let mut m = Merged {
+                min_len: [u32::MAX; 4],
+                ..Merged::default()
+            };
+            let mut block_from = 0;
+            while let Some(d) = (0..4).filter_map(|f| lists[f].0.get(at[f]).copied()).min() {
+                m.docs.push(d);
+                for f in 0..4 {
+                    let (fd, ftf) = lists[f];
+                    let tf = if fd.get(at[f]) == Some(&d) {
+                        at[f] += 1;
+                        ftf[at[f] - 1]
+                    } else {
+                        0
+                    };
+                    m.tfs.push(tf);
+                }
+                if m.docs.len() - block_from == BLOCK {
+                    m.close_block(block_from, &lengths);
+                    block_from = m.docs.len();
+                }
+            }
+            if m.docs.len() > block_from {
+                m.close_block(block_from, &lengths);
+            }
+            if m.docs.len() <= BLOCK {
+                // One block: the token's own bounds say it all.
+                m.block_last.clear();
+                m.block_max_tf.clear();
+                m.block_min_len.clear();
+            }
+            m
+        })
+        .collect();
+    let total: usize = merged.iter().map(|m| m.docs.len()).sum();
+    let blocks: usize = merged.iter().map(|m| m.block_last.len()).sum();
+    let mut starts = Vec::with_capacity(n_tokens + 1);
+    let mut docs = Vec::with_capacity(total);
+    let mut tfs = Vec::with_capacity(4 * total);
+    let mut max_tf = Vec::with_capacity(4 * n_tokens);
+    let mut min_len = Vec::with_capacity(4 * n_tokens);
+    let mut long_tokens = Vec::new();
+    let mut block_starts = vec![0u64];
+    let mut block_last = Vec::with_capacity(blocks);
+    let mut block_max_tf = Vec::with_capacity(4 * blocks);
+    let mut block_min_len = Vec::with_capacity(4 * blocks);
+    for (t, m) in merged.into_iter().enumerate() {
+        starts.push(docs.len() as u64);
+        docs.extend(m.docs);
+        tfs.extend(m.tfs);
+        max_tf.extend(m.max_tf);
+        min_len.extend(m.min_len);
+        if !m.block_last.is_empty() {
+            long_tokens.push(t as u32);
+            block_last.extend(m.block_last);
+            block_max_tf.extend(m.block_max_tf);
+            block_min_len.extend(m.block_min_len);
+            block_starts.push(block_last.len() as u64);
+        }
+    }
+    starts.push(docs.len() as u64);
     Bm25fIndex {
-        language: analyzer.language(),
+        language,
         vocab: vocab.into(),
         token_starts: token_starts.into(),
-        df: df.into(),
-        fields,
+        starts: starts.into(),
+        docs: docs.into(),
+        tfs: tfs.into(),
+        lengths: lengths.into(),
+        totals,
+        max_tf: max_tf.into(),
+        min_len: min_len.into(),
+        long_tokens: long_tokens.into(),
+        block_starts: block_starts.into(),
+        block_last: block_last.into(),
+        block_max_tf: block_max_tf.into(),
+        block_min_len: block_min_len.into(),
     }
 }
 
@@ -142,7 +218,7 @@ pub fn build(
 #[allow(clippy::type_complexity)]
 fn tokens_of_words(
     analyzer: &Analyzer,
-    fields: [&FieldIndex; 3],
+    fields: [&Vocab; 3],
 ) -> (Vec<u8>, Vec<u32>, [(Vec<u32>, Vec<u32>); 3]) {
     const PART: usize = 4096;
     // Per field, per part of its words: the part's tokens interned locally,
@@ -294,31 +370,45 @@ fn field_postings(
         }
     }
     // Tokens with several sources: their lists sorted by position, repeats
-    // merged (their frequencies summed).
-    let mut kept = vec![0u64; n_tokens];
+    // merged (their frequencies summed); in parallel, each token's segment
+    // its own slice.
+    let mut kept: Vec<u64> = (0..n_tokens).map(|t| count[t + 1] - count[t]).collect();
+    let mut segments: Vec<(usize, &mut [u32], &mut [u16])> = Vec::new();
+    let (mut rest_docs, mut rest_tfs) = (&mut docs[..], &mut tfs[..]);
+    let mut at = 0usize;
     for t in 0..n_tokens {
         let (a, b) = (count[t] as usize, count[t + 1] as usize);
-        if sources[t] <= 1 {
-            kept[t] = (b - a) as u64;
+        if sources[t] <= 1 || b == a {
             continue;
         }
-        let mut pairs: Vec<(u32, u16)> = docs[a..b]
-            .iter()
-            .copied()
-            .zip(tfs[a..b].iter().copied())
-            .collect();
-        pairs.sort_unstable_by_key(|&(p, _)| p);
-        let mut out = 0usize;
-        for (p, tf) in pairs {
-            if out > 0 && docs[a + out - 1] == p {
-                tfs[a + out - 1] = tfs[a + out - 1].saturating_add(tf);
-            } else {
-                docs[a + out] = p;
-                tfs[a + out] = tf;
-                out += 1;
+        let (_, d) = std::mem::take(&mut rest_docs).split_at_mut(a - at);
+        let (seg_d, d) = d.split_at_mut(b - a);
+        let (_, f) = std::mem::take(&mut rest_tfs).split_at_mut(a - at);
+        let (seg_f, f) = f.split_at_mut(b - a);
+        segments.push((t, seg_d, seg_f));
+        (rest_docs, rest_tfs, at) = (d, f, b);
+    }
+    let merged: Vec<(usize, u64)> = segments
+        .into_par_iter()
+        .map_init(Vec::new, |scratch: &mut Vec<(u32, u16)>, (t, d, f)| {
+            scratch.clear();
+            scratch.extend(d.iter().copied().zip(f.iter().copied()));
+            scratch.sort_unstable_by_key(|&(p, _)| p);
+            let mut out = 0usize;
+            for &(p, tf) in scratch.iter() {
+                if out > 0 && d[out - 1] == p {
+                    f[out - 1] = f[out - 1].saturating_add(tf);
+                } else {
+                    d[out] = p;
+                    f[out] = tf;
+                    out += 1;
+                }
             }
-        }
-        kept[t] = out as u64;
+            (t, out as u64)
+        })
+        .collect();
+    for (t, k) in merged {
+        kept[t] = k;
     }
     // Close the gaps merging left.
     let mut starts = Vec::with_capacity(n_tokens + 1);
@@ -336,51 +426,10 @@ fn field_postings(
     starts.push(at as u64);
     docs.truncate(at);
     tfs.truncate(at);
-    let (max_tf, min_len): (Vec<u16>, Vec<u32>) = (0..n_tokens)
-        .into_par_iter()
-        .map(|t| {
-            let (a, b) = (starts[t] as usize, starts[t + 1] as usize);
-            let max_tf = tfs[a..b].iter().copied().max().unwrap_or(0);
-            let min_len = docs[a..b]
-                .iter()
-                .map(|&p| lengths[p as usize])
-                .min()
-                .unwrap_or(u32::MAX);
-            (max_tf, min_len)
-        })
-        .unzip();
-    let total = lengths.iter().map(|&l| u64::from(l)).sum();
     FieldPostings {
-        starts: starts.into(),
-        docs: docs.into(),
-        tfs: tfs.into(),
-        lengths: lengths.into(),
-        total,
-        max_tf: max_tf.into(),
-        min_len: min_len.into(),
+        starts,
+        docs,
+        tfs,
+        lengths,
     }
-}
-
-/// Per token, how many concepts hold it in any field: the size of the union
-/// of its four lists.
-fn document_frequencies(fields: &[FieldPostings; 4], n_tokens: usize) -> Vec<u32> {
-    (0..n_tokens as u32)
-        .into_par_iter()
-        .map(|t| {
-            let lists: [&[u32]; 4] = std::array::from_fn(|f| fields[f].list(t).0);
-            let mut at = [0usize; 4];
-            let mut df = 0u32;
-            loop {
-                let next = (0..4).filter_map(|f| lists[f].get(at[f]).copied()).min();
-                let Some(p) = next else { break };
-                df += 1;
-                for f in 0..4 {
-                    if lists[f].get(at[f]) == Some(&p) {
-                        at[f] += 1;
-                    }
-                }
-            }
-            df
-        })
-        .collect()
 }

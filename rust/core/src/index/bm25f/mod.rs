@@ -1,0 +1,286 @@
+//! The BM25F index (docs/spec.md §12): per token, the concepts that hold it
+//! in any field, each with its four field frequencies side by side (one
+//! cursor per token at search time), each concept's four field lengths, and
+//! per token and field the largest frequency and smallest length, the bounds
+//! dynamic pruning needs, and the same bounds per block of [`BLOCK`] entries
+//! of the longer lists (block-max pruning).
+//! Built in `build.rs`; checked here when read back from a cache file.
+
+mod build;
+
+pub use build::build;
+
+use rayon::prelude::*;
+
+use crate::array::Array;
+use crate::text::analyze::Language;
+
+use super::vocab_word;
+
+/// The BM25F fields, in the order of every sum over fields (docs/spec.md §12.3).
+pub const BM25F_FIELDS: [&str; 4] = ["title", "tags", "description", "body"];
+
+#[derive(Default)]
+pub struct Bm25fIndex {
+    /// The analyzer's language (`None`: tokens are not stemmed).
+    pub language: Option<Language>,
+    /// The distinct tokens in byte order, each followed by `\n`; token `t`
+    /// starts at `token_starts[t]` (one extra entry at the end).
+    pub vocab: Array<u8>,
+    pub token_starts: Array<u32>,
+    /// Token `t`'s concepts are `docs[starts[t]..starts[t + 1]]` (ascending;
+    /// their number is its document frequency), concept `i` of them with its
+    /// frequencies `tfs[4i..4i + 4]` in the fields title, tags, description,
+    /// body (each at most `u16::MAX`).
+    pub starts: Array<u64>,
+    pub docs: Array<u32>,
+    pub tfs: Array<u16>,
+    /// Concept `d`'s four field lengths, in tokens: `lengths[4d..4d + 4]`.
+    pub lengths: Array<u32>,
+    /// Each field's total length (the sum of its lengths).
+    pub totals: [u64; 4],
+    /// Per token and field: the largest frequency, and the smallest length
+    /// of a concept holding the token there (`u32::MAX` when none does), at
+    /// `4t + f`.
+    pub max_tf: Array<u16>,
+    pub min_len: Array<u32>,
+    /// The tokens whose lists are longer than [`BLOCK`], ascending; the
+    /// `i`-th one's list is cut into blocks of [`BLOCK`] entries (the last
+    /// one shorter), `block_starts[i]..block_starts[i + 1]`, each with its
+    /// last position and, at `4j + f`, the bounds of `max_tf` and `min_len`
+    /// over its entries. A shorter list is one block (the token's bounds).
+    pub long_tokens: Array<u32>,
+    pub block_starts: Array<u64>,
+    pub block_last: Array<u32>,
+    pub block_max_tf: Array<u16>,
+    pub block_min_len: Array<u32>,
+}
+
+/// Entries per block of a long list: small enough that a block's bounds are
+/// close to its entries' scores, large enough that the blocks cost little
+/// room and little time to pass over.
+pub const BLOCK: usize = 128;
+
+/// A token's blocks: the last position of each, and per block and field
+/// (`4j + f`) the largest frequency and smallest length.
+pub struct Blocks<'a> {
+    pub last: &'a [u32],
+    pub max_tf: &'a [u16],
+    pub min_len: &'a [u32],
+}
+
+/// One token's postings.
+pub struct TokenList<'a> {
+    pub docs: &'a [u32],
+    /// Four per concept.
+    pub tfs: &'a [u16],
+}
+
+impl Bm25fIndex {
+    /// How many concepts the index covers.
+    pub fn len(&self) -> usize {
+        self.lengths.len() / 4
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn token_count(&self) -> usize {
+        self.token_starts.len().saturating_sub(1)
+    }
+
+    pub fn token(&self, t: u32) -> &[u8] {
+        vocab_word(&self.vocab, &self.token_starts, t)
+    }
+
+    /// Token `t`'s document frequency: the concepts holding it in any field.
+    pub fn df(&self, t: u32) -> u64 {
+        self.starts[t as usize + 1] - self.starts[t as usize]
+    }
+
+    pub fn list(&self, t: u32) -> TokenList<'_> {
+        let (a, b) = (
+            self.starts[t as usize] as usize,
+            self.starts[t as usize + 1] as usize,
+        );
+        TokenList {
+            docs: &self.docs[a..b],
+            tfs: &self.tfs[4 * a..4 * b],
+        }
+    }
+
+    /// Token `t`'s blocks (docs/spec.md §12.3): one per [`BLOCK`] entries of
+    /// a long list, the whole list for a shorter one, none for no list.
+    pub fn blocks(&self, t: u32) -> Blocks<'_> {
+        let (a, b) = (
+            self.starts[t as usize] as usize,
+            self.starts[t as usize + 1] as usize,
+        );
+        if b == a {
+            return Blocks {
+                last: &[],
+                max_tf: &[],
+                min_len: &[],
+            };
+        }
+        match self.long_tokens.binary_search(&t) {
+            Ok(i) => {
+                let (x, y) = (
+                    self.block_starts[i] as usize,
+                    self.block_starts[i + 1] as usize,
+                );
+                Blocks {
+                    last: &self.block_last[x..y],
+                    max_tf: &self.block_max_tf[4 * x..4 * y],
+                    min_len: &self.block_min_len[4 * x..4 * y],
+                }
+            }
+            Err(_) => Blocks {
+                last: &self.docs[b - 1..b],
+                max_tf: &self.max_tf[4 * t as usize..4 * t as usize + 4],
+                min_len: &self.min_len[4 * t as usize..4 * t as usize + 4],
+            },
+        }
+    }
+
+    /// `Err` naming the first part of a saved index that does not fit the
+    /// rest, for `n` concepts: a cache file's index is checked before use
+    /// (its CRC guards the bytes; this guards the shapes searches rely on).
+    pub fn check(&self, n: usize) -> Result<(), &'static str> {
+        let tokens = self.token_count();
+        let vocab_ok = !self.token_starts.is_empty()
+            && self.token_starts.windows(2).all(|w| w[0] < w[1])
+            && self.token_starts.last().map(|&e| e as usize) == Some(self.vocab.len());
+        if !vocab_ok {
+            return Err("vocabulary");
+        }
+        let postings_ok = self.starts.len() == tokens + 1
+            && self.starts.first() == Some(&0)
+            && self.starts.windows(2).all(|w| w[0] <= w[1])
+            && self.starts.last().map(|&e| e as usize) == Some(self.docs.len())
+            && self.tfs.len() == 4 * self.docs.len()
+            && self.lengths.len() == 4 * n
+            && self.max_tf.len() == 4 * tokens
+            && self.min_len.len() == 4 * tokens
+            && self.docs.par_iter().all(|&d| (d as usize) < n)
+            && (0..4).all(|f| {
+                self.lengths
+                    .iter()
+                    .skip(f)
+                    .step_by(4)
+                    .map(|&l| u64::from(l))
+                    .sum::<u64>()
+                    == self.totals[f]
+            });
+        if !postings_ok {
+            return Err("postings");
+        }
+        if !self.blocks_fit() {
+            return Err("blocks");
+        }
+        Ok(())
+    }
+
+    /// Whether the blocks fit the postings: each long token's list cut into
+    /// whole blocks of [`BLOCK`] entries, each block's last position the
+    /// list's.
+    fn blocks_fit(&self) -> bool {
+        let blocks = self.block_last.len();
+        self.block_starts.len() == self.long_tokens.len() + 1
+            && self.block_starts.first() == Some(&0)
+            && self.block_starts.last().map(|&e| e as usize) == Some(blocks)
+            && self.block_max_tf.len() == 4 * blocks
+            && self.block_min_len.len() == 4 * blocks
+            && self.long_tokens.windows(2).all(|w| w[0] < w[1])
+            && self.long_tokens.iter().enumerate().all(|(i, &t)| {
+                let Some(&end) = self.starts.get(t as usize + 1) else {
+                    return false;
+                };
+                let (from, end) = (self.starts[t as usize] as usize, end as usize);
+                let (x, y) = (
+                    self.block_starts[i] as usize,
+                    self.block_starts[i + 1] as usize,
+                );
+                y >= x
+                    && end - from > BLOCK
+                    && y - x == (end - from).div_ceil(BLOCK)
+                    && (x..y).all(|j| {
+                        let last = (from + (j - x + 1) * BLOCK).min(end) - 1;
+                        self.block_last[j] == self.docs[last]
+                    })
+            })
+    }
+
+    /// The id of a token, by binary search over the sorted vocabulary.
+    pub fn token_id(&self, token: &str) -> Option<u32> {
+        let (mut lo, mut hi) = (0usize, self.token_count());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.token(mid as u32).cmp(token.as_bytes()) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid as u32),
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::concept::read_concept;
+    use crate::index::Index;
+    use crate::text::analyze::Analyzer;
+
+    /// `n` concepts, every one holding "common", every third "third" (tokens
+    /// are folded, docs/spec.md §3).
+    fn index(n: usize) -> Index {
+        let concepts: Vec<_> = (0..n)
+            .map(|i| {
+                let body = if i % 3 == 0 { "common third" } else { "common" };
+                let src = format!("---\ntitle: c{i}\n---\n{body}\n");
+                read_concept(&format!("c{i:05}"), "c.md", src.as_bytes())
+                    .concept
+                    .unwrap()
+            })
+            .collect();
+        Index::build(&concepts, &Analyzer::new(None))
+    }
+
+    #[test]
+    fn long_lists_are_cut_into_blocks_that_bound_their_entries() {
+        let n = 3 * BLOCK + 7;
+        let ix = index(n);
+        let b = &ix.bm25f;
+        assert_eq!(b.check(n), Ok(()));
+        let common = b.token_id("COMMON").unwrap();
+        let blocks = b.blocks(common);
+        assert_eq!(blocks.last.len(), n.div_ceil(BLOCK));
+        let list = b.list(common);
+        for (j, &last) in blocks.last.iter().enumerate() {
+            let entries = j * BLOCK..((j + 1) * BLOCK).min(list.docs.len());
+            assert_eq!(last, list.docs[entries.end - 1]);
+            for f in 0..4 {
+                let tfs = entries.clone().map(|e| list.tfs[4 * e + f]);
+                assert_eq!(blocks.max_tf[4 * j + f], tfs.max().unwrap());
+            }
+        }
+        // A short list is one block: the token's own bounds.
+        let short = b.token_id("C7").unwrap();
+        assert_eq!(b.blocks(short).last, &[7]);
+        assert_eq!(b.blocks(short).max_tf, &b.max_tf[4 * short as usize..][..4]);
+    }
+
+    #[test]
+    fn a_check_finds_blocks_that_do_not_fit() {
+        let n = 2 * BLOCK + 1;
+        let mut b = index(n).bm25f;
+        let mut last = b.block_last.to_vec();
+        last[0] += 1;
+        b.block_last = last.into();
+        assert_eq!(b.check(n), Err("blocks"));
+        assert_eq!(index(n).bm25f.check(n + 1), Err("postings"));
+    }
+}
