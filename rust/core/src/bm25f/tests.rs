@@ -6,7 +6,7 @@ use crate::index::Index;
 use crate::testing::Rng;
 use crate::text::analyze::{Analyzer, Language};
 
-const WORDS: [&str; 14] = [
+const WORDS: [&str; 15] = [
     "data",
     "Data,",
     "files",
@@ -17,6 +17,7 @@ const WORDS: [&str; 14] = [
     "the",
     "of",
     "x.y",
+    "x.x",
     "東京都",
     "running",
     "runs",

@@ -1,7 +1,9 @@
 //! Building the BM25F index from the per-field index's chunks: every
-//! distinct folded piece of the vocabulary is analysed once ([`Analyzer`]),
-//! each piece's per-concept counts are spread onto its tokens per field, and
-//! the four fields' lists are merged per token, with the pruning bounds.
+//! distinct folded piece of the vocabulary is analysed once ([`Analyzer`]);
+//! then, per token and in parallel, its source pieces' postings are gathered
+//! chunk by chunk (chunks hold ascending positions, so no list needs a
+//! global sort), its four fields' lists merged side by side, with the
+//! pruning bounds.
 
 use rayon::prelude::*;
 
@@ -10,19 +12,115 @@ use crate::index::build::{Chunk, Vocab};
 use crate::index::intern::Interner;
 use crate::text::analyze::{Analyzer, Language};
 
-/// One field's postings while the index is built: token `t`'s concepts are
-/// `docs[starts[t]..starts[t + 1]]` (ascending), each with its frequency.
-struct FieldPostings {
-    starts: Vec<u64>,
-    docs: Vec<u32>,
-    tfs: Vec<u16>,
-    lengths: Vec<u32>,
+/// One per-field index field seen from the tokens: each token's source
+/// words, with how many times the token comes out of each
+/// (`words[starts[t]..starts[t + 1]]`, ascending), and per chunk each global
+/// word's local id (`NONE` where the chunk lacks it).
+struct Sources<'a> {
+    chunks: &'a [Chunk],
+    starts: Vec<u32>,
+    words: Vec<(u32, u16)>,
+    local: Vec<Vec<u32>>,
 }
 
-impl FieldPostings {
-    fn list(&self, t: usize) -> (&[u32], &[u16]) {
-        let (a, b) = (self.starts[t] as usize, self.starts[t + 1] as usize);
-        (&self.docs[a..b], &self.tfs[a..b])
+const NONE: u32 = u32::MAX;
+
+impl<'a> Sources<'a> {
+    fn new(
+        chunks: &'a [Chunk],
+        vocab: &Vocab,
+        (wt_starts, wt_toks): &(Vec<u32>, Vec<u32>),
+        n_tokens: usize,
+    ) -> Sources<'a> {
+        // (token, word, times) for every word, a token once per word.
+        let mut pairs: Vec<(u32, u32, u16)> = Vec::with_capacity(wt_toks.len());
+        for g in 0..vocab.word_count() {
+            let from = pairs.len();
+            for &t in &wt_toks[wt_starts[g] as usize..wt_starts[g + 1] as usize] {
+                match pairs[from..].iter_mut().find(|p| p.0 == t) {
+                    Some(p) => p.2 = p.2.saturating_add(1),
+                    None => pairs.push((t, g as u32, 1)),
+                }
+            }
+        }
+        let mut starts = vec![0u32; n_tokens + 1];
+        for p in &pairs {
+            starts[p.0 as usize + 1] += 1;
+        }
+        for i in 1..starts.len() {
+            starts[i] += starts[i - 1];
+        }
+        let mut at = starts.clone();
+        let mut words = vec![(0u32, 0u16); pairs.len()];
+        for &(t, g, times) in &pairs {
+            words[at[t as usize] as usize] = (g, times);
+            at[t as usize] += 1;
+        }
+        let local = vocab
+            .remaps
+            .par_iter()
+            .map(|remap| {
+                let mut l = vec![NONE; vocab.word_count()];
+                for (w, &g) in remap.iter().enumerate() {
+                    l[g as usize] = w as u32;
+                }
+                l
+            })
+            .collect();
+        Sources {
+            chunks,
+            starts,
+            words,
+            local,
+        }
+    }
+
+    /// Token `t`'s concepts in one BM25F field (`half` as in [`SOURCES`]),
+    /// ascending, each with its frequency: the frequencies of its source
+    /// words, each times the token comes out of it, summed (each stopping at
+    /// `u16::MAX`).
+    fn list(
+        &self,
+        t: usize,
+        half: Option<bool>,
+        out: &mut Vec<(u32, u16)>,
+        scratch: &mut Vec<(u32, u16)>,
+    ) {
+        out.clear();
+        let words = &self.words[self.starts[t] as usize..self.starts[t + 1] as usize];
+        for (ch, local) in self.chunks.iter().zip(&self.local) {
+            // Chunks hold ascending positions, one range after the other.
+            let target = if words.len() == 1 {
+                &mut *out
+            } else {
+                &mut *scratch
+            };
+            if words.len() > 1 {
+                target.clear();
+            }
+            for &(g, times) in words {
+                let l = local[g as usize];
+                if l == NONE {
+                    continue;
+                }
+                let range = ch.starts[l as usize] as usize..ch.starts[l as usize + 1] as usize;
+                for (&p, &tf) in ch.postings[range.clone()].iter().zip(&ch.tfs[range]) {
+                    let tf = sub_tf(tf, half).saturating_mul(times);
+                    if tf > 0 {
+                        target.push((p, tf));
+                    }
+                }
+            }
+            if words.len() > 1 {
+                scratch.sort_unstable_by_key(|&(p, _)| p);
+                for &(p, tf) in scratch.iter() {
+                    match out.last_mut() {
+                        Some(last) if last.0 == p => last.1 = last.1.saturating_add(tf),
+                        _ => out.push((p, tf)),
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -50,24 +148,128 @@ pub fn build(
 ) -> Bm25fIndex {
     let (vocab, token_starts, word_tokens) = tokens_of_words(analyzer, fields);
     let n_tokens = token_starts.len() - 1;
-    let built: Vec<FieldPostings> = SOURCES
-        .par_iter()
-        .map(|&(k, half)| {
-            field_postings(
-                n,
-                n_tokens,
-                chunks[k],
-                &fields[k].remaps,
-                &word_tokens[k],
-                half,
-            )
+    let (sources, field_lengths): (Vec<Sources<'_>>, Vec<Vec<u32>>) = rayon::join(
+        || {
+            (0..3)
+                .into_par_iter()
+                .map(|k| Sources::new(chunks[k], fields[k], &word_tokens[k], n_tokens))
+                .collect()
+        },
+        || {
+            SOURCES
+                .par_iter()
+                .map(|&(k, half)| {
+                    lengths_of(n, chunks[k], &fields[k].remaps, &word_tokens[k], half)
+                })
+                .collect()
+        },
+    );
+    let mut lengths = vec![0u32; 4 * n];
+    for (f, field) in field_lengths.iter().enumerate() {
+        for (d, &l) in field.iter().enumerate() {
+            lengths[4 * d + f] = l;
+        }
+    }
+    let totals: [u64; 4] =
+        std::array::from_fn(|f| field_lengths[f].iter().map(|&l| u64::from(l)).sum());
+    let merged: Vec<Merged> = (0..n_tokens)
+        .into_par_iter()
+        .map_init(Lists::default, |lists, t| {
+            lists.merged(t, &sources, &lengths)
         })
         .collect();
-    let fields: [FieldPostings; 4] = match built.try_into() {
-        Ok(f) => f,
-        Err(_) => unreachable!("four sources make four fields"),
-    };
-    union(analyzer.language(), vocab, token_starts, n, &fields)
+    assemble(
+        analyzer.language(),
+        vocab,
+        token_starts,
+        lengths,
+        totals,
+        merged,
+    )
+}
+
+/// Each field's length in tokens per concept: a word's frequency times its
+/// number of tokens, summed (stopping at `u32::MAX`).
+fn lengths_of(
+    n: usize,
+    chunks: &[Chunk],
+    remaps: &[Vec<u32>],
+    (wt_starts, _): &(Vec<u32>, Vec<u32>),
+    half: Option<bool>,
+) -> Vec<u32> {
+    let mut lengths = vec![0u32; n];
+    for (ch, remap) in chunks.iter().zip(remaps) {
+        for (w, &g) in remap.iter().enumerate() {
+            let toks = wt_starts[g as usize + 1] - wt_starts[g as usize];
+            if toks == 0 {
+                continue;
+            }
+            let range = ch.starts[w] as usize..ch.starts[w + 1] as usize;
+            for (&p, &tf) in ch.postings[range.clone()].iter().zip(&ch.tfs[range]) {
+                let l = &mut lengths[p as usize];
+                *l = l.saturating_add(u32::from(sub_tf(tf, half)).saturating_mul(toks));
+            }
+        }
+    }
+    lengths
+}
+
+/// Scratch lists of one thread: a token's list in each BM25F field.
+#[derive(Default)]
+struct Lists {
+    fields: [Vec<(u32, u16)>; 4],
+    scratch: Vec<(u32, u16)>,
+}
+
+impl Lists {
+    /// Token `t`'s merged list: its four fields' lists side by side.
+    fn merged(&mut self, t: usize, sources: &[Sources<'_>], lengths: &[u32]) -> Merged {
+        for (f, &(k, half)) in SOURCES.iter().enumerate() {
+            sources[k].list(t, half, &mut self.fields[f], &mut self.scratch);
+        }
+        // Each list ends with a sentinel past every position, so the merge
+        // needs no end tests.
+        for list in &mut self.fields {
+            list.push((u32::MAX, 0));
+        }
+        let lists = &self.fields;
+        let total: usize = lists.iter().map(|l| l.len() - 1).sum();
+        let mut m = Merged {
+            min_len: [u32::MAX; 4],
+            docs: Vec::with_capacity(total),
+            tfs: Vec::with_capacity(4 * total),
+            ..Merged::default()
+        };
+        let mut at = [0usize; 4];
+        let mut block_from = 0;
+        loop {
+            let heads: [(u32, u16); 4] = std::array::from_fn(|f| lists[f][at[f]]);
+            let d = heads.iter().map(|h| h.0).min().unwrap_or(u32::MAX);
+            if d == u32::MAX {
+                break;
+            }
+            m.docs.push(d);
+            for f in 0..4 {
+                let here = heads[f].0 == d;
+                m.tfs.push(if here { heads[f].1 } else { 0 });
+                at[f] += usize::from(here);
+            }
+            if m.docs.len() - block_from == BLOCK {
+                m.close_block(block_from, lengths);
+                block_from = m.docs.len();
+            }
+        }
+        if m.docs.len() > block_from {
+            m.close_block(block_from, lengths);
+        }
+        if m.docs.len() <= BLOCK {
+            // One block: the token's own bounds say it all.
+            m.block_last.clear();
+            m.block_max_tf.clear();
+            m.block_min_len.clear();
+        }
+        m
+    }
 }
 
 /// One token's merged list: positions, four frequencies each, per field the
@@ -108,64 +310,16 @@ impl Merged {
     }
 }
 
-/// The index from the four fields' postings: per token, the union of its
-/// four lists with the frequencies side by side, and the pruning bounds.
-fn union(
+/// The index from each token's merged list, laid end to end.
+fn assemble(
     language: Option<Language>,
     vocab: Vec<u8>,
     token_starts: Vec<u32>,
-    n: usize,
-    fields: &[FieldPostings; 4],
+    lengths: Vec<u32>,
+    totals: [u64; 4],
+    merged: Vec<Merged>,
 ) -> Bm25fIndex {
-    let n_tokens = token_starts.len() - 1;
-    let mut lengths = vec![0u32; 4 * n];
-    for (f, fp) in fields.iter().enumerate() {
-        for (d, &l) in fp.lengths.iter().enumerate() {
-            lengths[4 * d + f] = l;
-        }
-    }
-    let totals: [u64; 4] =
-        std::array::from_fn(|f| fields[f].lengths.iter().map(|&l| u64::from(l)).sum());
-    // Each token's merged list, in parallel, then laid end to end.
-    let merged: Vec<Merged> = (0..n_tokens)
-        .into_par_iter()
-        .map(|t| {
-            let lists: [(&[u32], &[u16]); 4] = std::array::from_fn(|f| fields[f].list(t));
-            let mut at = [0usize; 4];
-            let mut m = Merged {
-                min_len: [u32::MAX; 4],
-                ..Merged::default()
-            };
-            let mut block_from = 0;
-            while let Some(d) = (0..4).filter_map(|f| lists[f].0.get(at[f]).copied()).min() {
-                m.docs.push(d);
-                for f in 0..4 {
-                    let (fd, ftf) = lists[f];
-                    let tf = if fd.get(at[f]) == Some(&d) {
-                        at[f] += 1;
-                        ftf[at[f] - 1]
-                    } else {
-                        0
-                    };
-                    m.tfs.push(tf);
-                }
-                if m.docs.len() - block_from == BLOCK {
-                    m.close_block(block_from, &lengths);
-                    block_from = m.docs.len();
-                }
-            }
-            if m.docs.len() > block_from {
-                m.close_block(block_from, &lengths);
-            }
-            if m.docs.len() <= BLOCK {
-                // One block: the token's own bounds say it all.
-                m.block_last.clear();
-                m.block_max_tf.clear();
-                m.block_min_len.clear();
-            }
-            m
-        })
-        .collect();
+    let n_tokens = merged.len();
     let total: usize = merged.iter().map(|m| m.docs.len()).sum();
     let blocks: usize = merged.iter().map(|m| m.block_last.len()).sum();
     let mut starts = Vec::with_capacity(n_tokens + 1);
@@ -299,137 +453,4 @@ fn tokens_of_words(
         Err(_) => unreachable!("three fields"),
     };
     (vocab, token_starts, word_tokens)
-}
-
-/// One BM25F field's postings from the chunks of the per-field index field
-/// it comes from.
-fn field_postings(
-    n: usize,
-    n_tokens: usize,
-    chunks: &[Chunk],
-    remaps: &[Vec<u32>],
-    (wt_starts, wt_toks): &(Vec<u32>, Vec<u32>),
-    half: Option<bool>,
-) -> FieldPostings {
-    let tokens =
-        |g: u32| &wt_toks[wt_starts[g as usize] as usize..wt_starts[g as usize + 1] as usize];
-    // How many (word, occurrence) sources each token has: one source gives
-    // a list already in position order without repeats.
-    let mut sources = vec![0u32; n_tokens];
-    for &t in wt_toks {
-        sources[t as usize] += 1;
-    }
-    // Count, then place in chunk order (positions ascending per source).
-    let mut count = vec![0u64; n_tokens + 1];
-    let mut lengths = vec![0u32; n];
-    for (ch, remap) in chunks.iter().zip(remaps) {
-        for (w, &g) in remap.iter().enumerate() {
-            let range = ch.starts[w] as usize..ch.starts[w + 1] as usize;
-            let toks = tokens(g);
-            if toks.is_empty() {
-                continue;
-            }
-            let mut held = 0u64;
-            for (&p, &tf) in ch.postings[range.clone()].iter().zip(&ch.tfs[range]) {
-                let tf = sub_tf(tf, half);
-                if tf > 0 {
-                    held += 1;
-                    let l = &mut lengths[p as usize];
-                    *l = l.saturating_add(u32::from(tf).saturating_mul(toks.len() as u32));
-                }
-            }
-            for &t in toks {
-                count[t as usize + 1] += held;
-            }
-        }
-    }
-    for i in 1..count.len() {
-        count[i] += count[i - 1];
-    }
-    let total_slots = count[n_tokens] as usize;
-    let mut docs = vec![0u32; total_slots];
-    let mut tfs = vec![0u16; total_slots];
-    let mut cursor: Vec<u64> = count[..n_tokens].to_vec();
-    for (ch, remap) in chunks.iter().zip(remaps) {
-        for (w, &g) in remap.iter().enumerate() {
-            let range = ch.starts[w] as usize..ch.starts[w + 1] as usize;
-            for &t in tokens(g) {
-                let c = &mut cursor[t as usize];
-                for (&p, &tf) in ch.postings[range.clone()]
-                    .iter()
-                    .zip(&ch.tfs[range.clone()])
-                {
-                    let tf = sub_tf(tf, half);
-                    if tf > 0 {
-                        docs[*c as usize] = p;
-                        tfs[*c as usize] = tf;
-                        *c += 1;
-                    }
-                }
-            }
-        }
-    }
-    // Tokens with several sources: their lists sorted by position, repeats
-    // merged (their frequencies summed); in parallel, each token's segment
-    // its own slice.
-    let mut kept: Vec<u64> = (0..n_tokens).map(|t| count[t + 1] - count[t]).collect();
-    let mut segments: Vec<(usize, &mut [u32], &mut [u16])> = Vec::new();
-    let (mut rest_docs, mut rest_tfs) = (&mut docs[..], &mut tfs[..]);
-    let mut at = 0usize;
-    for t in 0..n_tokens {
-        let (a, b) = (count[t] as usize, count[t + 1] as usize);
-        if sources[t] <= 1 || b == a {
-            continue;
-        }
-        let (_, d) = std::mem::take(&mut rest_docs).split_at_mut(a - at);
-        let (seg_d, d) = d.split_at_mut(b - a);
-        let (_, f) = std::mem::take(&mut rest_tfs).split_at_mut(a - at);
-        let (seg_f, f) = f.split_at_mut(b - a);
-        segments.push((t, seg_d, seg_f));
-        (rest_docs, rest_tfs, at) = (d, f, b);
-    }
-    let merged: Vec<(usize, u64)> = segments
-        .into_par_iter()
-        .map_init(Vec::new, |scratch: &mut Vec<(u32, u16)>, (t, d, f)| {
-            scratch.clear();
-            scratch.extend(d.iter().copied().zip(f.iter().copied()));
-            scratch.sort_unstable_by_key(|&(p, _)| p);
-            let mut out = 0usize;
-            for &(p, tf) in scratch.iter() {
-                if out > 0 && d[out - 1] == p {
-                    f[out - 1] = f[out - 1].saturating_add(tf);
-                } else {
-                    d[out] = p;
-                    f[out] = tf;
-                    out += 1;
-                }
-            }
-            (t, out as u64)
-        })
-        .collect();
-    for (t, k) in merged {
-        kept[t] = k;
-    }
-    // Close the gaps merging left.
-    let mut starts = Vec::with_capacity(n_tokens + 1);
-    let mut at = 0usize;
-    for t in 0..n_tokens {
-        starts.push(at as u64);
-        let from = count[t] as usize;
-        let k = kept[t] as usize;
-        if from != at {
-            docs.copy_within(from..from + k, at);
-            tfs.copy_within(from..from + k, at);
-        }
-        at += k;
-    }
-    starts.push(at as u64);
-    docs.truncate(at);
-    tfs.truncate(at);
-    FieldPostings {
-        starts,
-        docs,
-        tfs,
-        lengths,
-    }
 }
