@@ -186,7 +186,9 @@ class Bundle:
 
     @property
     def made_by(self) -> str:
-        """How this snapshot was made: ``load``; by :meth:`refresh`, ``walk``
+        """How this snapshot was made: ``load``, or ``load, index kept`` (a load
+        through the cache that read some files again, none with changed indexed
+        text, and used the saved index; docs/spec.md §9.4); by :meth:`refresh`, ``walk``
         (every file compared), ``events`` (only the files the change queue
         named were looked at) or ``events, index kept`` (and no indexed text
         changed, so the index is shared with the previous snapshot)."""

@@ -84,8 +84,12 @@ impl Cursor {
             return 0.0;
         }
         let tfs = &t.list.tfs[4 * self.at..4 * self.at + 4];
-        let lengths = &index.lengths[4 * d as usize..4 * d as usize + 4];
         self.at += 1;
+        // A saved list naming a concept out of range (a tampered cache file:
+        // its lists are not read at open, docs/spec.md §9.3) scores nothing.
+        let Some(lengths) = index.lengths.get(4 * d as usize..4 * d as usize + 4) else {
+            return 0.0;
+        };
         let mut x = 0.0;
         for f in 0..4 {
             if tfs[f] > 0 {
@@ -260,7 +264,10 @@ pub fn search_index(
                 break;
             }
             if let Some(bits) = allowed {
-                if bits[d as usize >> 6] >> (d & 63) & 1 == 0 {
+                if bits
+                    .get(d as usize >> 6)
+                    .is_none_or(|b| b >> (d & 63) & 1 == 0)
+                {
                     for &t in &by_bound[..essential] {
                         cursors[t].seek(&terms[t], d + 1);
                     }

@@ -220,3 +220,29 @@ fn parameters_outside_their_domain_are_named() {
         assert!(e.contains(word), "{e}");
     }
 }
+
+#[test]
+fn a_list_naming_a_concept_out_of_range_scores_it_nothing() {
+    // What a tampered cache file could hold: a search neither fails nor
+    // returns the position.
+    let analyzer = Analyzer::new(None);
+    let mut rng = Rng(5);
+    let concepts = random_concepts(40, &mut rng);
+    let mut index = Index::build(&concepts, &analyzer).bm25f;
+    let tokens = QueryTokens::new(&analyzer, "data files", false);
+    let stats = Stats::of(&index, &tokens.tokens);
+    let p = params(&mut rng);
+    let before = search_index(&index, &tokens, &stats, &p, None, None);
+    assert!(!before.positions.is_empty());
+    let mut docs = index.docs.to_vec();
+    let last = docs.len() - 1;
+    docs[last] = 1_000_000;
+    index.docs = docs.into();
+    for allowed in [None, Some(&[u64::MAX][..])] {
+        let after = search_index(&index, &tokens, &stats, &p, allowed, None);
+        assert!(after
+            .positions
+            .iter()
+            .all(|&d| (d as usize) < concepts.len()));
+    }
+}

@@ -156,7 +156,9 @@ impl SnapshotParts {
     /// `SnapshotParts`): file `i` is its record `record[i]`, whose concept has the
     /// columns `columns[i]`; `diagnostics` holds the files that have any (by
     /// file, in order). A million files are a million of each: the cells are
-    /// made in parallel and the file states in place of `found`.
+    /// made in parallel and the file states in place of `found`. Then each
+    /// file of `fresh`, read again, takes the place of its record, which had
+    /// a concept exactly when it has one.
     pub fn add_stored(
         &mut self,
         found: Vec<FileEntry>,
@@ -164,6 +166,7 @@ impl SnapshotParts {
         diagnostics: Vec<(usize, Vec<Diagnostic>)>,
         record: &[Option<usize>],
         from: &Arc<CacheFile>,
+        fresh: Vec<(usize, Outcome, Stamp)>,
     ) {
         self.concepts = record
             .par_iter()
@@ -183,9 +186,35 @@ impl SnapshotParts {
                 diagnostics: Diags::default(),
             })
             .collect();
-        for (i, d) in diagnostics {
-            self.diagnostics.extend(d.iter().cloned());
-            self.files[i].diagnostics = d.into();
+        let mut fresh = fresh.into_iter().peekable();
+        let mut stored = diagnostics.into_iter().peekable();
+        // Diagnostics in file order, each file's own or its fresh read's.
+        loop {
+            let next_fresh = fresh.peek().map(|f| f.0);
+            let next_stored = stored.peek().map(|d| d.0);
+            match (next_fresh, next_stored) {
+                (None, None) => break,
+                (Some(f), s) if s.is_none_or(|s| f <= s) => {
+                    if s == Some(f) {
+                        stored.next();
+                    }
+                    let Some((i, r, st)) = fresh.next() else {
+                        break;
+                    };
+                    if let (Some(p), Some(cell)) = (self.files[i].position, r.cell) {
+                        self.columns.set(p, cell.columns());
+                        self.concepts[p as usize] = cell;
+                    }
+                    self.files[i].stamp = st;
+                    self.diagnostics.extend(r.diagnostics.iter().cloned());
+                    self.files[i].diagnostics = r.diagnostics.into();
+                }
+                _ => {
+                    let Some((i, d)) = stored.next() else { break };
+                    self.diagnostics.extend(d.iter().cloned());
+                    self.files[i].diagnostics = d.into();
+                }
+            }
         }
     }
 }

@@ -8,16 +8,16 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::assemble::{finish, ordinal_ranks, Outcome, SnapshotParts};
+use super::assemble::{finish, ordinal_ranks, same_indexed_text, Outcome, SnapshotParts};
 use super::cell::ConceptCell;
-use super::{Bundle, CacheReport, CacheStatus};
+use super::{Bundle, CacheReport, CacheStatus, MadeBy};
 use crate::cache::{self, CacheFile, Rejected};
 use crate::concept::source::{SourceText, TextStore};
 use crate::concept::ConceptRow;
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
-use crate::fs::read::read_some;
-use crate::fs::stamp::RACY_NS;
+use crate::fs::read::{read_found, read_some};
+use crate::fs::stamp::{Stamp, RACY_NS};
 use crate::fs::walk::{listings, walk_sorted, DirRecord, FileEntry, Prior, Stamps, WalkResult};
 use crate::fs::watch::Watch;
 use crate::index::{chunk_fields, Chunks, Index};
@@ -273,6 +273,66 @@ fn match_records(
         })
 }
 
+/// At most this many files read again (or one in 32, if more) still let a
+/// reopen keep the saved index when they turn out to give it the same input.
+const KEEP_INDEX_READS: usize = 64;
+
+/// The files no record vouches for, read again, when the bundle holds the
+/// recorded files (the same ids, in the same places), each changed since its
+/// record (not merely too recent to trust), and each file read
+/// again gives the index what its record gave it: a concept exactly when the
+/// record had one, with the same id, title, tags, description and body (a
+/// file touched, or edited outside those fields). Then the records of the
+/// others, the fresh reads and the saved index make the snapshot, and
+/// `record` is completed with the records the fresh reads replace. `None`
+/// otherwise — and when too many would have to be read.
+fn same_indexed_input(
+    root: &Path,
+    found: &[FileEntry],
+    record: &mut [Option<usize>],
+    o: &CacheFile,
+) -> Option<Vec<(usize, Outcome, Stamp)>> {
+    if found.len() != o.len() {
+        return None;
+    }
+    let stale: Vec<usize> = (0..found.len()).filter(|&i| record[i].is_none()).collect();
+    if stale.len() > KEEP_INDEX_READS.max(found.len() / 32) {
+        return None;
+    }
+    // As many files as records and each matched one in its place: the ids
+    // are the recorded ones when each stale file's record has its id too.
+    if record
+        .iter()
+        .enumerate()
+        .any(|(i, r)| r.is_some_and(|r| r != i))
+    {
+        return None;
+    }
+    let fresh: Vec<(usize, Outcome, Stamp)> = stale
+        .par_iter()
+        .map(|&i| {
+            let (id, recorded) = o.file_bytes(i).ok()?;
+            // A file as recorded but too recent to trust (§9.4's racy case)
+            // is trusted only by a new cache file, written by a rebuild.
+            if id != found[i].id.as_bytes() || found[i].stamp == Some(recorded) {
+                return None;
+            }
+            let old = o.read(i).ok()?;
+            let (new, stamp) = read_found(root, &found[i]);
+            let same = match (&new.concept, &old.concept) {
+                (Some(a), Some(b)) => same_indexed_text(a, b),
+                (None, None) => true,
+                _ => false,
+            };
+            same.then(|| (i, Outcome::from(new), stamp))
+        })
+        .collect::<Option<_>>()?;
+    for &i in &stale {
+        record[i] = Some(i);
+    }
+    Some(fresh)
+}
+
 impl Bundle {
     /// [`Bundle::load_with`] through `cache_file`, reading `wave` files at a
     /// time when the files must be read ([`build_writing`]).
@@ -354,14 +414,16 @@ impl Bundle {
         }
         let used = record.iter().flatten().count();
         report.reread = found.len() - used;
-        let all_cached = opened
+        // Every file as cached, or the few that are not read again and found
+        // to give the index what their records gave it: the saved index
+        // describes exactly these concepts (docs/spec.md §9.4).
+        let fresh = opened
             .as_ref()
-            .is_some_and(|o| used == found.len() && used == o.len());
-        if all_cached {
-            // Every file as cached: the saved index describes exactly these
-            // concepts. Each record is checked (and its columns read) but no
-            // concept is built: they are decoded when first used ([`ConceptCell`]),
-            // and their texts stay in the cache file.
+            .and_then(|o| same_indexed_input(root, &found, &mut record, o));
+        if let Some(fresh) = fresh {
+            // Each record is checked (and its columns read) but no concept is
+            // built: they are decoded when first used ([`ConceptCell`]), and
+            // their texts stay in the cache file.
             if let Some(o) = opened.take().map(Arc::new) {
                 const PART: usize = 4096;
                 progress.start(Phase::Read, found.len());
@@ -404,11 +466,18 @@ impl Bundle {
                 });
                 match checked {
                     Ok((columns, (ix, ord))) => {
+                        let kept = !fresh.is_empty();
+                        if kept {
+                            report.status = CacheStatus::Partial;
+                        }
                         let mut g = SnapshotParts::new(&walk_diagnostics, found.len());
                         let mut diagnostics = with_diagnostics.into_inner().unwrap_or_default();
                         diagnostics.sort_unstable_by_key(|(i, _)| *i);
-                        g.add_stored(found, &columns, diagnostics, &record, &o);
-                        let b = finish(root, g, walk_diagnostics, watch, (Arc::new(ix), ord));
+                        g.add_stored(found, &columns, diagnostics, &record, &o, fresh);
+                        let mut b = finish(root, g, walk_diagnostics, watch, (Arc::new(ix), ord));
+                        if kept {
+                            b.made_by = MadeBy::LoadIndexKept;
+                        }
                         progress.check()?;
                         progress.start(Phase::Done, 0);
                         return Ok((b, report));

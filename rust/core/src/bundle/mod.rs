@@ -66,6 +66,9 @@ pub struct Bundle {
 pub enum MadeBy {
     /// A load.
     Load,
+    /// A load through a cache file that read some files again, all with the
+    /// indexed text their records had, so the saved index is used.
+    LoadIndexKept,
     /// A refresh that compared every file.
     Walk,
     /// A refresh that looked only at the files the change queue named.
@@ -75,10 +78,12 @@ pub enum MadeBy {
 }
 
 impl MadeBy {
-    /// `load`, `walk`, `events` or `events, index kept` (docs/spec.md §1.7).
+    /// `load`, `load, index kept`, `walk`, `events` or `events, index kept`
+    /// (docs/spec.md §1.9, §9.4).
     pub fn as_str(self) -> &'static str {
         match self {
             MadeBy::Load => "load",
+            MadeBy::LoadIndexKept => "load, index kept",
             MadeBy::Walk => "walk",
             MadeBy::Events => "events",
             MadeBy::EventsIndexKept => "events, index kept",

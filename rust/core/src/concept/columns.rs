@@ -57,6 +57,20 @@ impl ConceptColumns {
         }
     }
 
+    /// Replace position `at`'s columns.
+    pub fn set(&mut self, at: u32, c: ConceptRow) {
+        let i = at as usize;
+        self.stale_after_us[i] = c.stale_after_us;
+        self.authority_ranks[i] = c.authority_rank;
+        match (self.governed.binary_search(&at), c.governed) {
+            (Ok(k), false) => {
+                self.governed.remove(k);
+            }
+            (Err(k), true) => self.governed.insert(k, at),
+            _ => {}
+        }
+    }
+
     /// Append the next position's columns; that position.
     pub fn push(&mut self, c: ConceptRow) -> u32 {
         let at = self.stale_after_us.len() as u32;
