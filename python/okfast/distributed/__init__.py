@@ -35,6 +35,7 @@ Ray is imported when a ``RayResolver`` is made, never by ``import okfast``.
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -234,6 +235,9 @@ class RayResolver:
         self._pool.timeout = timeout
         self._stats = _Stats()
         self._engines = {st: _engine(c, self) for st, c in _CLASSES.items()}
+        # One fan-out at a time: the statistics cache and the actors'
+        # replacement are shared (ordering, governance and passage reads are not).
+        self._lock = threading.Lock()
 
     def _units(self, catalog: Catalog, split: dict[str, int]) -> dict[str, list[Unit]]:
         lang = self.local.default_bm25f.language
@@ -289,6 +293,12 @@ class RayResolver:
         self, engine: _Engine, q: Query, how: _Scoring, sources: list[Source], now_us: int
     ) -> _Matches:
         """``_Engine.search`` over the shards (docs/spec.md §13.2)."""
+        with self._lock:
+            return self._fan_out(engine, q, how, sources, now_us)
+
+    def _fan_out(
+        self, engine: _Engine, q: Query, how: _Scoring, sources: list[Source], now_us: int
+    ) -> _Matches:
         bm25f = how.scorer is Scorer.BM25F
         catalog_stats = bm25f and engine.strategy is not Strategy.GROUPED
         failed: dict[str, str] = {}
@@ -488,19 +498,31 @@ def _merge(
     order = (
         np.lexsort((real, -score.astype(np.float64))) if len(parts) > 1 else np.arange(len(real))
     )
-    ids_all = [i for r in parts for i in r.ids]
-    ids = tuple(ids_all[j] for j in by_pos.tolist())
-    at = dict(zip(real.tolist(), local.tolist(), strict=True))
-    raw = {at[p]: a for r in parts for p, a in r.raw_authority.items()}
+    ids_all = np.array([i for r in parts if r.ids for i in r.ids.split("\n")], dtype=object)
+    ids = tuple(ids_all[by_pos].tolist())
+    real_sorted = real[by_pos]
+
+    def at(p: int) -> int:
+        return int(np.searchsorted(real_sorted, p))
+
+    def matched(p: int) -> bool:
+        k = at(p)
+        return k < len(real_sorted) and int(real_sorted[k]) == p
+
+    raw = {at(p): a for r in parts for p, a in r.raw_authority.items()}
     auth = np.concatenate([r.auth for r in parts])[by_pos]
     pinned = None
     if parts[0].pinned is not None:
         pinned = np.concatenate([r.pinned for r in parts if r.pinned is not None])[by_pos]
     ordinal = np.concatenate([r.ordinal for r in parts])[by_pos]
     decl = Declarations(
-        {at[p]: v for r in parts for p, v in r.superseded.items()},
-        {at[p]: tuple(at[t] for t in v if t in at) for r in parts for p, v in r.conflicts.items()},
-        tuple((at[b[0]], b[1], b[2]) for r in parts for b in r.broken),
+        {at(p): v for r in parts for p, v in r.superseded.items()},
+        {
+            at(p): tuple(at(t) for t in v if matched(t))
+            for r in parts
+            for p, v in r.conflicts.items()
+        },
+        tuple((at(b[0]), b[1], b[2]) for r in parts for b in r.broken),
         auth,
         parts[0].any_unknown,
     )
@@ -509,7 +531,7 @@ def _merge(
     rb = RemoteBundle(
         pool.fanout,
         versions,
-        real[by_pos],
+        real_sorted,
         owner[by_pos],
         ids,
         pinned,
@@ -519,9 +541,9 @@ def _merge(
     rb.__dict__["_declarations"] = decl
     for r in parts:
         for p, (fields, explained) in zip(r.pos.tolist(), r.rows, strict=False):
-            rb._fields[at[p]] = fields
+            rb._fields[at(p)] = fields
             if explained is not None:
-                rb._explained[at[p]] = explained
+                rb._explained[at(p)] = explained
     return rb, local[order], score[order], ordinal
 
 

@@ -100,7 +100,9 @@ class Found:
     version: str
     pos: npt.NDArray[np.int32]
     score: npt.NDArray[np.uint32] | npt.NDArray[np.float64]
-    ids: list[str]
+    #: the concept ids, joined by ``\n`` (never in an id: docs/spec.md §1.2),
+    #: so they cross as one string rather than one object each
+    ids: str
     ordinal: npt.NDArray[np.uint32]
     auth: npt.NDArray[np.uint8]
     pinned: npt.NDArray[np.bool_] | None
@@ -278,13 +280,13 @@ class Shard:
                 stale.append(Exclusion(u.source.id, ids[p], "stale", f"stale_after {when}"))
             pos, score = pos[admit], score[admit]
         d = governance.declarations(b)
-        here = set(pos.tolist())
+        here = set(pos.tolist()) if not d.empty else set()
         auth = d.auth[pos]
         return Found(
             version=version,
             pos=pos,
             score=score,
-            ids=[ids[p] for p in pos.tolist()],
+            ids="\n".join(map(ids.__getitem__, pos.tolist())),
             ordinal=snap.ordinal[pos],
             auth=auth,
             pinned=None if r.pin is None else b.pinned(pos, *r.pin),
