@@ -271,3 +271,20 @@ def test_a_shard_that_does_not_answer_in_time_never_hangs_the_search(
     assert len(late.passages) == 0
     assert any("did not answer within" in d.message for d in late.diagnostics)
     assert same(local, remote, q).digest == local.search(q).digest
+
+
+def test_arguments_are_checked(governed: tuple[Resolver, RayResolver]) -> None:
+    from okfast import InvalidArgumentError
+
+    cat = governed[0].catalog
+    for kw in (
+        {"split": {"nope": 2}},
+        {"split": {"a": 0}},
+        {"split": {"a": 3}, "shards": 2},
+        {"timeout": 0},
+        {"default_strategy": "sideways"},
+    ):
+        with pytest.raises(InvalidArgumentError):
+            RayResolver(cat, **kw)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError):
+        governed[1].timeout = -1
