@@ -4,7 +4,8 @@ against the same search in one process; every context's digest is checked
 equal to the local one.
 
 Knobs: ``OKFAST_BENCH_RAY_SHARDS`` (default 4), ``OKFAST_BENCH_RAY_SIZE``
-(concepts per shard, default 250000), ``OKFAST_BENCH_QUERIES`` (rounds).
+(concepts per shard; default 250000 as a script, the smallest of
+``OKFAST_BENCH_SIZES`` under pytest), ``OKFAST_BENCH_QUERIES`` (rounds).
 
 Run as a script for the table quoted in docs/scale-out.md (p50/p90 per
 scorer, one process and Ray, and the shards' resident memory)::
@@ -37,7 +38,15 @@ import corpus  # noqa: E402
 
 SEED = int(os.environ.get("OKFAST_BENCH_SEED", "42"))
 SHARDS = int(os.environ.get("OKFAST_BENCH_RAY_SHARDS", "4"))
-SIZE = int(os.environ.get("OKFAST_BENCH_RAY_SIZE", "250000").replace("_", ""))
+# The script measures 4 x 250k by default; the pytest suite (`make bench`)
+# the smallest of OKFAST_BENCH_SIZES unless OKFAST_BENCH_RAY_SIZE says.
+_SIZES = os.environ.get("OKFAST_BENCH_SIZES", "10000").replace(",", " ").split()
+SIZE = int(
+    os.environ.get(
+        "OKFAST_BENCH_RAY_SIZE",
+        "250000" if __name__ == "__main__" else min(_SIZES, key=lambda x: int(x.replace("_", ""))),
+    ).replace("_", "")
+)
 ROUNDS = int(os.environ.get("OKFAST_BENCH_QUERIES", "100"))
 MODES = {"weighted_count": "merged", "bm25f": "merged"}
 

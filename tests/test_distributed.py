@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import fields
@@ -221,6 +222,11 @@ def test_a_refreshed_shard_keeps_the_catalog_statistics_exact(tmp_path: Path) ->
     after = same(local, remote, q)
     assert after.digest != before.digest
     assert len(after.passages) == len(before.passages) + 2
+    # A source whose directory went away is left out of the sums too.
+    shutil.rmtree(tmp_path / "c")
+    gone = same(local, remote, q)
+    assert ("SourceUnavailable", "c") in [(d.code, d.source_id) for d in gone.diagnostics]
+    assert {p.source_id for p in gone.passages} == {"a"}
 
 
 def _wait_dead(actor: Any) -> None:

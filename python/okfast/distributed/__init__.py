@@ -15,11 +15,12 @@ governance declarations of the matched concepts — never passages. Everything
 after runs the local code unchanged on those arrays (the same
 ``_native.fused_order``, the same :mod:`okfast.governance`, the same digest),
 each source standing as a :class:`~okfast.distributed.remote.RemoteBundle`
-that knows its matches only. Passage fields are fetched when passages are
-read, a page per round trip. A proxy that forwarded the pipeline's per-concept
-reads to the shards would cost a round trip per read, or per phase at best;
-this way a search is one round trip (two when BM25F meets tokens it has not
-seen), and the code that decides the order exists once.
+that knows its matches only. The fields of each source's first passages
+come with the search; others are fetched when read, a page per round trip.
+A proxy that forwarded the pipeline's per-concept reads to the shards would
+cost a round trip per read, or per phase at best; this way a search is one
+round trip (two when BM25F meets tokens it has not seen), and the code that
+decides the order exists once.
 
 BM25F under the fused strategies scores with the catalog's statistics
 (docs/spec.md §12.4): the driver keeps each shard snapshot's ``N``, field
