@@ -9,6 +9,7 @@ fused orderings run natively over arrays (``okfast._native.fused_order``).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -27,7 +28,8 @@ from okfast.model import Diagnostic, DiagnosticCode, Exclusion
 from okfast.passages import Context, ExplainInfo, PassageList, SourceSnapshot
 from okfast.paths import directory_key
 from okfast.query import NEVER_US, Query, Strategy, Visibility, micros
-from okfast.scoring import BM25FParams, Scorer, language_of, scorer_of
+from okfast.scoring import BM25FParams, Scorer, fuse, language_of, rrf_k_of, scorer_of
+from okfast.settings import Settings, settings_for
 
 Clock = Callable[[], datetime]
 #: Scores: whole numbers for the weighted count, floats for BM25F.
@@ -90,28 +92,35 @@ class _Bundles:
             self._snaps[key] = fresh
         return fresh
 
-    def refresh(self, sources: Sequence[Source], language: str | None) -> None:
+    def refresh(self, sources: Sequence[Source], language: Callable[[Source], str | None]) -> None:
         with self._lock:
             languages = {k.rsplit("\0", 1)[1] for k in self._snaps}
         for s in sources:
             if s.directory is not None and s.directory.is_dir():
-                for lang in languages | {str(source_language(s, language))}:
+                for lang in languages | {str(language(s))}:
                     self.get(s, None if lang == "None" else lang, force=True)
 
 
-def source_language(source: Source, default: str | None) -> str | None:
-    """The analyzer language of a source: the catalog's, else ``default``."""
-    return default if source.language is None else language_of(source.language)
+def source_language(
+    source: Source, default: str | None, settings: Settings | None = None
+) -> str | None:
+    """The analyzer language of a source (docs/spec.md §12.2, §13): the
+    settings' for it, else the catalog's, else ``default``."""
+    named = (
+        source.language if settings is None else settings.language_of(source.id, source.language)
+    )
+    return default if named is None else language_of(named)
 
 
 @dataclass(frozen=True)
 class _Scoring:
     """How a query is scored: the scorer, the weighted count's terms, the
-    BM25F parameters (docs/spec.md §3, §12)."""
+    BM25F parameters, the reciprocal-rank constant (docs/spec.md §3, §12)."""
 
     scorer: Scorer
     terms: QueryTerms
     bm25f: BM25FParams
+    rrf_k: int
 
 
 @dataclass
@@ -206,7 +215,8 @@ class _Engine(ABC):
             try:
                 if s.directory is None or not s.directory.is_dir():
                     raise BundleNotFoundError(f"{s.directory} is not a directory")
-                loaded.append((s, self.r._bundles.get(s, source_language(s, how.bm25f.language))))
+                language = source_language(s, how.bm25f.language, self.r.settings)
+                loaded.append((s, self.r._bundles.get(s, language)))
             except (OSError, OkfastError) as e:
                 f.exclusions.append(Exclusion(s.id, "", "source-unavailable", str(e)))
                 f.diagnostics.append(
@@ -219,7 +229,7 @@ class _Engine(ABC):
                 )
         queries: list[QueryTerms | Bm25fQuery] = [how.terms] * len(loaded)
         stats: list[Bm25fStats | None] = [None] * len(loaded)
-        if how.scorer is Scorer.BM25F:
+        if how.scorer is not Scorer.WEIGHTED_COUNT:
             tokens = [snap.bundle.bm25f_query(q.text, how.bm25f) for _, snap in loaded]
             queries = list(tokens)
             stats = list(self.bm25f_stats([snap.bundle for _, snap in loaded], tokens))
@@ -233,6 +243,11 @@ class _Engine(ABC):
             if st is not None:
                 assert isinstance(query, Bm25fQuery)
                 pos, score = b.search_bm25f(query, st, how.bm25f, tag=q.tag)
+                if how.scorer is Scorer.FUSION:
+                    # docs/spec.md §12.10: the scorer's own lists, before the
+                    # stale filter, as the other scorers' are.
+                    counted, _ = b.search_arrays(how.terms, tag=q.tag)
+                    pos, score = fuse(counted, pos, snap.ordinal, how.rrf_k)
             else:
                 pos, score = b.search_arrays(how.terms, tag=q.tag)
             admit = q.stale_policy.admits_us(snap.stale_us[pos], now_us)
@@ -246,7 +261,8 @@ class _Engine(ABC):
                     )
                 pos, score = pos[admit], score[admit]
             k = len(f.searched)
-            f.searched.append(SourceSnapshot(s, b, query, st))
+            counting = how.terms if how.scorer is Scorer.FUSION else None
+            f.searched.append(SourceSnapshot(s, b, query, st, counting))
             f.snaps.append(snap)
             f.src.append(np.full(len(pos), k, dtype=np.uint32))
             f.pos.append(pos)
@@ -280,6 +296,7 @@ class _Engine(ABC):
             scorer_of(q.scorer) if q.scorer is not None else self.r.default_scorer,
             query_terms(q.text),  # split once, for every source and passage
             q.bm25f or self.r.default_bm25f,
+            q.rrf_k if q.rrf_k is not None else self.r.default_rrf_k,
         )
         found = self.search(q, how, sources, now_us)
         diags.extend(found.diagnostics)
@@ -326,7 +343,7 @@ class _Engine(ABC):
             src, pos, score = src[: q.limit], pos[: q.limit], score[: q.limit]
             fused = None if fused is None else fused[: q.limit]
             pinned = None if pinned is None else pinned[: q.limit]
-        untokened = _no_tokens(found, q.text)
+        untokened = _no_tokens(found, q.text) if len(pos) == 0 else None
         if untokened is not None:
             diags.append(untokened)
         elif len(pos) == 0 and found.any_searched:
@@ -432,7 +449,8 @@ class _FusedResolver(_Engine):
         )
         fused = None
         if self.strategy is Strategy.RECIPROCAL_RANK:
-            fused = 1.0 / (q.rrf_k + list_rank[perm].astype(np.float64))
+            k = q.rrf_k if q.rrf_k is not None else self.r.default_rrf_k
+            fused = 1.0 / (k + list_rank[perm].astype(np.float64))
         return src[perm], pos[perm], score[perm], fused
 
 
@@ -475,7 +493,10 @@ class Resolver:
     """Searches a catalog's sources and returns one ordered list (SPEC §5.2).
 
     With neither a query strategy nor ``default_strategy`` set, the behaviour
-    is exactly ``grouped``. ``max_staleness`` (seconds) bounds how old a
+    is exactly ``grouped``. ``settings`` (a :class:`Settings` or the path of
+    a settings file; by default the file the catalog names, when it exists)
+    supply the defaults an argument leaves ``None`` (docs/spec.md §13);
+    ``settings_diagnostics`` lists their problems. ``max_staleness`` (seconds) bounds how old a
     bundle snapshot may be before it is checked against the disk; 0 checks
     before every search. ``progress`` is passed to every
     :meth:`Bundle.load` (a source's first load).
@@ -485,31 +506,41 @@ class Resolver:
         self,
         catalog: Catalog,
         *,
-        default_strategy: Strategy | str = Strategy.GROUPED,
+        settings: Settings | str | os.PathLike[str] | None = None,
+        default_strategy: Strategy | str | None = None,
         default_fairness_quota: int | None = None,
         default_visibility: Visibility | None = None,
         clock: Clock | None = None,
         max_staleness: float = 1.0,
         progress: Progress | None = None,
-        default_scorer: Scorer | str = Scorer.WEIGHTED_COUNT,
+        default_scorer: Scorer | str | None = None,
         default_bm25f: BM25FParams | None = None,
+        default_rrf_k: int | None = None,
     ) -> None:
+        self.settings, self.settings_diagnostics = settings_for(catalog, settings)
+        st = self.settings
+        strategy = default_strategy if default_strategy is not None else st.strategy
         try:
-            self.default_strategy = Strategy(default_strategy)
+            self.default_strategy = Strategy(strategy or Strategy.GROUPED)
         except ValueError:
             raise InvalidArgumentError(f"unknown strategy {default_strategy!r}") from None
+        if default_fairness_quota is None:
+            default_fairness_quota = st.fairness_quota
         if default_fairness_quota is not None and default_fairness_quota <= 0:
             raise InvalidArgumentError(
                 f"default_fairness_quota must be > 0, got {default_fairness_quota}"
             )
         if max_staleness < 0:
             raise InvalidArgumentError(f"max_staleness must be >= 0, got {max_staleness}")
-        self.default_scorer = scorer_of(default_scorer)
+        scorer = default_scorer if default_scorer is not None else st.scorer
+        self.default_scorer = scorer_of(scorer or Scorer.WEIGHTED_COUNT)
         if default_bm25f is not None and not isinstance(default_bm25f, BM25FParams):
             raise InvalidArgumentError(
                 f"default_bm25f must be a BM25FParams, got {type(default_bm25f).__name__}"
             )
-        self.default_bm25f = default_bm25f or BM25FParams()
+        self.default_bm25f = default_bm25f or st.bm25f or BM25FParams()
+        rrf_k = default_rrf_k if default_rrf_k is not None else st.rrf_k
+        self.default_rrf_k = rrf_k_of(60 if rrf_k is None else rrf_k)
         self.catalog = catalog
         self.default_fairness_quota = default_fairness_quota
         self.default_visibility = default_visibility
@@ -538,12 +569,12 @@ class Resolver:
             raise BundleNotFoundError(
                 f"source {source.id!r}: {source.directory} is not a directory"
             )
-        language = source_language(source, self.default_bm25f.language)
+        language = source_language(source, self.default_bm25f.language, self.settings)
         return self._bundles.get(source, language).bundle
 
     def refresh(self) -> None:
         """Check every enabled knowledge source against the disk now."""
         self._bundles.refresh(
             [s for s in self.catalog.sources if s.enabled and s.role == "knowledge"],
-            self.default_bm25f.language,
+            lambda s: source_language(s, self.default_bm25f.language, self.settings),
         )
