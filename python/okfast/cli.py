@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from okfast import eval_cli, governance
+from okfast import eval_cli, governance, tune_cli
 from okfast.bundle import Bundle
 from okfast.catalog import AUTHORITIES, Catalog, CatalogError
 from okfast.errors import InvalidArgumentError, OkfastError
@@ -427,6 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     memory_cli.register(sub, _load_catalog, _print_json, _non_negative)
     eval_cli.register(sub, _load_catalog, _print_json, _positive)
+    tune_cli.register(sub, _load_catalog, _print_json, _positive)
     mcp_cli.register(sub, _load_catalog)
     return p
 

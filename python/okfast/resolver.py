@@ -9,13 +9,13 @@ fused orderings run natively over arrays (``okfast._native.fused_order``).
 
 from __future__ import annotations
 
+import contextlib
 import os
-import threading
-import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -28,8 +28,9 @@ from okfast.model import Diagnostic, DiagnosticCode, Exclusion
 from okfast.passages import Context, ExplainInfo, PassageList, SourceSnapshot
 from okfast.paths import directory_key
 from okfast.query import NEVER_US, Query, Strategy, Visibility, micros
-from okfast.scoring import BM25FParams, Scorer, fuse, language_of, rrf_k_of, scorer_of
+from okfast.scoring import BM25FParams, Scorer, fuse, rrf_k_of, scorer_of
 from okfast.settings import Settings, settings_for
+from okfast.snapshots import CachedBundle, Snapshots, source_language
 
 Clock = Callable[[], datetime]
 #: Scores: whole numbers for the weighted count, floats for BM25F.
@@ -48,70 +49,6 @@ def _system_clock() -> datetime:
     return datetime.now(timezone.utc)
 
 
-@dataclass
-class _CachedBundle:
-    """One loaded bundle per resolved directory, with what ordering needs."""
-
-    bundle: Bundle
-    stale_us: npt.NDArray[np.int64]
-    ordinal: npt.NDArray[np.uint32]
-    checked: float
-
-
-class _Bundles:
-    """The resolver's bundle cache. A snapshot is re-checked against the disk
-    when it is older than ``max_staleness`` seconds (0: before every search);
-    a change swaps in a refreshed snapshot (only changed files re-read), so a
-    search in flight keeps the one it started with."""
-
-    def __init__(self, max_staleness: float, progress: Progress | None = None) -> None:
-        self.max_staleness = max_staleness
-        self.progress = progress
-        self._lock = threading.Lock()
-        self._snaps: dict[str, _CachedBundle] = {}
-
-    def get(self, source: Source, language: str | None, *, force: bool = False) -> _CachedBundle:
-        """The source's snapshot analysed for ``language`` (docs/spec.md §12.2)."""
-        assert source.directory is not None
-        key = f"{directory_key(source.directory)}\0{language}"
-        with self._lock:
-            snap = self._snaps.get(key)
-        now = time.monotonic()
-        if snap is not None and not force and now - snap.checked < self.max_staleness:
-            return snap
-        if snap is None:
-            bundle = Bundle.load(source.directory, progress=self.progress, language=language)
-        else:
-            changed = snap.bundle.refresh()
-            if changed is None:
-                snap.checked = now
-                return snap
-            bundle = changed
-        fresh = _CachedBundle(bundle, bundle.stale_after_us(), bundle.ordinal_ranks(), now)
-        with self._lock:
-            self._snaps[key] = fresh
-        return fresh
-
-    def refresh(self, sources: Sequence[Source], language: Callable[[Source], str | None]) -> None:
-        with self._lock:
-            languages = {k.rsplit("\0", 1)[1] for k in self._snaps}
-        for s in sources:
-            if s.directory is not None and s.directory.is_dir():
-                for lang in languages | {str(language(s))}:
-                    self.get(s, None if lang == "None" else lang, force=True)
-
-
-def source_language(
-    source: Source, default: str | None, settings: Settings | None = None
-) -> str | None:
-    """The analyzer language of a source (docs/spec.md §12.2, §13): the
-    settings' for it, else the catalog's, else ``default``."""
-    named = (
-        source.language if settings is None else settings.language_of(source.id, source.language)
-    )
-    return default if named is None else language_of(named)
-
-
 @dataclass(frozen=True)
 class _Scoring:
     """How a query is scored: the scorer, the weighted count's terms, the
@@ -128,7 +65,7 @@ class _Matches:
     """What searching the selected sources produced, before ordering."""
 
     searched: list[SourceSnapshot]
-    snaps: list[_CachedBundle]
+    snaps: list[CachedBundle]
     src: list[npt.NDArray[np.uint32]]
     pos: list[npt.NDArray[np.int32]]
     score: list[npt.NDArray[np.uint32] | npt.NDArray[np.float64]]
@@ -210,7 +147,7 @@ class _Engine(ABC):
 
     def search(self, q: Query, how: _Scoring, sources: list[Source], now_us: int) -> _Matches:
         f = _Matches([], [], [], [], [], [], [], False)
-        loaded: list[tuple[Source, _CachedBundle]] = []
+        loaded: list[tuple[Source, CachedBundle]] = []
         for s in sources:
             try:
                 if s.directory is None or not s.directory.is_dir():
@@ -246,10 +183,10 @@ class _Engine(ABC):
                 if how.scorer is Scorer.FUSION:
                     # docs/spec.md §12.10: the scorer's own lists, before the
                     # stale filter, as the other scorers' are.
-                    counted, _ = b.search_arrays(how.terms, tag=q.tag)
+                    counted, _ = self.r._counts(b, how.terms, q.tag)
                     pos, score = fuse(counted, pos, snap.ordinal, how.rrf_k)
             else:
-                pos, score = b.search_arrays(how.terms, tag=q.tag)
+                pos, score = self.r._counts(b, how.terms, q.tag)
             admit = q.stale_policy.admits_us(snap.stale_us[pos], now_us)
             if not bool(np.all(admit)):
                 ids = b.concept_ids
@@ -287,7 +224,7 @@ class _Engine(ABC):
 
     # -- the whole run -------------------------------------------------------------
 
-    def run(self, q: Query) -> Context:
+    def run(self, q: Query, exclusions: bool = True) -> Context:
         now_us = micros(self.r.clock())
         diags: list[Diagnostic] = []
         excl: list[Exclusion] = []
@@ -322,24 +259,16 @@ class _Engine(ABC):
             fused = None if fused is None else fused[perm]
         if q.min_score is not None:
             keep = score >= q.min_score
-            excl.extend(
-                _excluded(
-                    found,
-                    src[~keep],
-                    pos[~keep],
-                    "not-relevant",
-                    f"score below min_score {q.min_score}",
-                )
-            )
+            if exclusions:
+                why = f"score below min_score {q.min_score}"
+                excl.extend(_excluded(found, src[~keep], pos[~keep], "not-relevant", why))
             src, pos, score = src[keep], pos[keep], score[keep]
             fused = None if fused is None else fused[keep]
             pinned = None if pinned is None else pinned[keep]
         if q.limit is not None and len(pos) > q.limit:
-            excl.extend(
-                _excluded(
-                    found, src[q.limit :], pos[q.limit :], "not-relevant", f"beyond limit {q.limit}"
-                )
-            )
+            if exclusions:
+                why = f"beyond limit {q.limit}"
+                excl.extend(_excluded(found, src[q.limit :], pos[q.limit :], "not-relevant", why))
             src, pos, score = src[: q.limit], pos[: q.limit], score[: q.limit]
             fused = None if fused is None else fused[: q.limit]
             pinned = None if pinned is None else pinned[: q.limit]
@@ -359,6 +288,8 @@ class _Engine(ABC):
             fused_quota = quota if self.strategy is not Strategy.GROUPED else None
             explain = ExplainInfo(self.strategy.value, fused_quota, pinned)
         passages = PassageList(found.searched, how.bm25f, src, pos, score, fused, now_us, explain)
+        if not exclusions:
+            excl = []
         excl.sort(key=lambda e: (e.source_id, governance.id_key(e.concept_id), e.reason, e.detail))
         return Context(q, self.r.catalog.generation, passages, tuple(diags), tuple(excl))
 
@@ -545,12 +476,42 @@ class Resolver:
         self.default_fairness_quota = default_fairness_quota
         self.default_visibility = default_visibility
         self.clock: Clock = clock or _system_clock
-        self._bundles = _Bundles(max_staleness, progress)
+        self._bundles = Snapshots(max_staleness, progress)
+        self._count_memo: dict[tuple[Bundle, tuple[str, ...], str | None], Any] | None = None
 
-    def search(self, query: Query | str) -> Context:
+    def search(self, query: Query | str, *, exclusions: bool = True) -> Context:
+        """The context of ``query`` (a string ``s`` is ``Query(s)``).
+        ``exclusions=False`` leaves the exclusion list empty (passages and
+        diagnostics unchanged; the digest then covers no exclusions): for a
+        caller that reads only the ranking, since with a ``limit`` the list
+        names every match beyond it (docs/spec.md §5.2)."""
         q = Query(query) if isinstance(query, str) else query
         strategy = Strategy(q.strategy) if q.strategy is not None else self.default_strategy
-        return _CLASSES[strategy](self).run(q)
+        return _CLASSES[strategy](self).run(q, exclusions)
+
+    @contextlib.contextmanager
+    def reusing_counts(self) -> Iterator[None]:
+        """Within this block, a source's weighted-count list for the same
+        query terms and tag is computed once and reused (docs/spec.md §14.1):
+        for running many configurations over the same queries, as ``okfast
+        tune`` does. A snapshot is immutable, so a reused list is the list."""
+        self._count_memo = {}
+        try:
+            yield
+        finally:
+            self._count_memo = None
+
+    def _counts(
+        self, bundle: Bundle, terms: QueryTerms, tag: str | None
+    ) -> tuple[npt.NDArray[np.int32], Scores]:
+        memo = self._count_memo
+        if memo is None:
+            return bundle.search_arrays(terms, tag=tag)
+        key = (bundle, tuple(terms.written), tag)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = bundle.search_arrays(terms, tag=tag)
+        return found
 
     def snapshot(self, source: Source | str) -> Bundle:
         """The bundle snapshot a search reads for a knowledge source (loaded
