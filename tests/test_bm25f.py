@@ -347,7 +347,7 @@ def test_the_default_bm25f_ranks_the_shared_sets_above_the_gates(name: str) -> N
 
 
 def test_statistics_are_made_from_their_values_and_pickled_as_them() -> None:
-    """docs/spec.md §13.2: a distributed resolver sends summed statistics to
+    """docs/spec.md §15.2: a distributed resolver sends summed statistics to
     its shards as values; a copy scores exactly as the original."""
     import pickle
 

@@ -308,3 +308,32 @@ def test_a_message_over_several_lines_is_shown_on_one(
     monkeypatch.setattr(cli.Bundle, "load", fail)
     code, err = run_bad(["validate", GLOSSARY], capsys)
     assert (code, err) == (2, "okfast: first; second\n")
+
+
+def test_search_and_resolve_take_a_settings_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/spec.md §13: ``--settings`` supplies the scorer and its
+    parameters; a flag wins; a bad entry is a line on stderr; an unreadable
+    file is one line and status 2."""
+    settings = tmp_path / "s.json"
+    settings.write_text('{"version": 1, "scorer": "bm25f", "rrf_k": 0}')
+    catalog = str(Path(__file__).parent.parent / "examples" / "catalog.json")
+    assert (
+        main(["resolve", "--catalog", catalog, "croissant", "--json", "--settings", str(settings)])
+        == 0
+    )
+    out, err = capsys.readouterr()
+    assert "[IllegalValue]" in err and "rrf_k" in err
+    scores = [p["score"] for p in json.loads(out)["passages"]]
+    assert scores and all(isinstance(s, float) for s in scores)
+    bundle = str(Path(__file__).parent.parent / "examples" / "bakery-ops")
+    assert main(["search", bundle, "croissant", "--json", "--settings", str(settings)]) == 0
+    hits = json.loads(capsys.readouterr().out)["hits"]
+    assert hits and all(isinstance(h["score"], float) for h in hits)
+    argv = ["search", bundle, "croissant", "--json", "--settings", str(settings)]
+    assert main([*argv, "--scorer", "weighted_count"]) == 0
+    hits = json.loads(capsys.readouterr().out)["hits"]
+    assert hits and all(isinstance(h["score"], int) for h in hits)
+    assert main(["search", bundle, "croissant", "--settings", str(tmp_path / "no.json")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

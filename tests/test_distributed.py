@@ -1,4 +1,4 @@
-"""``RayResolver`` on a local Ray cluster (docs/spec.md §13): the context of
+"""``RayResolver`` on a local Ray cluster (docs/spec.md §15): the context of
 every search equals the local resolver's — passages, exclusions,
 diagnostics, digest — under every strategy and both scorers, with a source
 split over actors, after a refresh, and with a shard killed or too slow.
@@ -21,15 +21,16 @@ from typing import Any
 import pytest
 from conftest import CORPORA, make_catalog, requires_corpora
 from integration_extras import require
-from okfast import BM25FParams, Catalog, Query, Resolver, StalePolicy, Strategy
+from okfast import BM25FParams, Catalog, Query, Resolver, Scorer, StalePolicy, Strategy
 from okfast.passages import Context
+from okfast.settings import Settings
 
 ray = require("ray", "ray")
 
 from okfast.distributed import RayResolver  # noqa: E402  (after the skip)
 
 STRATEGIES = [s.value for s in Strategy]
-SCORERS = ["weighted_count", "bm25f"]
+SCORERS = ["weighted_count", "bm25f", "fusion"]
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
 
 
@@ -113,7 +114,7 @@ def test_every_strategy_and_scorer_equal_the_local_resolver_on_the_corpora() -> 
     for scorer in SCORERS:
         for kw in (
             {"limit": 5},
-            {"min_score": 3 if scorer == "weighted_count" else 4.5},
+            {"min_score": {"weighted_count": 3, "bm25f": 4.5, "fusion": 0.03}[scorer]},
             {"fairness_quota": 2},
             {"pin_exact_title": True},
             {"permitted_source_ids": ["react", "databricks"]},
@@ -123,6 +124,27 @@ def test_every_strategy_and_scorer_equal_the_local_resolver_on_the_corpora() -> 
         q = Query(text, strategy="reciprocal_rank", scorer=scorer, explain=True, limit=20)
         assert view(remote.search(q)) == view(local.search(q))
     assert seen > 1000  # the queries found something to compare
+    q = Query(text, strategy="merged", limit=5)
+    assert remote.search(q, exclusions=False).digest == local.search(q, exclusions=False).digest
+
+
+@requires_corpora
+def test_settings_reach_the_shards_as_they_reach_one_process() -> None:
+    """docs/spec.md §13: the scorer, strategy, rrf_k, BM25F parameters and a
+    per-source analyzer language of a Settings apply on the shards too."""
+    cat = corpora_catalog()
+    st = Settings(
+        scorer=Scorer.FUSION,
+        strategy=Strategy.RECIPROCAL_RANK,
+        rrf_k=20,
+        bm25f=BM25FParams(k1=1.2, language="english"),
+        languages={"react": "none"},
+    )
+    local = Resolver(cat, settings=st, clock=lambda: NOW)
+    remote = RayResolver(cat, settings=st, shards=2, clock=lambda: NOW)
+    for text in judged_queries(2):
+        got = same(local, remote, Query(text, limit=10))
+        assert got.passages[0].fused_score is not None
 
 
 # -- governance, staleness, a split source: a catalog written here ----------------------

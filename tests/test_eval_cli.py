@@ -201,3 +201,38 @@ def test_usage_errors_exit_2(setup: tuple[str, str]) -> None:
         with pytest.raises(SystemExit) as e:
             main(["eval", *argv])
         assert e.value.code == 2
+
+
+@requires_eval_extra
+def test_settings_files_as_the_configuration_and_the_baseline(
+    setup: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/spec.md §13: ``--settings`` is the measured configuration (flags
+    over it), ``--baseline FILE`` the compared one; by default the file the
+    catalog names."""
+    catalog, qrels = setup
+    merged = tmp_path / "merged.json"
+    merged.write_text('{"version": 1, "strategy": "merged", "colour": 1}')
+    grouped = tmp_path / "grouped.json"
+    grouped.write_text('{"version": 1, "strategy": "grouped"}')
+    code, out, err = run(
+        capsys, "--catalog", catalog, "--qrels", qrels, "--settings", str(merged),
+        "--baseline", str(grouped), "--json",
+    )  # fmt: skip
+    assert code == 0 and "[UnknownProperty]" in err
+    doc = json.loads(out)
+    assert doc["configuration"] == "strategy merged, scorer weighted_count"
+    assert (
+        doc["comparison"]["baseline"]["configuration"] == "strategy grouped, scorer weighted_count"
+    )
+    # merged puts lo:strong first, grouped hi:weak.
+    assert doc["per_query"][0]["metrics"]["mrr@10"] == 1.0
+    code, out, _ = run(
+        capsys, "--catalog", catalog, "--qrels", qrels, "--settings", str(merged),
+        "--strategy", "grouped", "--json",
+    )  # fmt: skip
+    assert json.loads(out)["configuration"] == "strategy grouped, scorer weighted_count"
+    doc = json.loads(Path(catalog).read_text()) | {"settings": "merged.json"}
+    Path(catalog).write_text(json.dumps(doc))
+    code, out, _ = run(capsys, "--catalog", catalog, "--qrels", qrels, "--json")
+    assert json.loads(out)["configuration"] == "strategy merged, scorer weighted_count"

@@ -111,3 +111,23 @@ def test_scope_adds_that_scopes_memory_after_the_knowledge(tmp_path: Path) -> No
     for scope in (Scope("acme", "bob"), None):
         docs = OkfastRetriever(catalog=catalog, k=3, scope=scope).invoke(QUESTION)
         assert keys(docs) == keys(alice[:3])
+
+
+@pytest.mark.parametrize("scorer", ["bm25f", "fusion"])
+async def test_scorer_and_settings_reach_the_resolver(scorer: str, tmp_path: Path) -> None:
+    """docs/spec.md §13: ``scorer`` goes to every query, ``settings`` to the
+    resolver; either way the documents are the resolver's passages."""
+    resolver = Resolver(Catalog.load(CATALOG))
+    passages = resolver.search(Query(QUESTION, limit=5, scorer=scorer, strategy="merged")).passages
+    want = [(f"{p.source_id}:{p.concept_id}", p.score) for p in passages]
+    assert len(want) == 5 and all(isinstance(s, float) for _, s in want)
+    r = OkfastRetriever(catalog=CATALOG, k=5, scorer=scorer, strategy="merged")
+    assert keys(r.invoke(QUESTION)) == want
+    settings = tmp_path / "s.json"
+    settings.write_text(f'{{"version": 1, "scorer": "{scorer}", "strategy": "merged"}}')
+    assert (
+        keys(await OkfastRetriever(catalog=CATALOG, k=5, settings=settings).ainvoke(QUESTION))
+        == want
+    )
+    with pytest.raises(ValueError, match="settings"):
+        OkfastRetriever(resolver=resolver, settings=settings)

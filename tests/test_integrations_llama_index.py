@@ -71,3 +71,25 @@ def test_needs_exactly_one_of_catalog_and_resolver() -> None:
 def test_a_blank_query_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="non-blank"):
         OkfastRetriever(CATALOG).retrieve("  ")
+
+
+@pytest.mark.parametrize("scorer", ["bm25f", "fusion"])
+def test_scorer_and_settings_reach_the_resolver(scorer: str, tmp_path: Any) -> None:
+    """docs/spec.md §13: the nodes are the resolver's passages under the scorer."""
+    passages = (
+        Resolver(Catalog.load(CATALOG))
+        .search(Query(QUESTION, limit=5, scorer=scorer, strategy="merged"))
+        .passages
+    )
+    want = [(f"{p.source_id}:{p.concept_id}", float(p.score)) for p in passages]
+    assert len(want) == 5
+    r = OkfastRetriever(CATALOG, similarity_top_k=5, scorer=scorer, strategy="merged")
+    assert keys(r.retrieve(QUESTION)) == want
+    settings = tmp_path / "s.json"
+    settings.write_text(f'{{"version": 1, "scorer": "{scorer}", "strategy": "merged"}}')
+    assert (
+        keys(OkfastRetriever(CATALOG, similarity_top_k=5, settings=settings).retrieve(QUESTION))
+        == want
+    )
+    with pytest.raises(ValueError, match="scorer"):
+        OkfastRetriever(CATALOG, scorer="bm26")

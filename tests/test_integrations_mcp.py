@@ -59,7 +59,8 @@ async def test_tools_are_typed_described_and_annotated(catalog: Path) -> None:
     assert resolve["required"] == ["query"]
     assert resolve["properties"]["limit"]["default"] == 10
     assert resolve["$defs"]["Strategy"]["enum"] == [s.value for s in Strategy]
-    assert set(resolve["properties"]) == {"query", "limit", "strategy", "tag", "explain"}
+    assert set(resolve["properties"]) == {"query", "limit", "strategy", "tag", "explain", "scorer"}
+    assert resolve["$defs"]["Scorer"]["enum"] == ["weighted_count", "bm25f", "fusion"]
     assert set(tools["resolve"].output_schema["required"]) == {
         "strategy",
         "passages",
@@ -407,3 +408,28 @@ async def test_a_damaged_snapshot_of_a_callers_resolver_is_a_tool_error(
         assert "bakery" not in {b["source_id"] for b in got["blocks"]}
         assert {d["code"] for d in got["diagnostics"]} & {"UnreadableFile", "SourceUnavailable"}
         assert structured(await c.call_tool("list_sources", {}))["sources"]
+
+
+@pytest.mark.parametrize("scorer", ["bm25f", "fusion"])
+async def test_resolve_takes_a_scorer_and_the_server_settings(
+    catalog: Path, tmp_path: Path, scorer: str
+) -> None:
+    """docs/spec.md §13: the ``scorer`` argument, or the server's settings,
+    rank as the resolver does; memory is scored as knowledge is."""
+    q = "sourdough starter flour"
+    want = Resolver(Catalog.load(catalog)).search(Query(q, limit=5, scorer=scorer))
+    async with Client(okfast_mcp.build_server(catalog)) as c:
+        got = structured(await c.call_tool("resolve", {"query": q, "limit": 5, "scorer": scorer}))
+        bad = await c.call_tool("resolve", {"query": q, "scorer": "bm26"})
+    assert got["digest"] == want.digest
+    assert [p["score"] for p in got["passages"]] == [p.score for p in want.passages]
+    assert bad.is_error
+    settings = tmp_path / "s.json"
+    settings.write_text(f'{{"version": 1, "scorer": "{scorer}"}}')
+    async with Client(okfast_mcp.build_server(catalog, settings=settings, scope=ALICE)) as c:
+        got = structured(await c.call_tool("resolve", {"query": q, "limit": 5}))
+        memory = structured(await c.call_tool("memory_read", {"query": q}))
+    assert got["digest"] == want.digest
+    store = FileMemoryStore.from_catalog(Catalog.load(catalog))
+    mine = store.read(ALICE, q, limit=10, scorer=scorer)
+    assert [p["score"] for p in memory["passages"]] == [p.score for p in mine.passages]

@@ -323,3 +323,14 @@ def test_fairness_quota_keeps_the_same_passages(two: Catalog) -> None:
     plain = Resolver(two).search(Query("order", strategy="merged"))
     fair = Resolver(two).search(Query("order", strategy="merged", fairness_quota=1))
     assert sorted(ids(plain)) == sorted(ids(fair))
+
+
+def test_a_search_without_exclusions_ranks_the_same(tmp_path: Path) -> None:
+    """docs/spec.md §5.2: ``exclusions=False`` changes nothing but the list."""
+    cat = Catalog.load(Path(__file__).parent.parent / "examples" / "catalog.json")
+    r = Resolver(cat)
+    for q in (Query("the", strategy="merged", limit=2), Query("the", min_score=3, scorer="fusion")):
+        whole, bare = r.search(q), r.search(q, exclusions=False)
+        assert whole.exclusions and bare.exclusions == ()
+        assert bare.passages.keys() == whole.passages.keys()
+        assert bare.diagnostics == whole.diagnostics

@@ -33,9 +33,9 @@ from okfast._native import Bm25fQuery as Bm25fQuery
 from okfast._native import Bm25fStats as Bm25fStats
 from okfast._native import QueryTerms as QueryTerms
 from okfast.cache import cache_file, default_cache_dir
-from okfast.errors import CacheWarning, ConceptNotFoundError
+from okfast.errors import CacheWarning, ConceptNotFoundError, InvalidArgumentError
 from okfast.model import Concept, Diagnostic, Hit, Severity
-from okfast.scoring import BM25FParams, Scorer, language_of, scorer_of
+from okfast.scoring import BM25FParams, Scorer, fuse, language_of, rrf_k_of, scorer_of
 
 #: ``progress(phase, done, total)`` of :meth:`Bundle.load`.
 Progress = Callable[[str, int, int], object]
@@ -45,6 +45,12 @@ def query_terms(text: str | QueryTerms) -> QueryTerms:
     """``text``'s terms, split and folded once per search: every source's
     search, the excerpts and ``explain`` take the same object."""
     return text if isinstance(text, QueryTerms) else QueryTerms(text)
+
+
+def _text_of(text: str | QueryTerms) -> str:
+    """The text BM25F tokenizes: terms split on white space joined by one
+    space give the same tokens (white space always separates UAX #29 words)."""
+    return text if isinstance(text, str) else " ".join(text.written)
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +250,7 @@ class Bundle:
         limit: int | None = None,
         scorer: Scorer | str = Scorer.WEIGHTED_COUNT,
         bm25f: BM25FParams | None = None,
+        rrf_k: int = 60,
     ) -> list[Hit]:
         """Concepts with a positive score, by score then id (docs/spec.md §3, §12).
 
@@ -251,22 +258,23 @@ class Bundle:
         carrying that tag (case-folded). An empty or blank query has no results.
         ``scorer=Scorer.BM25F`` scores with ``bm25f`` (default
         :class:`BM25FParams`) and the bundle's own statistics; its tokens are
-        those of the language the bundle was loaded with.
+        those of the language the bundle was loaded with. ``Scorer.FUSION``
+        fuses the two rankings by reciprocal rank with constant ``rrf_k``
+        (§12.10); its excerpts are BM25F's.
         """
-        if scorer_of(scorer) is Scorer.BM25F:
-            params = bm25f or BM25FParams()
-            query = self.bm25f_query(str(text), params)
-            pos, scores = self.search_bm25f(
-                query, self.bm25f_stats(query.tokens), params, tag=tag, limit=limit
-            )
-            ids = self.concept_ids
-            out = []
-            for p, sc in zip(pos.tolist(), scores.tolist(), strict=True):
-                f = self._native.passage_fields(p, query)
-                out.append(Hit(ids[p], sc, f.title, f.excerpt, f.path))
-            return out
-        hits = self._native.search_hits(query_terms(text), tag=tag, limit=limit)
-        return [Hit(h.concept_id, h.score, h.title, h.excerpt, h.path) for h in hits]
+        if scorer_of(scorer) is Scorer.WEIGHTED_COUNT:
+            hits = self._native.search_hits(query_terms(text), tag=tag, limit=limit)
+            return [Hit(h.concept_id, h.score, h.title, h.excerpt, h.path) for h in hits]
+        query = self.bm25f_query(_text_of(text), bm25f or BM25FParams())
+        pos, scores = self.search_arrays(
+            text, tag=tag, limit=limit, scorer=scorer, bm25f=bm25f, rrf_k=rrf_k
+        )
+        ids = self.concept_ids
+        out = []
+        for p, sc in zip(pos.tolist(), scores.tolist(), strict=True):
+            f = self._native.passage_fields(p, query)
+            out.append(Hit(ids[p], sc, f.title, f.excerpt, f.path))
+        return out
 
     def search_arrays(
         self,
@@ -276,18 +284,27 @@ class Bundle:
         limit: int | None = None,
         scorer: Scorer | str = Scorer.WEIGHTED_COUNT,
         bm25f: BM25FParams | None = None,
+        rrf_k: int = 60,
     ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint32] | npt.NDArray[np.float64]]:
         """The same order as :meth:`search` as two numpy arrays, no object per hit.
 
         ``positions`` (``int32``) index :attr:`concept_ids`; scores are
-        ``uint32`` for the weighted count, ``float64`` for BM25F.
+        ``uint32`` for the weighted count, ``float64`` for BM25F and fusion.
         """
-        if scorer_of(scorer) is Scorer.BM25F:
-            params = bm25f or BM25FParams()
-            query = self.bm25f_query(str(text), params)
-            stats = self.bm25f_stats(query.tokens)
+        how = scorer_of(scorer)
+        if how is Scorer.WEIGHTED_COUNT:
+            return self._native.search_arrays(query_terms(text), tag=tag, limit=limit)
+        params = bm25f or BM25FParams()
+        query = self.bm25f_query(_text_of(text), params)
+        stats = self.bm25f_stats(query.tokens)
+        if how is Scorer.BM25F:
             return self.search_bm25f(query, stats, params, tag=tag, limit=limit)
-        return self._native.search_arrays(query_terms(text), tag=tag, limit=limit)
+        if limit is not None and limit < 0:
+            raise InvalidArgumentError(f"limit must be >= 0, got {limit}")
+        counted, _ = self._native.search_arrays(query_terms(text), tag=tag, limit=None)
+        ranked, _ = self.search_bm25f(query, stats, params, tag=tag)
+        pos, fused = fuse(counted, ranked, self.ordinal_ranks(), rrf_k_of(rrf_k))
+        return (pos, fused) if limit is None else (pos[:limit], fused[:limit])
 
     def excerpt(self, concept_id: str, text: str | QueryTerms) -> str:
         """docs/spec.md §3.5 excerpt of one concept for a query."""

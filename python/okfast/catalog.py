@@ -20,7 +20,7 @@ from okfast import _native
 from okfast.errors import CatalogError as CatalogError  # re-exported from here too
 from okfast.paths import is_absolute_spelling, is_within, join_lexically
 
-ROOT_KEYS = frozenset({"version", "sources"})
+ROOT_KEYS = frozenset({"version", "sources", "settings"})
 SOURCE_KEYS = frozenset(
     {"id", "path", "priority", "enabled", "role", "tier", "authority", "language"}
 )
@@ -238,6 +238,32 @@ def parse_catalog(
     text: str, *, base_dir: str | os.PathLike[str], root: str | os.PathLike[str] | None = None
 ) -> tuple[tuple[Source, ...], tuple[CatalogDiagnostic, ...]]:
     """Parse catalog text: ``(sources, diagnostics)``; never raises on bad data."""
+    sources, diags, _settings = _parse(text, base_dir, root)
+    return sources, diags
+
+
+def _settings_path(raw: Any, croot: str, base: str) -> tuple[Path | None, CatalogDiagnostic | None]:
+    """docs/spec.md §4.1 ``settings``: a relative path to a file inside the
+    root (which need not exist yet: ``okfast tune --apply`` creates it)."""
+    if not isinstance(raw, str) or raw.strip() == "" or "\x00" in raw:
+        return None, CatalogDiagnostic(
+            "MalformedSettings", f"'settings' must be a non-empty relative path, got {raw!r}"
+        )
+    if is_absolute_spelling(raw):
+        return None, CatalogDiagnostic(
+            "MalformedSettings", f"'settings' path {raw!r} is absolute; write it relative"
+        )
+    full = join_lexically(base, raw)
+    if not is_within(full, croot):
+        return None, CatalogDiagnostic(
+            "MalformedSettings", f"'settings' path {raw!r} resolves to {full}, outside the root"
+        )
+    return Path(full), None
+
+
+def _parse(
+    text: str, base_dir: str | os.PathLike[str], root: str | os.PathLike[str] | None
+) -> tuple[tuple[Source, ...], tuple[CatalogDiagnostic, ...], Path | None]:
     base = os.path.normpath(os.path.abspath(os.fspath(base_dir)))
     croot = os.path.normpath(os.path.abspath(os.fspath(root))) if root is not None else base
     diags: list[CatalogDiagnostic] = []
@@ -246,9 +272,9 @@ def parse_catalog(
     try:
         doc = json.loads(text, object_pairs_hook=_pairs, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as e:
-        return (), (CatalogDiagnostic("ParseError", f"catalog is not valid JSON: {e}"),)
+        return (), (CatalogDiagnostic("ParseError", f"catalog is not valid JSON: {e}"),), None
     if not isinstance(doc, dict):
-        return (), (CatalogDiagnostic("ParseError", "catalog root must be a JSON object"),)
+        return (), (CatalogDiagnostic("ParseError", "catalog root must be a JSON object"),), None
     if _has_nul(doc):
         diags.append(
             CatalogDiagnostic("EmbeddedNul", "catalog contains a NUL character in a string or key")
@@ -277,7 +303,12 @@ def parse_catalog(
         diags += problems
         if src is not None:
             sources.append(src)
-    return tuple(sources), tuple(diags)
+    settings = None
+    if "settings" in doc:
+        settings, d = _settings_path(doc["settings"], croot, base)
+        if d is not None:
+            diags.append(d)
+    return tuple(sources), tuple(diags), settings
 
 
 @dataclass
@@ -289,6 +320,9 @@ class Catalog:
     root: Path | None = None
     generation: int = 1
     _base_dir: Path | None = field(default=None, repr=False)
+    #: The settings file the catalog names (docs/spec.md §13), resolved; it
+    #: may not exist yet.
+    settings_path: Path | None = None
 
     @classmethod
     def load(
@@ -296,10 +330,10 @@ class Catalog:
     ) -> Catalog:
         """Read and parse ``path``; raises :class:`CatalogError` listing every problem."""
         p = Path(os.path.abspath(os.fspath(path)))
-        sources, diags = _read_and_parse(p, root)
+        sources, diags, settings = _read_and_parse(p, root)
         if diags:
             raise CatalogError(diags)
-        return cls(sources, p, Path(root) if root is not None else None, 1, p.parent)
+        return cls(sources, p, Path(root) if root is not None else None, 1, p.parent, settings)
 
     @classmethod
     def parse(
@@ -309,10 +343,12 @@ class Catalog:
         base_dir: str | os.PathLike[str],
         root: str | os.PathLike[str] | None = None,
     ) -> Catalog:
-        sources, diags = parse_catalog(text, base_dir=base_dir, root=root)
+        sources, diags, settings = _parse(text, base_dir, root)
         if diags:
             raise CatalogError(diags)
-        return cls(sources, None, Path(root) if root is not None else None, 1, Path(base_dir))
+        return cls(
+            sources, None, Path(root) if root is not None else None, 1, Path(base_dir), settings
+        )
 
     def source(self, source_id: str) -> Source | None:
         return next((s for s in self.sources if s.id == source_id), None)
@@ -330,25 +366,26 @@ class Catalog:
                     ),
                 ),
             )
-        sources, diags = _read_and_parse(self.path, self.root)
+        sources, diags, settings = _read_and_parse(self.path, self.root)
         if diags:
             return ReloadResult(False, self.generation, diags)
         self.sources = sources
+        self.settings_path = settings
         self.generation += 1
         return ReloadResult(True, self.generation)
 
 
 def _read_and_parse(
     p: Path, root: str | os.PathLike[str] | None
-) -> tuple[tuple[Source, ...], tuple[CatalogDiagnostic, ...]]:
+) -> tuple[tuple[Source, ...], tuple[CatalogDiagnostic, ...], Path | None]:
     try:
         data = p.read_bytes()
     except OSError as e:
-        return (), (
-            CatalogDiagnostic("ParseError", f"catalog {p} could not be read: {e.strerror or e}"),
-        )
+        why = f"catalog {p} could not be read: {e.strerror or e}"
+        return (), (CatalogDiagnostic("ParseError", why),), None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        return (), (CatalogDiagnostic("ParseError", f"catalog {p} is not UTF-8 (byte {e.start})"),)
-    return parse_catalog(text, base_dir=p.parent, root=root)
+        why = f"catalog {p} is not UTF-8 (byte {e.start})"
+        return (), (CatalogDiagnostic("ParseError", why),), None
+    return _parse(text, p.parent, root)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from okfast import eval_cli, governance
+from okfast import eval_cli, governance, tune_cli
 from okfast.bundle import Bundle
 from okfast.catalog import AUTHORITIES, Catalog, CatalogError
 from okfast.errors import InvalidArgumentError, OkfastError
@@ -28,7 +28,8 @@ from okfast.memory import cli as memory_cli
 from okfast.model import Diagnostic, Explanation, Passage
 from okfast.query import Query, StalePolicy, Strategy
 from okfast.resolver import Resolver
-from okfast.scoring import Scorer
+from okfast.scoring import BM25FParams, Scorer
+from okfast.settings import load_settings
 
 
 def _diag_json(d: Diagnostic) -> dict[str, Any]:
@@ -90,10 +91,28 @@ def _non_blank_query(text: str) -> None:
         raise InvalidArgumentError("the query text is blank")
 
 
+def print_settings_diagnostics(resolver: Resolver) -> None:
+    """The problems of the settings a resolver applies, on stderr."""
+    where = resolver.settings.path or resolver.catalog.settings_path
+    for d in resolver.settings_diagnostics:
+        print(f"okfast: settings {where}: {d}", file=sys.stderr)
+
+
 def _cmd_search(args: argparse.Namespace) -> int:
     _non_blank_query(args.query)
-    bundle = Bundle.load(_bundle_path(args.path), progress=_ProgressBar.maybe())
-    hits = bundle.search(args.query, tag=args.tag, limit=args.limit, scorer=args.scorer)
+    st = load_settings(args.settings).with_choices(scorer=args.scorer)
+    params = st.bm25f or BM25FParams()
+    bundle = Bundle.load(
+        _bundle_path(args.path), progress=_ProgressBar.maybe(), language=params.language
+    )
+    hits = bundle.search(
+        args.query,
+        tag=args.tag,
+        limit=args.limit,
+        scorer=st.scorer or Scorer.WEIGHTED_COUNT,
+        bm25f=params,
+        rrf_k=st.rrf_k or 60,
+    )
     if args.json:
         _print_json(
             {
@@ -180,12 +199,14 @@ def _cmd_resolve(args: argparse.Namespace) -> int:
         explain=args.explain,
         scorer=args.scorer,
     )
-    ctx = Resolver(catalog, progress=_ProgressBar.maybe()).search(query)
+    resolver = Resolver(catalog, settings=args.settings, progress=_ProgressBar.maybe())
+    print_settings_diagnostics(resolver)
+    ctx = resolver.search(query)
     if args.json:
         _print_json(
             {
                 "query": args.query,
-                "strategy": str(query.strategy or Strategy.GROUPED),
+                "strategy": str(query.strategy or resolver.default_strategy),
                 "passages": [
                     {
                         "source_id": p.source_id,
@@ -363,8 +384,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--limit", type=_non_negative, default=None, help="show the first N hits")
     s.add_argument("--tag", default=None, help="only concepts carrying this tag")
     s.add_argument(
-        "--scorer", choices=[x.value for x in Scorer], default=Scorer.WEIGHTED_COUNT.value
+        "--scorer",
+        choices=[x.value for x in Scorer],
+        default=None,
+        help="default: the settings', else weighted_count",
     )
+    s.add_argument("--settings", default=None, metavar="FILE", help="a settings file (§13)")
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.set_defaults(run=_cmd_search)
 
@@ -379,6 +404,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--limit", type=_non_negative, default=None, help="keep the first N passages")
     r.add_argument("--min-score", type=_non_negative_number, default=None, help="drop lower scores")
     r.add_argument("--scorer", choices=[x.value for x in Scorer], default=None)
+    r.add_argument(
+        "--settings", default=None, metavar="FILE", help="default: the file the catalog names"
+    )
     r.add_argument("--min-authority", choices=AUTHORITIES, default=None)
     r.add_argument("--include-historical", action="store_true", help="keep superseded concepts")
     r.add_argument(
@@ -399,6 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     memory_cli.register(sub, _load_catalog, _print_json, _non_negative)
     eval_cli.register(sub, _load_catalog, _print_json, _positive)
+    tune_cli.register(sub, _load_catalog, _print_json, _positive)
     mcp_cli.register(sub, _load_catalog)
     return p
 

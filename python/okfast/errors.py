@@ -27,6 +27,7 @@ __all__ = [
     "InvalidArgumentTypeError",
     "MissingDependencyError",
     "OkfastError",
+    "SettingsError",
     "UnsafePathError",
 ]
 
@@ -68,6 +69,11 @@ class CatalogError(OkfastError, ValueError):
     def __init__(self, diagnostics: tuple[CatalogDiagnostic, ...]) -> None:
         self.diagnostics = diagnostics
         super().__init__("\n".join(str(d) for d in diagnostics))
+
+
+class SettingsError(OkfastError, ValueError):
+    """A settings file cannot be read or is not a JSON object (docs/spec.md
+    §13). A bad entry inside one is a diagnostic, not this error."""
 
 
 class CacheDamagedError(OkfastError, OSError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from okfast.qrels import JudgedQuery, JudgedSet
 from okfast.query import Query, Strategy
 from okfast.resolver import Resolver
 from okfast.scoring import Scorer
+from okfast.settings import Settings, load_settings, settings_for
 
 LoadCatalog = Callable[[str], "Catalog | None"]
 PrintJson = Callable[[object], None]
@@ -33,20 +35,20 @@ WholeNumber = Callable[[str], int]
 WORST = 5
 
 
-def _maker(strategy: str | None, quota: int | None, scorer: str | None, depth: int) -> QueryMaker:
-    """The query of each judged query under one configuration. A settings file
-    (``--settings``, ``--baseline SETTINGS``) would supply this function."""
+def _maker(config: Settings, depth: int) -> QueryMaker:
+    """The query of each judged query under one configuration (docs/spec.md §13)."""
 
     def make(q: JudgedQuery) -> Query:
-        return Query(q.text, strategy=strategy, fairness_quota=quota, scorer=scorer, limit=depth)
+        return config.query(q.text, limit=depth)
 
     return make
 
 
-def _label(strategy: str | None, quota: int | None, scorer: str | None) -> str:
+def _label(config: Settings) -> str:
     # With neither set the resolver's defaults apply: grouped, the weighted count (§5.2).
-    text = f"strategy {strategy or Strategy.GROUPED.value}"
-    text += f", scorer {scorer or Scorer.WEIGHTED_COUNT.value}"
+    text = f"strategy {(config.strategy or Strategy.GROUPED).value}"
+    text += f", scorer {(config.scorer or Scorer.WEIGHTED_COUNT).value}"
+    quota = config.fairness_quota
     return text + (f", fairness quota {quota}" if quota is not None else "")
 
 
@@ -55,27 +57,38 @@ def _run(args: argparse.Namespace, load: LoadCatalog, out: PrintJson) -> int:
     if catalog is None:
         return 2
     judged = JudgedSet.load(args.qrels, args.queries)
-    # One snapshot per source for the whole run: every query, and the
-    # baseline, are measured on the same bundles (§11.2).
-    resolver = Resolver(catalog, max_staleness=math.inf)
-    baseline: EvalReport | None = None
-    has_baseline = (
-        args.baseline_strategy is not None
-        or args.baseline_fairness_quota is not None
-        or args.baseline_scorer is not None
+    current, problems = settings_for(catalog, args.settings)
+    for d in problems:
+        print(f"okfast: settings: {d}", file=sys.stderr)
+    config = current.with_choices(
+        strategy=args.strategy, fairness_quota=args.fairness_quota, scorer=args.scorer
     )
-    base_strategy = args.baseline_strategy or args.strategy
-    base_quota = args.baseline_fairness_quota or args.fairness_quota
-    base_scorer = args.baseline_scorer or args.scorer
+    has_baseline = args.baseline is not None or any(
+        x is not None
+        for x in (args.baseline_strategy, args.baseline_fairness_quota, args.baseline_scorer)
+    )
+    base = config if args.baseline is None else load_settings(args.baseline)
+    base = base.with_choices(
+        strategy=args.baseline_strategy,
+        fairness_quota=args.baseline_fairness_quota,
+        scorer=args.baseline_scorer,
+    )
+    # One snapshot per source for the whole run: every query, and the
+    # baseline, are measured on the same bundles (§11.2); a second resolver
+    # only when the baseline analyses a source in another language.
+    resolver = Resolver(
+        catalog, settings=Settings(languages=config.languages), max_staleness=math.inf
+    )
+    baseline: EvalReport | None = None
     if has_baseline:
-        make = _maker(base_strategy, base_quota, base_scorer, args.limit)
-        baseline = evaluate(resolver, judged, query=make, depth=args.limit)
+        other = resolver
+        if base.languages != config.languages:
+            other = Resolver(
+                catalog, settings=Settings(languages=base.languages), max_staleness=math.inf
+            )
+        baseline = evaluate(other, judged, query=_maker(base, args.limit), depth=args.limit)
     report = evaluate(
-        resolver,
-        judged,
-        query=_maker(args.strategy, args.fairness_quota, args.scorer, args.limit),
-        depth=args.limit,
-        baseline=baseline,
+        resolver, judged, query=_maker(config, args.limit), depth=args.limit, baseline=baseline
     )
     if args.run_out is not None:
         try:
@@ -84,16 +97,16 @@ def _run(args: argparse.Namespace, load: LoadCatalog, out: PrintJson) -> int:
             raise InvalidArgumentError(
                 f"cannot write the run file {args.run_out}: {e.strerror or e}"
             ) from None
-    config = _label(args.strategy, args.fairness_quota, args.scorer)
-    base_config = _label(base_strategy, base_quota, base_scorer) if has_baseline else None
+    label = _label(config)
+    base_label = _label(base) if has_baseline else None
     if args.json:
         doc = report.to_json()
-        doc["configuration"] = config
+        doc["configuration"] = label
         if doc["comparison"] is not None:
-            doc["comparison"]["baseline"]["configuration"] = base_config
+            doc["comparison"]["baseline"]["configuration"] = base_label
         out(doc)
     else:
-        _print_table(report, config, base_config)
+        _print_table(report, label, base_label)
     return 0
 
 
@@ -175,8 +188,14 @@ def register(sub: Any, load: LoadCatalog, out: PrintJson, positive: WholeNumber)
         metavar="N",
         help=f"depth of each ranking (default {DEFAULT_DEPTH})",
     )
-    # A baseline is the same catalog under another configuration; a settings
-    # file would add `--baseline SETTINGS` beside these.
+    e.add_argument(
+        "--settings", default=None, metavar="FILE", help="default: the file the catalog names"
+    )
+    # A baseline is the same catalog under another configuration: a settings
+    # file, and/or these flags over it (over the current configuration without one).
+    e.add_argument(
+        "--baseline", default=None, metavar="FILE", help="compare with this settings file"
+    )
     e.add_argument(
         "--baseline-strategy",
         choices=strategies,

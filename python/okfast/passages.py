@@ -40,13 +40,15 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class SourceSnapshot:
     """A source that was searched: the snapshot it was searched in, the
-    query's terms (or BM25F tokens) for it, and, for BM25F, the statistics
-    its passages were scored with."""
+    query's terms (or BM25F tokens) for it, for BM25F and fusion the
+    statistics its passages were scored with, and for fusion the weighted
+    count's terms too (its ``explain`` shows both rankings' reasons)."""
 
     source: Source
     bundle: Bundle
     terms: QueryTerms | Bm25fQuery
     stats: Bm25fStats | None = None
+    counted: QueryTerms | None = None
 
 
 @dataclass(frozen=True)
@@ -163,10 +165,10 @@ class PassageList(Sequence[Passage]):
                     for p in part.fields
                 )
                 tokens.append(TokenScore(part.token, part.idf, part.weighted_tf, part.score, parts))
-        else:
-            terms = entry.terms
-            assert isinstance(terms, _native.QueryTerms)
-            for t in entry.bundle.explain_at(pos, terms):
+        counted = entry.counted if entry.stats is not None else entry.terms
+        if counted is not None:
+            assert isinstance(counted, _native.QueryTerms)
+            for t in entry.bundle.explain_at(pos, counted):
                 hit = {"title": t.title, "tags_desc": t.tags_desc, "body": t.body}
                 fields = tuple(name for name, _w in _WEIGHTS if hit[name])
                 weight = sum(w for name, w in _WEIGHTS if hit[name])

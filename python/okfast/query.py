@@ -16,7 +16,7 @@ from okfast import _native
 from okfast.catalog import AUTHORITIES
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.memory.scope import Scope
-from okfast.scoring import BM25FParams, Scorer, scorer_of
+from okfast.scoring import BM25FParams, Scorer, rrf_k_of, scorer_of
 
 if TYPE_CHECKING:
     from okfast.catalog import Source
@@ -123,7 +123,8 @@ class Query:
     include_historical: bool = False
     min_authority: str | None = None
     explain: bool = False
-    rrf_k: int = 60
+    #: ``None``: the resolver's ``default_rrf_k`` (60 unless set).
+    rrf_k: int | None = None
     #: ``None``: the resolver's ``default_scorer``.
     scorer: Scorer | str | None = None
     #: ``None``: the resolver's ``default_bm25f``.
@@ -169,5 +170,5 @@ class Query:
             raise InvalidArgumentError(
                 f"Query.bm25f must be a BM25FParams, got {type(self.bm25f).__name__}"
             )
-        if self.rrf_k <= 0:
-            raise InvalidArgumentError(f"rrf_k must be > 0, got {self.rrf_k}")
+        if self.rrf_k is not None:
+            rrf_k_of(self.rrf_k)

@@ -9,12 +9,13 @@ fused orderings run natively over arrays (``okfast._native.fused_order``).
 
 from __future__ import annotations
 
-import threading
-import time
+import contextlib
+import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -27,7 +28,9 @@ from okfast.model import Diagnostic, DiagnosticCode, Exclusion
 from okfast.passages import Context, ExplainInfo, PassageList, SourceSnapshot
 from okfast.paths import directory_key
 from okfast.query import NEVER_US, Query, Strategy, Visibility, micros
-from okfast.scoring import BM25FParams, Scorer, language_of, scorer_of
+from okfast.scoring import BM25FParams, Scorer, fuse, rrf_k_of, scorer_of
+from okfast.settings import Settings, settings_for
+from okfast.snapshots import CachedBundle, Snapshots, source_language
 
 Clock = Callable[[], datetime]
 #: Scores: whole numbers for the weighted count, floats for BM25F.
@@ -46,72 +49,15 @@ def _system_clock() -> datetime:
     return datetime.now(timezone.utc)
 
 
-@dataclass
-class _CachedBundle:
-    """One loaded bundle per resolved directory, with what ordering needs."""
-
-    bundle: Bundle
-    stale_us: npt.NDArray[np.int64]
-    ordinal: npt.NDArray[np.uint32]
-    checked: float
-
-
-class _Bundles:
-    """The resolver's bundle cache. A snapshot is re-checked against the disk
-    when it is older than ``max_staleness`` seconds (0: before every search);
-    a change swaps in a refreshed snapshot (only changed files re-read), so a
-    search in flight keeps the one it started with."""
-
-    def __init__(self, max_staleness: float, progress: Progress | None = None) -> None:
-        self.max_staleness = max_staleness
-        self.progress = progress
-        self._lock = threading.Lock()
-        self._snaps: dict[str, _CachedBundle] = {}
-
-    def get(self, source: Source, language: str | None, *, force: bool = False) -> _CachedBundle:
-        """The source's snapshot analysed for ``language`` (docs/spec.md §12.2)."""
-        assert source.directory is not None
-        key = f"{directory_key(source.directory)}\0{language}"
-        with self._lock:
-            snap = self._snaps.get(key)
-        now = time.monotonic()
-        if snap is not None and not force and now - snap.checked < self.max_staleness:
-            return snap
-        if snap is None:
-            bundle = Bundle.load(source.directory, progress=self.progress, language=language)
-        else:
-            changed = snap.bundle.refresh()
-            if changed is None:
-                snap.checked = now
-                return snap
-            bundle = changed
-        fresh = _CachedBundle(bundle, bundle.stale_after_us(), bundle.ordinal_ranks(), now)
-        with self._lock:
-            self._snaps[key] = fresh
-        return fresh
-
-    def refresh(self, sources: Sequence[Source], language: str | None) -> None:
-        with self._lock:
-            languages = {k.rsplit("\0", 1)[1] for k in self._snaps}
-        for s in sources:
-            if s.directory is not None and s.directory.is_dir():
-                for lang in languages | {str(source_language(s, language))}:
-                    self.get(s, None if lang == "None" else lang, force=True)
-
-
-def source_language(source: Source, default: str | None) -> str | None:
-    """The analyzer language of a source: the catalog's, else ``default``."""
-    return default if source.language is None else language_of(source.language)
-
-
 @dataclass(frozen=True)
 class _Scoring:
     """How a query is scored: the scorer, the weighted count's terms, the
-    BM25F parameters (docs/spec.md §3, §12)."""
+    BM25F parameters, the reciprocal-rank constant (docs/spec.md §3, §12)."""
 
     scorer: Scorer
     terms: QueryTerms
     bm25f: BM25FParams
+    rrf_k: int
 
 
 @dataclass
@@ -119,7 +65,7 @@ class _Matches:
     """What searching the selected sources produced, before ordering."""
 
     searched: list[SourceSnapshot]
-    snaps: list[_CachedBundle]
+    snaps: list[CachedBundle]
     src: list[npt.NDArray[np.uint32]]
     pos: list[npt.NDArray[np.int32]]
     score: list[npt.NDArray[np.uint32] | npt.NDArray[np.float64]]
@@ -201,12 +147,13 @@ class _Engine(ABC):
 
     def search(self, q: Query, how: _Scoring, sources: list[Source], now_us: int) -> _Matches:
         f = _Matches([], [], [], [], [], [], [], False)
-        loaded: list[tuple[Source, _CachedBundle]] = []
+        loaded: list[tuple[Source, CachedBundle]] = []
         for s in sources:
             try:
                 if s.directory is None or not s.directory.is_dir():
                     raise BundleNotFoundError(f"{s.directory} is not a directory")
-                loaded.append((s, self.r._bundles.get(s, source_language(s, how.bm25f.language))))
+                language = source_language(s, how.bm25f.language, self.r.settings)
+                loaded.append((s, self.r._bundles.get(s, language)))
             except (OSError, OkfastError) as e:
                 f.exclusions.append(Exclusion(s.id, "", "source-unavailable", str(e)))
                 f.diagnostics.append(
@@ -219,7 +166,7 @@ class _Engine(ABC):
                 )
         queries: list[QueryTerms | Bm25fQuery] = [how.terms] * len(loaded)
         stats: list[Bm25fStats | None] = [None] * len(loaded)
-        if how.scorer is Scorer.BM25F:
+        if how.scorer is not Scorer.WEIGHTED_COUNT:
             tokens = [snap.bundle.bm25f_query(q.text, how.bm25f) for _, snap in loaded]
             queries = list(tokens)
             stats = list(self.bm25f_stats([snap.bundle for _, snap in loaded], tokens))
@@ -233,8 +180,13 @@ class _Engine(ABC):
             if st is not None:
                 assert isinstance(query, Bm25fQuery)
                 pos, score = b.search_bm25f(query, st, how.bm25f, tag=q.tag)
+                if how.scorer is Scorer.FUSION:
+                    # docs/spec.md §12.10: the scorer's own lists, before the
+                    # stale filter, as the other scorers' are.
+                    counted, _ = self.r._counts(b, how.terms, q.tag)
+                    pos, score = fuse(counted, pos, snap.ordinal, how.rrf_k)
             else:
-                pos, score = b.search_arrays(how.terms, tag=q.tag)
+                pos, score = self.r._counts(b, how.terms, q.tag)
             admit = q.stale_policy.admits_us(snap.stale_us[pos], now_us)
             if not bool(np.all(admit)):
                 ids = b.concept_ids
@@ -246,7 +198,8 @@ class _Engine(ABC):
                     )
                 pos, score = pos[admit], score[admit]
             k = len(f.searched)
-            f.searched.append(SourceSnapshot(s, b, query, st))
+            counting = how.terms if how.scorer is Scorer.FUSION else None
+            f.searched.append(SourceSnapshot(s, b, query, st, counting))
             f.snaps.append(snap)
             f.src.append(np.full(len(pos), k, dtype=np.uint32))
             f.pos.append(pos)
@@ -266,7 +219,7 @@ class _Engine(ABC):
         return [total] * len(bundles)
 
     #: The passage sequence a context holds (a distributed resolver reads
-    #: passages from its shards: docs/spec.md §13).
+    #: passages from its shards: docs/spec.md §15).
     passages: type[PassageList] = PassageList
 
     @abstractmethod
@@ -275,7 +228,7 @@ class _Engine(ABC):
 
     # -- the whole run -------------------------------------------------------------
 
-    def run(self, q: Query) -> Context:
+    def run(self, q: Query, exclusions: bool = True) -> Context:
         now_us = micros(self.r.clock())
         diags: list[Diagnostic] = []
         excl: list[Exclusion] = []
@@ -284,6 +237,7 @@ class _Engine(ABC):
             scorer_of(q.scorer) if q.scorer is not None else self.r.default_scorer,
             query_terms(q.text),  # split once, for every source and passage
             q.bm25f or self.r.default_bm25f,
+            q.rrf_k if q.rrf_k is not None else self.r.default_rrf_k,
         )
         found = self.search(q, how, sources, now_us)
         diags.extend(found.diagnostics)
@@ -309,28 +263,20 @@ class _Engine(ABC):
             fused = None if fused is None else fused[perm]
         if q.min_score is not None:
             keep = score >= q.min_score
-            excl.extend(
-                _excluded(
-                    found,
-                    src[~keep],
-                    pos[~keep],
-                    "not-relevant",
-                    f"score below min_score {q.min_score}",
-                )
-            )
+            if exclusions:
+                why = f"score below min_score {q.min_score}"
+                excl.extend(_excluded(found, src[~keep], pos[~keep], "not-relevant", why))
             src, pos, score = src[keep], pos[keep], score[keep]
             fused = None if fused is None else fused[keep]
             pinned = None if pinned is None else pinned[keep]
         if q.limit is not None and len(pos) > q.limit:
-            excl.extend(
-                _excluded(
-                    found, src[q.limit :], pos[q.limit :], "not-relevant", f"beyond limit {q.limit}"
-                )
-            )
+            if exclusions:
+                why = f"beyond limit {q.limit}"
+                excl.extend(_excluded(found, src[q.limit :], pos[q.limit :], "not-relevant", why))
             src, pos, score = src[: q.limit], pos[: q.limit], score[: q.limit]
             fused = None if fused is None else fused[: q.limit]
             pinned = None if pinned is None else pinned[: q.limit]
-        untokened = _no_tokens(found, q.text)
+        untokened = _no_tokens(found, q.text) if len(pos) == 0 else None
         if untokened is not None:
             diags.append(untokened)
         elif len(pos) == 0 and found.any_searched:
@@ -346,6 +292,8 @@ class _Engine(ABC):
             fused_quota = quota if self.strategy is not Strategy.GROUPED else None
             explain = ExplainInfo(self.strategy.value, fused_quota, pinned)
         passages = self.passages(found.searched, how.bm25f, src, pos, score, fused, now_us, explain)
+        if not exclusions:
+            excl = []
         excl.sort(key=lambda e: (e.source_id, governance.id_key(e.concept_id), e.reason, e.detail))
         return Context(q, self.r.catalog.generation, passages, tuple(diags), tuple(excl))
 
@@ -436,7 +384,8 @@ class _FusedResolver(_Engine):
         )
         fused = None
         if self.strategy is Strategy.RECIPROCAL_RANK:
-            fused = 1.0 / (q.rrf_k + list_rank[perm].astype(np.float64))
+            k = q.rrf_k if q.rrf_k is not None else self.r.default_rrf_k
+            fused = 1.0 / (k + list_rank[perm].astype(np.float64))
         return src[perm], pos[perm], score[perm], fused
 
 
@@ -479,7 +428,10 @@ class Resolver:
     """Searches a catalog's sources and returns one ordered list (SPEC §5.2).
 
     With neither a query strategy nor ``default_strategy`` set, the behaviour
-    is exactly ``grouped``. ``max_staleness`` (seconds) bounds how old a
+    is exactly ``grouped``. ``settings`` (a :class:`Settings` or the path of
+    a settings file; by default the file the catalog names, when it exists)
+    supply the defaults an argument leaves ``None`` (docs/spec.md §13);
+    ``settings_diagnostics`` lists their problems. ``max_staleness`` (seconds) bounds how old a
     bundle snapshot may be before it is checked against the disk; 0 checks
     before every search. ``progress`` is passed to every
     :meth:`Bundle.load` (a source's first load).
@@ -489,41 +441,81 @@ class Resolver:
         self,
         catalog: Catalog,
         *,
-        default_strategy: Strategy | str = Strategy.GROUPED,
+        settings: Settings | str | os.PathLike[str] | None = None,
+        default_strategy: Strategy | str | None = None,
         default_fairness_quota: int | None = None,
         default_visibility: Visibility | None = None,
         clock: Clock | None = None,
         max_staleness: float = 1.0,
         progress: Progress | None = None,
-        default_scorer: Scorer | str = Scorer.WEIGHTED_COUNT,
+        default_scorer: Scorer | str | None = None,
         default_bm25f: BM25FParams | None = None,
+        default_rrf_k: int | None = None,
     ) -> None:
+        self.settings, self.settings_diagnostics = settings_for(catalog, settings)
+        st = self.settings
+        strategy = default_strategy if default_strategy is not None else st.strategy
         try:
-            self.default_strategy = Strategy(default_strategy)
+            self.default_strategy = Strategy(strategy or Strategy.GROUPED)
         except ValueError:
             raise InvalidArgumentError(f"unknown strategy {default_strategy!r}") from None
+        if default_fairness_quota is None:
+            default_fairness_quota = st.fairness_quota
         if default_fairness_quota is not None and default_fairness_quota <= 0:
             raise InvalidArgumentError(
                 f"default_fairness_quota must be > 0, got {default_fairness_quota}"
             )
         if max_staleness < 0:
             raise InvalidArgumentError(f"max_staleness must be >= 0, got {max_staleness}")
-        self.default_scorer = scorer_of(default_scorer)
+        scorer = default_scorer if default_scorer is not None else st.scorer
+        self.default_scorer = scorer_of(scorer or Scorer.WEIGHTED_COUNT)
         if default_bm25f is not None and not isinstance(default_bm25f, BM25FParams):
             raise InvalidArgumentError(
                 f"default_bm25f must be a BM25FParams, got {type(default_bm25f).__name__}"
             )
-        self.default_bm25f = default_bm25f or BM25FParams()
+        self.default_bm25f = default_bm25f or st.bm25f or BM25FParams()
+        rrf_k = default_rrf_k if default_rrf_k is not None else st.rrf_k
+        self.default_rrf_k = rrf_k_of(60 if rrf_k is None else rrf_k)
         self.catalog = catalog
         self.default_fairness_quota = default_fairness_quota
         self.default_visibility = default_visibility
         self.clock: Clock = clock or _system_clock
-        self._bundles = _Bundles(max_staleness, progress)
+        self._bundles = Snapshots(max_staleness, progress)
+        self._count_memo: dict[tuple[Bundle, tuple[str, ...], str | None], Any] | None = None
 
-    def search(self, query: Query | str) -> Context:
+    def search(self, query: Query | str, *, exclusions: bool = True) -> Context:
+        """The context of ``query`` (a string ``s`` is ``Query(s)``).
+        ``exclusions=False`` leaves the exclusion list empty (passages and
+        diagnostics unchanged; the digest then covers no exclusions): for a
+        caller that reads only the ranking, since with a ``limit`` the list
+        names every match beyond it (docs/spec.md §5.2)."""
         q = Query(query) if isinstance(query, str) else query
         strategy = Strategy(q.strategy) if q.strategy is not None else self.default_strategy
-        return _CLASSES[strategy](self).run(q)
+        return _CLASSES[strategy](self).run(q, exclusions)
+
+    @contextlib.contextmanager
+    def reusing_counts(self) -> Iterator[None]:
+        """Within this block, a source's weighted-count list for the same
+        query terms and tag is computed once and reused (docs/spec.md §14.1):
+        for running many configurations over the same queries, as ``okfast
+        tune`` does. A snapshot is immutable, so a reused list is the list."""
+        self._count_memo = {}
+        try:
+            yield
+        finally:
+            self._count_memo = None
+
+    def _counts(
+        self, bundle: Bundle, terms: QueryTerms, tag: str | None
+    ) -> tuple[npt.NDArray[np.int32], Scores]:
+        memo = self._count_memo
+        if memo is None:
+            return bundle.search_arrays(terms, tag=tag)
+        key = (bundle, tuple(terms.written), tag)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = bundle.search_arrays(terms, tag=tag)
+        return found
 
     def snapshot(self, source: Source | str) -> Bundle:
         """The bundle snapshot a search reads for a knowledge source (loaded
@@ -542,12 +534,12 @@ class Resolver:
             raise BundleNotFoundError(
                 f"source {source.id!r}: {source.directory} is not a directory"
             )
-        language = source_language(source, self.default_bm25f.language)
+        language = source_language(source, self.default_bm25f.language, self.settings)
         return self._bundles.get(source, language).bundle
 
     def refresh(self) -> None:
         """Check every enabled knowledge source against the disk now."""
         self._bundles.refresh(
             [s for s in self.catalog.sources if s.enabled and s.role == "knowledge"],
-            self.default_bm25f.language,
+            lambda s: source_language(s, self.default_bm25f.language, self.settings),
         )

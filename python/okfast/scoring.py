@@ -1,9 +1,10 @@
 """Which scorer ranks a search, and the BM25F scorer's parameters (docs/spec.md §3, §12).
 
 ``Scorer.WEIGHTED_COUNT`` is the default and the exact weighted term count of
-§3; ``Scorer.BM25F`` ranks natural-language questions (§12). Its parameters,
-:class:`BM25FParams`, are plain values: per query, per resolver, in a
-settings file.
+§3; ``Scorer.BM25F`` ranks natural-language questions (§12); ``Scorer.FUSION``
+fuses the two rankings of each source by reciprocal rank (§12.10). Its
+parameters, :class:`BM25FParams`, are plain values: per query, per resolver,
+in a settings file.
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
 
 from okfast import _native
 from okfast.errors import InvalidArgumentError
@@ -33,6 +37,7 @@ class Scorer(str, enum.Enum):
 
     WEIGHTED_COUNT = "weighted_count"
     BM25F = "bm25f"
+    FUSION = "fusion"
 
     def __str__(self) -> str:
         return self.value
@@ -46,6 +51,13 @@ def scorer_of(value: Scorer | str) -> Scorer:
     except ValueError:
         names = ", ".join(s.value for s in Scorer)
         raise InvalidArgumentError(f"unknown scorer {value!r} (one of {names})") from None
+
+
+def rrf_k_of(value: object) -> int:
+    """A reciprocal-rank constant: a whole number > 0 (docs/spec.md §5.4, §12.10)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InvalidArgumentError(f"rrf_k must be a whole number > 0, got {value!r}")
+    return value
 
 
 def language_of(value: str | None) -> str | None:
@@ -127,3 +139,31 @@ def digest_score(score: float) -> int:
     """A BM25F score as the digest records it, free of floats (docs/spec.md
     §12.7): the score times 10^6, rounded half to even to an integer."""
     return round(score * 1_000_000)
+
+
+def fuse(
+    counted: npt.NDArray[np.int32],
+    ranked: npt.NDArray[np.int32],
+    id_rank: npt.NDArray[np.uint32],
+    k: int,
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]:
+    """docs/spec.md §12.10: one source's weighted-count list and BM25F list
+    (positions, each in its scorer's order) fused by reciprocal rank: a
+    concept scores ``1/(k + r)`` for each list it is in, ``r`` its 1-based
+    rank there; order by that score descending, then id (``id_rank``: each
+    position's rank in id order)."""
+    pos = np.concatenate([counted, ranked]).astype(np.int32)
+    share = np.concatenate(
+        [
+            1.0 / (k + np.arange(1, len(counted) + 1, dtype=np.float64)),
+            1.0 / (k + np.arange(1, len(ranked) + 1, dtype=np.float64)),
+        ]
+    )
+    found, where = np.unique(pos, return_inverse=True)
+    score = np.zeros(len(found), np.float64)
+    # A concept has at most one share per list, so each sum has at most two
+    # terms, and a + b == b + a in IEEE arithmetic: the scores do not depend on
+    # the order np.add.at visits them.
+    np.add.at(score, where, share)
+    order = np.lexsort((id_rank[found], -score))
+    return found[order].astype(np.int32), score[order]

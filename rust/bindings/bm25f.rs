@@ -124,7 +124,7 @@ impl PyStats {
     /// Statistics from their values: `n` concepts, each field's total length
     /// and `(token, document frequency)` pairs. A distributed resolver sums
     /// the shards' statistics and sends them back this way (docs/spec.md
-    /// §12.4, §13); every value is an integer, so nothing is lost.
+    /// §12.4, §15); every value is an integer, so nothing is lost.
     #[new]
     fn new(n: u64, totals: [u64; 4], df: Vec<(String, u64)>) -> PyStats {
         let (tokens, df) = df.into_iter().unzip();

@@ -1,4 +1,4 @@
-"""Resolution over shards on Ray, identical to one process (docs/spec.md §13).
+"""Resolution over shards on Ray, identical to one process (docs/spec.md §15).
 
 ``RayResolver(catalog, …).search(q)`` returns the very context
 ``Resolver(catalog, …).search(q)`` returns — passages, exclusions,
@@ -36,6 +36,7 @@ Ray is imported when a ``RayResolver`` is made, never by ``import okfast``.
 from __future__ import annotations
 
 import importlib
+import os
 import threading
 import time
 from collections.abc import Mapping
@@ -53,17 +54,10 @@ from okfast.model import Diagnostic, DiagnosticCode, Exclusion
 from okfast.passages import Context, SourceSnapshot
 from okfast.paths import directory_key
 from okfast.query import Query, Strategy, Visibility
-from okfast.resolver import (
-    _CLASSES,
-    Clock,
-    Resolver,
-    _CachedBundle,
-    _Engine,
-    _Matches,
-    _Scoring,
-    source_language,
-)
+from okfast.resolver import _CLASSES, Clock, Resolver, _Engine, _Matches, _Scoring
 from okfast.scoring import BM25FParams, Scorer, language_of
+from okfast.settings import Settings
+from okfast.snapshots import CachedBundle, source_language
 
 __all__ = ["RayResolver"]
 
@@ -90,7 +84,7 @@ class _Failed:
 
 class _Pool:
     """The shard actors: calls fanned out with a timeout, a failed actor
-    replaced by a fresh one (docs/spec.md §13.4)."""
+    replaced by a fresh one (docs/spec.md §15.4)."""
 
     def __init__(
         self, n: int, preload: list[list[Unit]], max_staleness: float, options: dict[str, Any]
@@ -173,7 +167,7 @@ class _Stats:
 
 
 class RayResolver:
-    """:class:`~okfast.Resolver` over shards on a Ray cluster (docs/spec.md §13).
+    """:class:`~okfast.Resolver` over shards on a Ray cluster (docs/spec.md §15).
 
     ``shards`` actors (default: one per bundle directory, at most the
     cluster's CPUs) hold the catalog's enabled knowledge bundles, spread in
@@ -182,8 +176,8 @@ class RayResolver:
     to ``ray.init`` when Ray is not initialised yet. ``timeout`` (seconds)
     bounds every round trip: a shard that dies or does not answer in time
     leaves its sources ``SourceUnavailable`` in that context and is
-    replaced. The other keywords are :class:`~okfast.Resolver`'s; ``settings``
-    is passed to it as given. ``actor_options`` go to Ray's
+    replaced. The other keywords are :class:`~okfast.Resolver`'s, ``settings``
+    included (docs/spec.md §13). ``actor_options`` go to Ray's
     ``.options(…)`` of every shard actor (resources, scheduling).
     """
 
@@ -191,23 +185,24 @@ class RayResolver:
         self,
         catalog: Catalog,
         *,
-        settings: object | None = None,
+        settings: Settings | str | os.PathLike[str] | None = None,
         shards: int | None = None,
         split: Mapping[str, int] | None = None,
         address: str | None = None,
         timeout: float = 30.0,
-        default_strategy: Strategy | str = Strategy.GROUPED,
+        default_strategy: Strategy | str | None = None,
         default_fairness_quota: int | None = None,
         default_visibility: Visibility | None = None,
         clock: Clock | None = None,
         max_staleness: float = 1.0,
-        default_scorer: Scorer | str = Scorer.WEIGHTED_COUNT,
+        default_scorer: Scorer | str | None = None,
         default_bm25f: BM25FParams | None = None,
+        default_rrf_k: int | None = None,
         actor_options: Mapping[str, Any] | None = None,
     ) -> None:
-        kwargs: dict[str, Any] = {} if settings is None else {"settings": settings}
         self.local = Resolver(
             catalog,
+            settings=settings,
             default_strategy=default_strategy,
             default_fairness_quota=default_fairness_quota,
             default_visibility=default_visibility,
@@ -215,7 +210,7 @@ class RayResolver:
             max_staleness=max_staleness,
             default_scorer=default_scorer,
             default_bm25f=default_bm25f,
-            **kwargs,
+            default_rrf_k=default_rrf_k,
         )
         if timeout <= 0:
             raise InvalidArgumentError(f"timeout must be > 0, got {timeout}")
@@ -260,7 +255,7 @@ class RayResolver:
             if s.enabled and s.role == "knowledge" and s.directory is not None:
                 key = directory_key(s.directory)
                 k = max(split.get(s.id, 1), len(out.get(key, [])))
-                language = source_language(s, lang)
+                language = source_language(s, lang, self.local.settings)
                 out[key] = [Unit(s, language, part, k) for part in range(k)]
         return dict(sorted(out.items()))
 
@@ -284,10 +279,11 @@ class RayResolver:
         """The shard actors' handles, by shard number."""
         return list(self._pool.actors)
 
-    def search(self, query: Query | str) -> Context:
+    def search(self, query: Query | str, *, exclusions: bool = True) -> Context:
+        """``Resolver.search``, over the shards (docs/spec.md §5.2, §15)."""
         q = Query(query) if isinstance(query, str) else query
         strategy = Strategy(q.strategy) if q.strategy is not None else self.local.default_strategy
-        return self._engines[strategy].run(q)
+        return self._engines[strategy].run(q, exclusions)
 
     def _where(self, s: Source) -> list[int]:
         assert s.directory is not None
@@ -302,14 +298,14 @@ class RayResolver:
     def fan_out(
         self, engine: _Engine, q: Query, how: _Scoring, sources: list[Source], now_us: int
     ) -> _Matches:
-        """``_Engine.search`` over the shards (docs/spec.md §13.2)."""
+        """``_Engine.search`` over the shards (docs/spec.md §15.2)."""
         with self._lock:
             return self._fan_out(engine, q, how, sources, now_us)
 
     def _fan_out(
         self, engine: _Engine, q: Query, how: _Scoring, sources: list[Source], now_us: int
     ) -> _Matches:
-        bm25f = how.scorer is Scorer.BM25F
+        bm25f = how.scorer is not Scorer.WEIGHTED_COUNT
         catalog_stats = bm25f and engine.strategy is not Strategy.GROUPED
         failed: dict[str, str] = {}
         plan: dict[str, list[tuple[int, Unit]]] = {}
@@ -318,7 +314,7 @@ class RayResolver:
             if s.directory is None:
                 failed[s.id] = f"{s.directory} is not a directory"
                 continue
-            language = source_language(s, how.bm25f.language)
+            language = source_language(s, how.bm25f.language, self.local.settings)
             where = self._where(s)
             plan[s.id] = [(sh, Unit(s, language, k, len(where))) for k, sh in enumerate(where)]
             if bm25f:
@@ -410,6 +406,8 @@ class RayResolver:
                         versions(sh, us),
                         min(q.limit, PAGE) if q.limit is not None else PREFETCH,
                         q.explain,
+                        how.scorer is Scorer.FUSION,
+                        how.rrf_k,
                     ),
                 ),
             )
@@ -473,8 +471,9 @@ class RayResolver:
             st = own if own is not None else stats if isinstance(stats, Bm25fStats) else None
             rb, order, score, ordinal = _merge(self._pool, plan[s.id], parts, q, how, st)
             k = len(f.searched)
-            f.searched.append(SourceSnapshot(s, rb, queries.get(s.id, how.terms), st))
-            f.snaps.append(_CachedBundle(rb, np.zeros(0, np.int64), ordinal, 0.0))
+            counting = how.terms if how.scorer is Scorer.FUSION else None
+            f.searched.append(SourceSnapshot(s, rb, queries.get(s.id, how.terms), st, counting))
+            f.snaps.append(CachedBundle(rb, np.zeros(0, np.int64), ordinal, 0.0))
             f.src.append(np.full(len(order), k, dtype=np.uint32))
             f.pos.append(order)
             f.score.append(score)
@@ -546,7 +545,7 @@ def _merge(
         ids,
         pinned,
         raw,
-        (q.text, bm25f, stats, q.explain),
+        (q.text, bm25f, stats, q.explain, how.scorer is Scorer.FUSION),
     )
     rb.__dict__["_declarations"] = decl
     for r in parts:

@@ -1,4 +1,4 @@
-"""The driver's view of what shards found (docs/spec.md §13.3).
+"""The driver's view of what shards found (docs/spec.md §15.3).
 
 A :class:`RemoteBundle` stands, in a resolution's
 :class:`~okfast.passages.SourceSnapshot`, for one source's snapshot on its
@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from okfast import _native
 from okfast.bundle import Bm25fQuery, Bm25fStats, Bundle, QueryTerms
-from okfast.distributed.shard import Fields, Read, Unit
+from okfast.distributed.shard import Explained, Fields, Read, Unit
 from okfast.passages import PassageList
 from okfast.scoring import BM25FParams
 
@@ -45,7 +45,7 @@ class RemoteBundle(Bundle):
         ids: tuple[str, ...],
         pinned: npt.NDArray[np.bool_] | None,
         raw_authority: dict[int, str | None],
-        read: tuple[str, BM25FParams | None, Bm25fStats | None, bool],
+        read: tuple[str, BM25FParams | None, Bm25fStats | None, bool, bool],
     ) -> None:
         # No native snapshot: every read this class serves is overridden below.
         self.__dict__["concept_ids"] = ids
@@ -57,7 +57,7 @@ class RemoteBundle(Bundle):
         self._raw_authority = raw_authority
         self._read = read
         self._fields: dict[int, Fields] = {}
-        self._explained: dict[int, list[Any]] = {}
+        self._explained: dict[int, Explained] = {}
 
     def __len__(self) -> int:
         return len(self._real)
@@ -84,14 +84,14 @@ class RemoteBundle(Bundle):
     def explain_at(self, position: int, terms: QueryTerms) -> list[_native.TermFields]:
         if position not in self._explained:
             fetch({self: [position]})
-        return cast(list[_native.TermFields], self._explained[position])
+        return cast(list[_native.TermFields], self._explained[position][1])
 
     def explain_bm25f(
         self, position: int, query: Bm25fQuery, stats: Bm25fStats, params: BM25FParams
     ) -> list[_native.Bm25fTermPart]:
         if position not in self._explained:
             fetch({self: [position]})
-        return cast(list[_native.Bm25fTermPart], self._explained[position])
+        return cast(list[_native.Bm25fTermPart], self._explained[position][0])
 
     def body_at(self, position: int) -> str:
         shard, unit, version = self._parts[int(self._owner[position])]
@@ -109,7 +109,7 @@ def fetch(wanted: dict[RemoteBundle, list[int]]) -> None:
     fanout: Fanout | None = None
     for rb, positions in wanted.items():
         fanout = rb._fanout
-        text, bm25f, stats, explain = rb._read
+        text, bm25f, stats, explain, fusion = rb._read
         by_part: dict[int, list[int]] = {}
         for p in positions:
             by_part.setdefault(int(rb._owner[p]), []).append(p)
@@ -117,7 +117,7 @@ def fetch(wanted: dict[RemoteBundle, list[int]]) -> None:
             shard, unit, version = rb._parts[part]
             real = tuple(int(rb._real[p]) for p in ps)
             calls.setdefault(shard, []).append(
-                Read(unit, version, real, text, bm25f, stats, explain)
+                Read(unit, version, real, text, bm25f, stats, explain, fusion)
             )
             where.setdefault(shard, []).append((rb, ps))
     if fanout is None:

@@ -1,8 +1,8 @@
-"""One shard of a :class:`~okfast.distributed.RayResolver` (docs/spec.md §13).
+"""One shard of a :class:`~okfast.distributed.RayResolver` (docs/spec.md §15).
 
 A shard is a plain class (Ray makes it an actor; nothing here imports Ray):
 it loads its bundles from their directories through its own node's cache,
-keeps them fresh as a local resolver does (:class:`okfast.resolver._Bundles`,
+keeps them fresh as a local resolver does (:class:`okfast.snapshots.Snapshots`,
 docs/spec.md §5.10), and answers with arrays and small records — never a
 native object, never a passage. Every reply names the snapshot it came from
 (``version``), and a snapshot stays readable for later passage reads until
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -25,8 +24,9 @@ from okfast.errors import BundleNotFoundError, OkfastError
 from okfast.model import Diagnostic, Exclusion
 from okfast.paths import directory_key
 from okfast.query import StalePolicy
-from okfast.resolver import _Bundles, _CachedBundle, _iso
-from okfast.scoring import BM25FParams
+from okfast.resolver import _iso
+from okfast.scoring import BM25FParams, fuse
+from okfast.snapshots import CachedBundle, Snapshots
 
 #: How many snapshots of one bundle a shard holds: the current one and the
 #: one before, so a context keeps reading the passages it was given while
@@ -47,7 +47,7 @@ class Unit:
 
 @dataclass(frozen=True)
 class Request:
-    """One search, as every shard receives it (docs/spec.md §13.2).
+    """One search, as every shard receives it (docs/spec.md §15.2).
 
     ``stats`` is ``None`` for the weighted count, ``"own"`` for a source's
     own BM25F statistics (``grouped``), else the catalog's. ``versions[i]``
@@ -72,6 +72,10 @@ class Request:
     #: (and explanations, with ``explain``): the page a caller reads first
     prefetch: int = 0
     explain: bool = False
+    #: ``Scorer.FUSION``: each source's weighted-count and BM25F lists fused
+    #: by reciprocal rank with ``rrf_k`` (docs/spec.md §12.10)
+    fusion: bool = False
+    rrf_k: int = 60
 
 
 @dataclass(frozen=True)
@@ -115,7 +119,7 @@ class Found:
     broken: tuple[tuple[int, str, str], ...]
     any_unknown: bool
     #: the fields (and explanation) of the first ``Request.prefetch`` passages
-    rows: list[tuple[Fields, list[Any] | None]]
+    rows: list[tuple[Fields, Explained | None]]
 
 
 @dataclass(frozen=True)
@@ -162,6 +166,11 @@ class TermPart:
     fields: list[FieldPart]
 
 
+#: An explanation's parts: BM25F's per token and the weighted count's per
+#: term, each when that scorer ranked the passage.
+Explained = tuple["list[TermPart] | None", "list[TermFields] | None"]
+
+
 @dataclass(frozen=True)
 class Read:
     """Which passages of one unit to read, and how their excerpt and
@@ -174,15 +183,16 @@ class Read:
     bm25f: BM25FParams | None
     stats: Bm25fStats | None
     explain: bool
+    fusion: bool = False
 
 
 class Shard:
     """The bundles of some units, loaded, kept fresh and searched."""
 
     def __init__(self, units: list[Unit], max_staleness: float) -> None:
-        self._bundles = _Bundles(max_staleness)
+        self._bundles = Snapshots(max_staleness)
         #: bundle key → [(version, snapshot)], newest last
-        self._held: dict[str, list[tuple[str, _CachedBundle]]] = {}
+        self._held: dict[str, list[tuple[str, CachedBundle]]] = {}
         for u in units:
             if u.source.directory is not None and u.source.directory.is_dir():
                 self._current(u)
@@ -197,7 +207,7 @@ class Shard:
         assert u.source.directory is not None
         return f"{directory_key(u.source.directory)}\0{u.language}"
 
-    def _current(self, u: Unit) -> tuple[str, _CachedBundle]:
+    def _current(self, u: Unit) -> tuple[str, CachedBundle]:
         """The unit's snapshot after the freshness check (docs/spec.md §5.10)."""
         if u.source.directory is None or not u.source.directory.is_dir():
             raise BundleNotFoundError(f"{u.source.directory} is not a directory")
@@ -209,7 +219,7 @@ class Shard:
         del held[:-HELD]
         return held[-1]
 
-    def _at(self, u: Unit, version: str) -> _CachedBundle:
+    def _at(self, u: Unit, version: str) -> CachedBundle:
         for v, snap in self._held.get(self._key(u), []):
             if v == version:
                 return snap
@@ -249,7 +259,7 @@ class Shard:
             out.append(self._search(r, u, version, snap))
         return out
 
-    def _search(self, r: Request, u: Unit, version: str, snap: _CachedBundle) -> Found:
+    def _search(self, r: Request, u: Unit, version: str, snap: CachedBundle) -> Found:
         """docs/spec.md §5.4 for one source: search, keep this part's
         positions, apply the stale filter (as ``_Engine.search`` does)."""
         b = snap.bundle
@@ -266,6 +276,11 @@ class Shard:
             used = own if own is not None else r.stats if isinstance(r.stats, Bm25fStats) else None
             assert used is not None
             pos, score = b.search_bm25f(terms, used, r.bm25f, tag=r.tag)
+            if r.fusion:
+                # docs/spec.md §12.10: the scorer's own lists, before the
+                # stale filter, as the other scorers' are.
+                counted, _ = b.search_arrays(QueryTerms(r.text), tag=r.tag)
+                pos, score = fuse(counted, pos, snap.ordinal, r.rrf_k)
         if u.parts > 1:
             n = len(b)
             lo, hi = u.part * n // u.parts, (u.part + 1) * n // u.parts
@@ -300,10 +315,12 @@ class Shard:
             conflicts={p: v for p, v in d.conflicts.items() if p in here},
             broken=tuple(x for x in d.broken if x[0] in here),
             any_unknown=d.any_unknown,
-            rows=_rows(b, pos[: r.prefetch].tolist(), terms, used, r.bm25f, r.explain),
+            rows=_rows(
+                b, pos[: r.prefetch].tolist(), r.text, terms, used, r.bm25f, r.explain, r.fusion
+            ),
         )
 
-    def read(self, reads: list[Read]) -> list[list[tuple[Fields, list[Any] | None]]]:
+    def read(self, reads: list[Read]) -> list[list[tuple[Fields, Explained | None]]]:
         """Each asked passage's fields and, when asked, its explanation parts."""
         out = []
         for rd in reads:
@@ -312,7 +329,10 @@ class Shard:
             if rd.stats is not None:
                 assert rd.bm25f is not None
                 terms = b.bm25f_query(rd.text, rd.bm25f)
-            out.append(_rows(b, list(rd.positions), terms, rd.stats, rd.bm25f, rd.explain))
+            rows = _rows(
+                b, list(rd.positions), rd.text, terms, rd.stats, rd.bm25f, rd.explain, rd.fusion
+            )
+            out.append(rows)
         return out
 
     def body(self, unit: Unit, version: str, position: int) -> str:
@@ -322,13 +342,15 @@ class Shard:
 def _rows(
     b: Bundle,
     positions: list[int],
+    text: str,
     terms: QueryTerms | Bm25fQuery,
     stats: Bm25fStats | None,
     bm25f: BM25FParams | None,
     explain: bool,
-) -> list[tuple[Fields, list[Any] | None]]:
+    fusion: bool,
+) -> list[tuple[Fields, Explained | None]]:
     """What passages show of ``positions``, with their explanations when asked."""
-    rows: list[tuple[Fields, list[Any] | None]] = []
+    rows: list[tuple[Fields, Explained | None]] = []
     for p in positions:
         f = b.passage_fields(p, terms)
         fields = Fields(
@@ -344,22 +366,27 @@ def _rows(
             f.stale_after_us,
             f.authority,
         )
-        rows.append((fields, _explain(b, p, terms, stats, bm25f) if explain else None))
+        rows.append(
+            (fields, _explain(b, p, text, terms, stats, bm25f, fusion) if explain else None)
+        )
     return rows
 
 
 def _explain(
     b: Bundle,
     p: int,
+    text: str,
     terms: QueryTerms | Bm25fQuery,
     stats: Bm25fStats | None,
     bm25f: BM25FParams | None,
-) -> list[Any]:
-    """One passage's explanation parts (docs/spec.md §5.8, §12.5), as records."""
+    fusion: bool,
+) -> Explained:
+    """One passage's explanation parts (docs/spec.md §5.8, §12.5): the BM25F
+    parts and the weighted count's term matches, each when its scorer ranked."""
     if isinstance(terms, QueryTerms):
-        return [TermFields(t.term, t.title, t.tags_desc, t.body) for t in b.explain_at(p, terms)]
+        return None, _matches(b, p, terms)
     assert stats is not None and bm25f is not None
-    return [
+    parts = [
         TermPart(
             t.token,
             t.idf,
@@ -369,3 +396,8 @@ def _explain(
         )
         for t in b.explain_bm25f(p, terms, stats, bm25f)
     ]
+    return parts, _matches(b, p, QueryTerms(text)) if fusion else None
+
+
+def _matches(b: Bundle, p: int, terms: QueryTerms) -> list[TermFields]:
+    return [TermFields(t.term, t.title, t.tags_desc, t.body) for t in b.explain_at(p, terms)]

@@ -39,6 +39,8 @@ from okfast.memory.store import FileMemoryStore
 from okfast.model import Passage
 from okfast.query import Strategy
 from okfast.resolver import Resolver
+from okfast.scoring import Scorer
+from okfast.settings import Settings
 
 
 def _document(p: Passage, surface: str) -> Document:
@@ -53,8 +55,10 @@ class OkfastRetriever(BaseRetriever):
     Build it from ``catalog=`` (a :class:`okfast.Catalog` or the path of a
     ``catalog.json``, loaded once) or from a ready ``resolver=``. ``k`` (also
     per call: ``retriever.invoke(q, k=3)``) caps the knowledge documents;
-    ``strategy`` and ``tag`` are passed to every query; ``scope`` adds that
-    scope's memory. Bad arguments raise ``ValueError``.
+    ``strategy``, ``scorer`` and ``tag`` are passed to every query;
+    ``settings`` (with ``catalog``) are the resolver's (docs/spec.md §13);
+    ``scope`` adds that scope's memory, scored as the knowledge is. Bad
+    arguments raise ``ValueError``.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -69,14 +73,18 @@ class OkfastRetriever(BaseRetriever):
     tag: str | None = None
     scope: InstanceOf[Scope] | None = None
     """Whose memory to add after the knowledge (none without a scope)."""
-    # Seam: `scorer` and `settings` fields are added here and passed on to
-    # make_query and open_resolver below.
+    scorer: Scorer | None = None
+    """The scorer of every query (default: the resolver's)."""
+    settings: InstanceOf[Settings] | str | os.PathLike[str] | None = None
+    """A settings file or :class:`okfast.settings.Settings` (with ``catalog``)."""
 
     _resolver: Resolver = PrivateAttr()
     _store: FileMemoryStore | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any, /) -> None:
-        self._resolver = open_resolver(self.catalog, self.resolver, strategy=self.strategy)
+        self._resolver = open_resolver(
+            self.catalog, self.resolver, strategy=self.strategy, settings=self.settings
+        )
         if self.scope is not None:
             self._store = FileMemoryStore.from_catalog(self._resolver.catalog)
 
@@ -89,10 +97,22 @@ class OkfastRetriever(BaseRetriever):
 
     def _documents(self, query: str, k: int | None) -> list[Document]:
         n = self._k(k)
-        q = make_query(query, limit=n, strategy=self.strategy, tag=self.tag, scope=self.scope)
+        q = make_query(
+            query,
+            limit=n,
+            strategy=self.strategy,
+            tag=self.tag,
+            scope=self.scope,
+            scorer=self.scorer,
+        )
         docs = [_document(p, "knowledge") for p in self._resolver.search(q).passages]
         if self._store is not None and self.scope is not None:
-            memory = self._store.read(self.scope, query, limit=n).passages[:n]
+            # Memory is scored as knowledge is (docs/spec.md §6).
+            r = self._resolver
+            how = self.scorer or r.default_scorer
+            memory = self._store.read(
+                self.scope, query, limit=n, scorer=how, bm25f=r.default_bm25f
+            ).passages[:n]
             docs.extend(_document(p, "memory") for p in memory)
         return docs
 

@@ -14,6 +14,7 @@ embeds; the other fields stay for filtering and citing.
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 try:
@@ -30,6 +31,8 @@ from okfast.integrations.searching import CatalogLike, make_query, open_resolver
 from okfast.model import Passage
 from okfast.query import Strategy
 from okfast.resolver import Resolver
+from okfast.scoring import Scorer, scorer_of
+from okfast.settings import Settings
 
 _SHOWN = frozenset({"title"})
 _HIDDEN = sorted(frozenset(PassageRecord.__annotations__) - _SHOWN)
@@ -52,8 +55,9 @@ class OkfastRetriever(BaseRetriever):
 
     Build it from ``catalog=`` (a :class:`okfast.Catalog` or the path of a
     ``catalog.json``, loaded once) or from a ready ``resolver=``.
-    ``similarity_top_k`` caps the nodes; ``strategy`` and ``tag`` are passed
-    to every query. Bad arguments raise ``ValueError``.
+    ``similarity_top_k`` caps the nodes; ``strategy``, ``scorer`` and ``tag``
+    are passed to every query; ``settings`` (with ``catalog``) are the
+    resolver's (docs/spec.md §13). Bad arguments raise ``ValueError``.
     """
 
     def __init__(
@@ -64,11 +68,11 @@ class OkfastRetriever(BaseRetriever):
         similarity_top_k: int = 4,
         strategy: Strategy | str | None = None,
         tag: str | None = None,
+        scorer: Scorer | str | None = None,
+        settings: Settings | str | os.PathLike[str] | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
-        # Seam: `scorer` and `settings` are added here and passed on to
-        # make_query and open_resolver.
         if (
             isinstance(similarity_top_k, bool)
             or not isinstance(similarity_top_k, int)
@@ -77,14 +81,21 @@ class OkfastRetriever(BaseRetriever):
             raise ValueError(
                 f"similarity_top_k must be a whole number >= 1, got {similarity_top_k!r}"
             )
-        self._resolver = open_resolver(catalog, resolver, strategy=strategy)
+        self._resolver = open_resolver(catalog, resolver, strategy=strategy, settings=settings)
+        self.scorer = None if scorer is None else scorer_of(scorer)
         self.similarity_top_k = similarity_top_k
         self.strategy = strategy
         self.tag = tag
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def _nodes(self, text: str) -> list[NodeWithScore]:
-        q = make_query(text, limit=self.similarity_top_k, strategy=self.strategy, tag=self.tag)
+        q = make_query(
+            text,
+            limit=self.similarity_top_k,
+            strategy=self.strategy,
+            tag=self.tag,
+            scorer=self.scorer,
+        )
         return [_node(p) for p in self._resolver.search(q).passages]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

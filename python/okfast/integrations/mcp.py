@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -77,6 +78,7 @@ from okfast.integrations.mcp_schema import (
     MemoryResult,
     QueryText,
     ResolveResult,
+    ScorerArg,
     SourceId,
     SourceRecord,
     SourcesResult,
@@ -99,6 +101,7 @@ from okfast.memory.store import FileMemoryStore
 from okfast.model import Diagnostic, Passage
 from okfast.query import Query, Strategy
 from okfast.resolver import Resolver
+from okfast.settings import Settings
 
 _log = logging.getLogger(__name__)
 
@@ -260,10 +263,12 @@ class _Service:
         strategy: StrategyArg = None,
         tag: TagArg = None,
         explain: ExplainArg = False,
+        scorer: ScorerArg = None,
     ) -> ResolveResult:
         with _tool_errors():
-            # Seam: the coming `scorer` argument is passed on to make_query here.
-            q = make_query(query, limit=limit, strategy=strategy, tag=tag, explain=explain)
+            q = make_query(
+                query, limit=limit, strategy=strategy, tag=tag, explain=explain, scorer=scorer
+            )
 
             def run(resolver: Resolver) -> ResolveResult:
                 ctx = resolver.search(q)
@@ -374,7 +379,11 @@ class _Service:
         with _tool_errors():
             if not query.strip():
                 raise ValueError("query must be non-blank text")
-            r = self.store.read(scope, query, limit=limit)
+            # Memory is scored as the server scores knowledge (docs/spec.md §6).
+            res = self.resolver
+            r = self.store.read(
+                scope, query, limit=limit, scorer=res.default_scorer, bm25f=res.default_bm25f
+            )
             return {
                 "scope": str(scope),
                 "passages": [passage_record(p) for p in r.passages],
@@ -423,6 +432,7 @@ def build_server(
     scope: Scope | None = None,
     capture: bool = False,
     strategy: Strategy | str | None = None,
+    settings: Settings | str | os.PathLike[str] | None = None,
     name: str = "okfast",
 ) -> MCPServer[Any]:
     """An ``MCPServer`` over ``catalog`` (a :class:`okfast.Catalog` or a path)
@@ -441,12 +451,11 @@ def build_server(
         cat = catalog if isinstance(catalog, Catalog) else Catalog.load(catalog)
 
         def reopen() -> Resolver:
-            # Seam: the coming `settings` file is passed on to open_resolver here.
-            return open_resolver(cat, strategy=strategy)
+            return open_resolver(cat, strategy=strategy, settings=settings)
 
         res = reopen()
     else:
-        res = open_resolver(catalog, resolver, strategy=strategy)
+        res = open_resolver(catalog, resolver, strategy=strategy, settings=settings)
     if capture and scope is None:
         raise ValueError("capture needs a memory scope (a tenant at least)")
     store = FileMemoryStore.from_catalog(res.catalog) if scope is not None else FileMemoryStore({})

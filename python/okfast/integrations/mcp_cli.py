@@ -54,8 +54,9 @@ def _run(args: argparse.Namespace, load: LoadCatalog) -> int:
     if catalog is None:
         return 2
     try:
-        # Seam: `--settings S` is passed on to build_server here.
-        server = okfast_mcp.build_server(catalog, scope=scope, capture=args.capture)
+        server = okfast_mcp.build_server(
+            catalog, scope=scope, capture=args.capture, settings=args.settings
+        )
     except ValueError as e:
         return _fail(str(e))
     try:
@@ -89,6 +90,9 @@ def register(sub: Any, load: LoadCatalog) -> None:
         ),
     )
     m.add_argument("--catalog", required=True, help="catalog.json")
+    m.add_argument(
+        "--settings", default=None, metavar="FILE", help="default: the file the catalog names"
+    )
     m.add_argument("--tenant", default=None, help="memory scope: tenant id")
     m.add_argument("--user", default=None, help="memory scope: user id (needs --tenant)")
     m.add_argument("--session", default=None, help="memory scope: session id (needs --user)")

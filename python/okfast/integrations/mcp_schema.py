@@ -21,6 +21,7 @@ from okfast.integrations.records import (
     PassageRecord,
 )
 from okfast.query import Strategy
+from okfast.scoring import Scorer
 
 #: ``resolve`` lists at most this many exclusions; ``exclusions_total`` counts all.
 MAX_EXCLUSIONS = 200
@@ -115,6 +116,16 @@ StrategyArg = Annotated[
         description=(
             "How passages of several sources become one list: grouped (source by source, by priority), "
             "merged (by score), priority_weighted (by priority, then score) or reciprocal_rank. "
+            "Default: the server's."
+        )
+    ),
+]
+ScorerArg = Annotated[
+    Scorer | None,
+    Field(
+        description=(
+            "How each source ranks its concepts: weighted_count (exact term counts), bm25f "
+            "(best for questions in sentences) or fusion (both, by reciprocal rank). "
             "Default: the server's."
         )
     ),

@@ -1,9 +1,8 @@
 """How every integration opens a catalog and asks it a question.
 
 The MCP server and both retrievers go through these two functions, so an
-option that reaches the resolver or the query (the coming ``settings`` file
-and ``scorer`` choice) is added here once and then passed through by each
-integration in one line.
+option that reaches the resolver or the query (a settings file, the scorer)
+is added here once and then passed through by each integration in one line.
 """
 
 from __future__ import annotations
@@ -14,6 +13,8 @@ from okfast.catalog import Catalog
 from okfast.memory.scope import Scope
 from okfast.query import Query, Strategy
 from okfast.resolver import Resolver
+from okfast.scoring import Scorer
+from okfast.settings import Settings
 
 CatalogLike = Catalog | str | os.PathLike[str]
 
@@ -23,28 +24,31 @@ def open_resolver(
     resolver: Resolver | None = None,
     *,
     strategy: Strategy | str | None = None,
+    settings: Settings | str | os.PathLike[str] | None = None,
 ) -> Resolver:
     """The given ``resolver``, or one over ``catalog`` (a :class:`Catalog` or
     the path of a ``catalog.json``). Exactly one of the two must be given.
 
-    ``strategy`` becomes the resolver's default; with a ready ``resolver`` it
-    is applied per query instead (see :func:`make_query`), so a shared
-    resolver is never changed behind its owner's back.
+    ``strategy`` becomes the resolver's default and ``settings`` (a
+    :class:`Settings` or a settings file's path; default: the file the
+    catalog names) its settings (docs/spec.md §13); a ready ``resolver``
+    keeps its own, and ``strategy`` is applied per query instead (see
+    :func:`make_query`), so a shared resolver is never changed behind its
+    owner's back.
 
-    Raises :class:`okfast.CatalogError` (a ``ValueError``) for a bad catalog
-    and ``ValueError`` for a bad argument.
+    Raises :class:`okfast.CatalogError` (a ``ValueError``) for a bad catalog,
+    :class:`okfast.errors.SettingsError` for an unreadable settings file and
+    ``ValueError`` for a bad argument.
     """
-    # Seam: `settings` (a settings file) will be loaded here and passed to
-    # `Resolver(...)` below.
     if (catalog is None) == (resolver is None):
         raise ValueError("give either catalog= (a Catalog or a catalog.json path) or resolver=")
     if resolver is not None:
+        if settings is not None:
+            raise ValueError("settings= applies to a catalog=; a ready resolver has its own")
         return resolver
     assert catalog is not None
     cat = catalog if isinstance(catalog, Catalog) else Catalog.load(catalog)
-    if strategy is None:
-        return Resolver(cat)
-    return Resolver(cat, default_strategy=strategy)
+    return Resolver(cat, settings=settings, default_strategy=strategy)
 
 
 def make_query(
@@ -55,10 +59,11 @@ def make_query(
     tag: str | None = None,
     explain: bool = False,
     scope: Scope | None = None,
+    scorer: Scorer | str | None = None,
 ) -> Query:
-    """The knowledge query every integration sends. ``ValueError`` for a blank
-    text, an unknown strategy or a negative limit (docs/spec.md §5.1)."""
-    # Seam: `scorer` will be one more keyword here, passed on to `Query`.
+    """The knowledge query every integration sends (``scorer=None``: the
+    resolver's default). ``ValueError`` for a blank text, an unknown strategy
+    or scorer or a negative limit (docs/spec.md §5.1)."""
     return Query(
         text,
         limit=limit,
@@ -66,4 +71,5 @@ def make_query(
         tag=tag,
         explain=explain,
         scope=scope if scope is not None else Scope.local(),
+        scorer=scorer,
     )

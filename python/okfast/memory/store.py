@@ -232,8 +232,8 @@ class FileMemoryStore:
     ) -> MemoryReadResult:
         """Memory passages for ``text``: for each applicable tier in read order,
         the scope's directory searched as a bundle with the knowledge scorer
-        (``scorer``; BM25F scores each tier with its own statistics and
-        ``bm25f.language``). ``source_id`` is ``memory:<tier>``; ``concept_id``
+        (``scorer``; BM25F and fusion score each tier with its own statistics
+        and ``bm25f.language``). ``source_id`` is ``memory:<tier>``; ``concept_id``
         is ``memory_path + "/" + id``; ``limit`` caps the passages of each tier."""
         if limit is not None and limit < 0:
             # Checked here, not only by the bundles searched: a scope without
@@ -241,19 +241,18 @@ class FileMemoryStore:
             raise InvalidArgumentError(f"limit must be >= 0, got {limit}")
         passages: list[Passage] = []
         diags: list[Diagnostic] = []
-        use_bm25f = scorer_of(scorer) is Scorer.BM25F
+        how = scorer_of(scorer)
         params = bm25f or BM25FParams()
         terms = query_terms(text)
-        language = params.language if use_bm25f else None
+        language = None if how is Scorer.WEIGHTED_COUNT else params.language
         for _tier, bundle, sid, prefix in self._bundles(scope, diags, language):
             query: QueryTerms | Bm25fQuery = terms
             score: npt.NDArray[np.uint32] | npt.NDArray[np.float64]
-            if use_bm25f:
+            if how is not Scorer.WEIGHTED_COUNT:
+                # BM25F's tokens make the excerpt of BM25F and fusion passages.
                 query = bundle.bm25f_query(text, params)
-                stats = bundle.bm25f_stats(query.tokens)
-                pos, score = bundle.search_bm25f(query, stats, params, limit=limit)
-            else:
-                pos, score = bundle.search_arrays(terms, limit=limit)
+            asked = terms if how is Scorer.WEIGHTED_COUNT else text
+            pos, score = bundle.search_arrays(asked, limit=limit, scorer=how, bm25f=params)
             for p, sc in zip(pos.tolist(), score.tolist(), strict=True):
                 passages.append(
                     passage_from_fields(

@@ -1,0 +1,327 @@
+"""A settings file: how a team's resolver ranks, in one versioned JSON file (docs/spec.md §13).
+
+It holds the scorer and its BM25F parameters, the strategy, the fairness
+quota, the reciprocal-rank constant and per-source analyzer languages — what
+``okfast tune`` searches and proposes. Reading never raises on a bad entry:
+each problem is a :class:`SettingsDiagnostic` and that entry is ignored, so
+the rest applies. Only a file that cannot be read or is not a JSON object
+raises :class:`~okfast.errors.SettingsError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from okfast.errors import InvalidArgumentError, SettingsError
+from okfast.query import Query, Strategy
+from okfast.scoring import BM25F_FIELDS, LANGUAGES, BM25FParams, Scorer
+
+if TYPE_CHECKING:
+    from okfast.catalog import Catalog
+
+#: The settings format's version; a file naming another is refused entry by entry.
+SETTINGS_VERSION = 1
+_KEYS = ("version", "scorer", "strategy", "fairness_quota", "rrf_k", "bm25f", "languages")
+_BM25F_KEYS = ("k1", "weights", "b", "language", "stop_words")
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsDiagnostic:
+    """One problem of a settings file; the entry it names was ignored."""
+
+    code: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"[{self.code}] {self.message}"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How a resolver ranks (docs/spec.md §13). ``None`` leaves a choice to
+    the resolver's own default; explicit resolver arguments win over these."""
+
+    scorer: Scorer | None = None
+    strategy: Strategy | None = None
+    fairness_quota: int | None = None
+    rrf_k: int | None = None
+    bm25f: BM25FParams | None = None
+    #: Per-source analyzer language (``"none"``: no stemming), over the catalog's.
+    languages: Mapping[str, str] = field(default_factory=dict)
+    #: Where the settings came from (``okfast tune`` writes it): kept as read.
+    provenance: Mapping[str, Any] | None = None
+    path: Path | None = field(default=None, compare=False)
+    diagnostics: tuple[SettingsDiagnostic, ...] = field(default=(), compare=False)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Settings:
+        """Read ``path``. Raises :class:`~okfast.errors.SettingsError` when it
+        cannot be read or is not a JSON object; every other problem is a
+        diagnostic (in ``.diagnostics``) and its entry is ignored."""
+        p = Path(os.path.abspath(os.fspath(path)))
+        try:
+            text = p.read_bytes().decode("utf-8")
+        except OSError as e:
+            raise SettingsError(f"settings {p} could not be read: {e.strerror or e}") from None
+        except UnicodeDecodeError as e:
+            raise SettingsError(f"settings {p} is not UTF-8 (byte {e.start})") from None
+        return dataclasses.replace(cls.parse(text), path=p)
+
+    @classmethod
+    def parse(cls, text: str) -> Settings:
+        """Settings from JSON text (see :meth:`load`)."""
+        try:
+            doc = json.loads(text.removeprefix("\ufeff"), parse_constant=_reject_constant)
+        except (ValueError, RecursionError) as e:
+            raise SettingsError(f"settings are not valid JSON: {e}") from None
+        if not isinstance(doc, dict):
+            raise SettingsError("settings must be a JSON object")
+        return cls.from_dict(doc)
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> Settings:
+        """Settings from a parsed JSON object, problems as diagnostics."""
+        r = _Reader()
+        version = doc.get("version")
+        if version != SETTINGS_VERSION or isinstance(version, bool):
+            r.bad(
+                "WrongVersion",
+                f"settings version must be the integer {SETTINGS_VERSION}, got {version!r}",
+            )
+            return cls(diagnostics=tuple(r.diags))
+        for k in doc:
+            if k not in (*_KEYS, "provenance"):
+                r.bad("UnknownProperty", f"unknown settings property {k!r}")
+        provenance = doc.get("provenance")
+        if provenance is not None and not isinstance(provenance, dict):
+            r.bad("WrongType", f"'provenance' must be an object, got {provenance!r}")
+            provenance = None
+        return cls(
+            scorer=r.choice(doc, "scorer", Scorer),
+            strategy=r.choice(doc, "strategy", Strategy),
+            fairness_quota=r.whole(doc, "fairness_quota"),
+            rrf_k=r.whole(doc, "rrf_k"),
+            bm25f=r.bm25f(doc.get("bm25f")),
+            languages=r.languages(doc.get("languages")),
+            provenance=provenance,
+            diagnostics=tuple(r.diags),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object :meth:`parse` reads back to equal settings."""
+        out: dict[str, Any] = {"version": SETTINGS_VERSION}
+        if self.scorer is not None:
+            out["scorer"] = self.scorer.value
+        if self.strategy is not None:
+            out["strategy"] = self.strategy.value
+        if self.fairness_quota is not None:
+            out["fairness_quota"] = self.fairness_quota
+        if self.rrf_k is not None:
+            out["rrf_k"] = self.rrf_k
+        if self.bm25f is not None:
+            p = self.bm25f
+            out["bm25f"] = {
+                "k1": p.k1,
+                "weights": dict(zip(BM25F_FIELDS, p.weights, strict=True)),
+                "b": dict(zip(BM25F_FIELDS, p.b, strict=True)),
+                "language": p.language,
+                "stop_words": p.stop_words,
+            }
+        if self.languages:
+            out["languages"] = dict(sorted(self.languages.items()))
+        if self.provenance is not None:
+            out["provenance"] = dict(self.provenance)
+        return out
+
+    def to_json(self) -> str:
+        """:meth:`to_dict` as indented JSON with sorted keys: the same
+        settings give the same bytes."""
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write :meth:`to_json` to ``path`` atomically (a reader sees the
+        old file or the new one, never a part)."""
+        write_atomically(Path(path), self.to_json())
+
+    def query(self, text: str, **fields: Any) -> Query:
+        """A query of ``text`` carrying these settings' choices (scorer,
+        strategy, quota, rrf_k, BM25F parameters) and ``fields``: what a
+        resolver with these settings would run for it, on any resolver whose
+        sources have the same languages."""
+        return Query(
+            text,
+            strategy=self.strategy,
+            fairness_quota=self.fairness_quota,
+            scorer=self.scorer,
+            bm25f=self.bm25f,
+            rrf_k=self.rrf_k,
+            **fields,
+        )
+
+    def with_choices(self, **choices: Any) -> Settings:
+        """These settings with the choices that are not ``None`` in ``choices``
+        replaced (command-line flags over a file)."""
+        given = {k: v for k, v in choices.items() if v is not None}
+        for key, kind in (("scorer", Scorer), ("strategy", Strategy)):
+            if key in given:
+                given[key] = kind(given[key])
+        return dataclasses.replace(self, **given)
+
+    def language_of(self, source_id: str, catalog_language: str | None) -> str | None:
+        """A source's analyzer language: these settings' for it, else the catalog's."""
+        return self.languages.get(source_id, catalog_language)
+
+
+def settings_for(
+    catalog: Catalog, settings: Settings | str | os.PathLike[str] | None
+) -> tuple[Settings, tuple[SettingsDiagnostic, ...]]:
+    """The settings a resolver applies and their diagnostics (docs/spec.md
+    §13): an unreadable file named by the catalog is a diagnostic, and the
+    resolver runs on its defaults; one passed by the caller raises."""
+    if settings is None and catalog.settings_path is not None:
+        try:
+            settings = Settings.load(catalog.settings_path)
+        except SettingsError as e:
+            if catalog.settings_path.exists():
+                return Settings(), (SettingsDiagnostic("SettingsUnreadable", str(e)),)
+            return Settings(), ()
+    elif settings is not None and not isinstance(settings, Settings):
+        settings = Settings.load(settings)
+    if settings is None:
+        return Settings(), ()
+    known = {s.id for s in catalog.sources}
+    unknown = tuple(
+        SettingsDiagnostic("UnknownSource", f"languages names source {sid!r}, not in the catalog")
+        for sid in sorted(settings.languages)
+        if sid not in known
+    )
+    return settings, settings.diagnostics + unknown
+
+
+def load_settings(path: str | None) -> Settings:
+    """A command's ``--settings FILE``: the file's settings, each diagnostic
+    printed on stderr (the entry is ignored); no file, empty settings."""
+    if path is None:
+        return Settings()
+    settings = Settings.load(path)
+    for d in settings.diagnostics:
+        print(f"okfast: settings {path}: {d}", file=sys.stderr)
+    return settings
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """``text`` to ``path`` through a temporary file in the same directory."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+class _Reader:
+    """Reads entries, collecting a diagnostic for each bad one."""
+
+    def __init__(self) -> None:
+        self.diags: list[SettingsDiagnostic] = []
+
+    def bad(self, code: str, message: str) -> None:
+        self.diags.append(SettingsDiagnostic(code, message))
+
+    def choice(self, doc: Mapping[str, Any], key: str, kind: Any) -> Any:
+        v = doc.get(key)
+        if v is None:
+            return None
+        try:
+            return kind(v)
+        except ValueError:
+            names = ", ".join(x.value for x in kind)
+            self.bad("IllegalValue", f"{key!r} must be one of {names}, got {v!r}")
+            return None
+
+    def whole(self, doc: Mapping[str, Any], key: str) -> int | None:
+        v = doc.get(key)
+        if v is None:
+            return None
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            self.bad("IllegalValue", f"{key!r} must be a whole number > 0, got {v!r}")
+            return None
+        return v
+
+    def languages(self, v: Any) -> dict[str, str]:
+        if v is None:
+            return {}
+        if not isinstance(v, dict):
+            self.bad(
+                "WrongType", f"'languages' must be an object of source id to language, got {v!r}"
+            )
+            return {}
+        out = {}
+        for sid, lang in v.items():
+            if lang != "none" and lang not in LANGUAGES:
+                self.bad(
+                    "IllegalValue",
+                    f"languages[{sid!r}] must be one of {', '.join(LANGUAGES)} or 'none', got {lang!r}",
+                )
+            else:
+                out[sid] = lang
+        return out
+
+    def bm25f(self, v: Any) -> BM25FParams | None:
+        if v is None:
+            return None
+        if not isinstance(v, dict):
+            self.bad("WrongType", f"'bm25f' must be an object, got {v!r}")
+            return None
+        args: dict[str, Any] = {}
+        for k in v:
+            if k not in _BM25F_KEYS:
+                self.bad("UnknownProperty", f"unknown property 'bm25f.{k}'")
+        if "k1" in v:
+            args["k1"] = v["k1"]
+        for group, suffix in (("weights", "_weight"), ("b", "_b")):
+            per = v.get(group)
+            if per is None:
+                continue
+            if not isinstance(per, dict):
+                self.bad("WrongType", f"'bm25f.{group}' must be an object of field to number")
+                continue
+            for name, x in per.items():
+                if name not in BM25F_FIELDS:
+                    self.bad(
+                        "UnknownProperty",
+                        f"'bm25f.{group}.{name}' is not a field ({', '.join(BM25F_FIELDS)})",
+                    )
+                else:
+                    args[name + suffix] = x
+        if v.get("language") is not None:
+            args["language"] = v["language"]
+        if "stop_words" in v:
+            args["stop_words"] = v["stop_words"]
+        # Each value is checked alone, so one bad number drops only itself.
+        kept: dict[str, Any] = {}
+        for name, x in args.items():
+            try:
+                BM25FParams(**{name: x})
+            except InvalidArgumentError as e:
+                self.bad("IllegalValue", f"bm25f: {e}")
+                continue
+            kept[name] = x
+        return BM25FParams(**kept)

@@ -1,0 +1,185 @@
+"""``okfast tune``: search the ranking settings on judged queries, propose
+only what wins on held-out queries, apply or revert on request (docs/spec.md
+§14). Exit codes as every command's (§10.4): 0 done, whether or not a
+configuration was proposed; 2 bad usage or input."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from okfast.catalog import Catalog
+from okfast.errors import InvalidArgumentError
+from okfast.qrels import JudgedSet
+from okfast.resolver import Resolver
+from okfast.settings import Settings, settings_for
+from okfast.tune import OBJECTIVES, TuneReport, apply, label, revert, tune, with_provenance
+
+#: How many of the per-query deltas the table shows at each end.
+SHOWN = 5
+
+
+class _Bar:
+    """A one-line progress bar with ETA on stderr, only on a terminal."""
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+
+    def __call__(self, done: int, total: int, best: float) -> None:
+        spent = time.monotonic() - self.start
+        eta = spent / done * (total - done)
+        width = 24
+        filled = width * done // total
+        bar = "#" * filled + "-" * (width - filled)
+        print(
+            f"\rtune [{bar}] {done}/{total} best {best:.4f} ETA {eta:4.0f}s",
+            end="" if done < total else "\n",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _run(args: argparse.Namespace, load: Any, out: Any) -> int:
+    catalog: Catalog | None = load(args.catalog)
+    if catalog is None:
+        return 2
+    if args.revert:
+        return _revert(catalog)
+    if args.qrels is None:
+        raise InvalidArgumentError("tune needs --qrels (or --revert)")
+    if args.plot is not None:
+        from okfast.tune_plot import require_plot
+
+        require_plot()  # before the search, not after it
+    judged = JudgedSet.load(args.qrels, args.queries)
+    current, problems = settings_for(catalog, args.settings)
+    for d in problems:
+        print(f"okfast: settings: {d}", file=sys.stderr)
+    resolver = Resolver(
+        catalog, settings=Settings(languages=current.languages), max_staleness=math.inf
+    )
+    bar = _Bar() if sys.stderr.isatty() else None
+    report = tune(
+        resolver,
+        judged,
+        current=current,
+        objective=args.objective,
+        budget=args.budget,
+        seed=args.seed,
+        folds=args.folds,
+        progress=bar,
+    )
+    report = with_provenance(
+        report,
+        catalog=catalog.path,
+        qrels=Path(args.qrels),
+    )
+    proposal = report.proposal()
+    if args.out is not None and proposal is not None:
+        proposal.save(args.out)
+    if args.plot is not None:
+        from okfast.tune_plot import plot
+
+        plot(report, args.plot)
+    if args.apply and proposal is not None:
+        if catalog.settings_path is None:
+            raise InvalidArgumentError(
+                'the catalog names no settings file to apply to: add "settings": '
+                '"./okfast-settings.json" to it'
+            )
+        apply(proposal, catalog.settings_path)
+    if args.json:
+        doc = report.to_json()
+        doc["applied"] = bool(args.apply and proposal is not None)
+        out(doc)
+    else:
+        _print(report, args, catalog)
+    return 0
+
+
+def _revert(catalog: Catalog) -> int:
+    if catalog.settings_path is None:
+        raise InvalidArgumentError("the catalog names no settings file; nothing to revert")
+    if not revert(catalog.settings_path):
+        raise InvalidArgumentError(f"no applied tuning of {catalog.settings_path} to revert")
+    print(f"Reverted {catalog.settings_path} to the settings before the last tune --apply.")
+    return 0
+
+
+def _print(report: TuneReport, args: argparse.Namespace, catalog: Catalog) -> None:
+    n = len(report.qids)
+    how = "interrupted after" if report.interrupted else "measured"
+    print(
+        f"{how} {len(report.trials)} configurations (of {report.space} in the space, "
+        f"seed {report.seed}) on {n} judged queries, objective {report.objective}"
+    )
+    print(f"current: {label(report.trials[0].settings)}")
+    print(f"  {report.objective} {report.current:.4f} on all queries")
+    print(f"{'fold':<5} {'queries':>7} {'train':>7} {'holdout':>8} {'current':>8}  chosen on train")
+    for f in report.folds:
+        print(
+            f"{f.index + 1:<5} {len(f.queries):>7} {f.train:>7.4f} {f.holdout:>8.4f} "
+            f"{f.current_holdout:>8.4f}  {label(report.trials[f.chosen].settings)}"
+        )
+    print(
+        f"held-out {report.objective}: tuned {report.holdout:.4f}, current {report.current:.4f} "
+        f"({report.holdout - report.current:+.4f})"
+    )
+    deltas = sorted(report.deltas.items(), key=lambda x: x[1])
+    worse = [(q, d) for q, d in deltas if d < 0]
+    better = [(q, d) for q, d in reversed(deltas) if d > 0]
+    print(
+        f"per query (held out): {len(better)} better, {len(worse)} worse, {n - len(better) - len(worse)} same"
+    )
+    for q, d in better[:SHOWN] + worse[:SHOWN]:
+        print(f"  {d:+.4f}  {q}")
+    proposal = report.proposal()
+    if proposal is None:
+        print("No configuration beats the current settings on held-out queries: nothing proposed.")
+        return
+    print(f"proposed: {label(proposal)}")
+    print(f"  {report.objective} {report.trials[report.proposed or 0].mean:.4f} on all queries")
+    if args.out is not None:
+        print(f"written to {args.out}")
+    if args.apply:
+        print(
+            f"applied to {catalog.settings_path} (okfast tune --catalog {args.catalog} --revert undoes it)"
+        )
+    elif args.out is None:
+        print("not applied: --out FILE writes it, --apply applies it")
+
+
+def register(sub: Any, load: Any, out: Any, positive: Any) -> None:
+    """Add ``tune`` to the top-level parser."""
+    t = sub.add_parser("tune", help="search ranking settings on judged queries, held-out accepted")
+    t.add_argument("--catalog", required=True, help="catalog.json")
+    t.add_argument("--qrels", default=None, help="judged queries (JSON Lines, or TREC qrels)")
+    t.add_argument("--queries", default=None, help="qid<TAB>query lines for TREC qrels")
+    t.add_argument(
+        "--settings",
+        default=None,
+        metavar="FILE",
+        help="the current settings (default: the catalog's)",
+    )
+    t.add_argument("--objective", choices=OBJECTIVES, default="ndcg@10")
+    t.add_argument(
+        "--budget", type=positive, default=200, metavar="N", help="configurations to measure"
+    )
+    t.add_argument("--seed", type=int, default=0, metavar="K", help="the random search's seed")
+    t.add_argument("--folds", type=positive, default=5, metavar="K", help="k of the k-fold holdout")
+    t.add_argument("--out", default=None, metavar="FILE", help="write the proposed settings here")
+    t.add_argument(
+        "--plot", default=None, metavar="FILE", help="draw train vs holdout (okfast[plot])"
+    )
+    t.add_argument(
+        "--apply", action="store_true", help="write the proposal where the catalog points"
+    )
+    t.add_argument(
+        "--revert", action="store_true", help="restore the settings before the last --apply"
+    )
+    t.add_argument("--json", action="store_true", help="machine-readable output")
+    t.set_defaults(run=lambda args: _run(args, load, out))

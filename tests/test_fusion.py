@@ -1,0 +1,120 @@
+"""The fusion scorer (docs/spec.md §12.10): within a source, the weighted
+count's and BM25F's rankings fused by reciprocal rank, checked against a
+literal reading of the spec over the two scorers' own results."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from conftest import write_bundle
+from hypothesis import given
+from hypothesis import strategies as st
+from okfast import BM25FParams, Bundle, InvalidArgumentError, Query, Resolver, Scorer
+from okfast.memory import FileMemoryStore, MemoryEntry, Tier
+from okfast.memory.scope import Scope
+from test_bm25f import SETTINGS, catalog, concepts, files_of, text
+
+
+def reference_fusion(counted: list[str], ranked: list[str], k: int) -> list[tuple[str, float]]:
+    """§12.10 read literally: 1/(k + rank) per list a concept is in, summed
+    weighted count first; by score descending, then id."""
+    score: dict[str, float] = {}
+    for ranking in (counted, ranked):
+        for r, cid in enumerate(ranking, start=1):
+            score[cid] = score.get(cid, 0.0) + 1.0 / (k + r)
+    return sorted(score.items(), key=lambda x: (-x[1], x[0]))
+
+
+@SETTINGS
+@given(concepts, text(4), st.integers(1, 100), st.sampled_from([None, "english"]))
+def test_bundle_fusion_is_the_reciprocal_rank_of_both_scorers(
+    cs: list[tuple[str, list[str], str, str]], q: str, k: int, language: str | None
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        b = Bundle.load(write_bundle(Path(tmp) / "b", files_of(cs)), cache=False, language=language)
+        p = BM25FParams(language=language)
+        counted = [h.concept_id for h in b.search(q)]
+        ranked = [h.concept_id for h in b.search(q, scorer="bm25f", bm25f=p)]
+        got = [(h.concept_id, h.score) for h in b.search(q, scorer="fusion", bm25f=p, rrf_k=k)]
+        assert got == reference_fusion(counted, ranked, k)
+        for limit in (0, 1, 2):
+            top = b.search(q, scorer=Scorer.FUSION, bm25f=p, rrf_k=k, limit=limit)
+            assert [(h.concept_id, h.score) for h in top] == got[:limit]
+
+
+@SETTINGS
+@given(concepts, concepts, text(4), st.integers(1, 100))
+def test_a_resolve_fuses_each_source_with_the_catalog_statistics(
+    a: list[tuple[str, list[str], str, str]],
+    b: list[tuple[str, list[str], str, str]],
+    q: str,
+    k: int,
+) -> None:
+    """Each source's fused list is its weighted-count list fused with its
+    BM25F list scored with the catalog's statistics (§12.4); merged orders
+    the fused scores across sources."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        write_bundle(root / "A", files_of(a, "a/"))
+        write_bundle(root / "B", files_of(b, "b/"))
+        cat = catalog(root, {"A": "./A", "B": "./B"})
+        if not q.strip():
+            return
+        r = Resolver(cat, default_strategy="merged", default_rrf_k=k)
+        counted = r.search(Query(q, strategy="grouped")).passages.keys()
+        ranked = r.search(Query(q, scorer="bm25f")).passages.keys()
+        want = []
+        for sid in ("A", "B"):
+            fused = reference_fusion(
+                [c for s, c, _ in counted if s == sid],
+                [c for s, c, _ in sorted(ranked, key=lambda x: (-x[2], x[1])) if s == sid],
+                k,
+            )
+            want.extend((sid, c, sc) for c, sc in fused)
+        got = r.search(Query(q, scorer="fusion")).passages.keys()
+        assert sorted(got, key=lambda x: (-x[2], x[0], x[1])) == got
+        assert sorted(got) == sorted(want)
+
+
+def test_fusion_explains_both_rankings_and_excerpts_like_bm25f(tmp_path: Path) -> None:
+    root = write_bundle(
+        tmp_path / "b",
+        files_of([("Vacuum retention", ["data"], "How long files stay", "intro\nretain files")]),
+    )
+    cat = catalog(tmp_path, {"A": "./b"})
+    ctx = Resolver(cat, default_scorer="fusion").search(Query("retention of files", explain=True))
+    (p,) = ctx.passages
+    assert p.score == pytest.approx(2 / 61)
+    x = p.explanation
+    assert x is not None
+    assert {m.term for m in x.matches if m.fields} == {"retention", "files"}
+    assert {t.token for t in x.bm25f if t.score > 0} == {"RETENTION", "FILES"}
+    hit = Bundle.load(root, cache=False).search("retention of files", scorer="bm25f")[0]
+    assert p.excerpt == hit.excerpt
+
+
+def test_fusion_in_memory_reads(tmp_path: Path) -> None:
+    (tmp_path / "mem").mkdir()
+    store = FileMemoryStore({Tier.USER: tmp_path / "mem"})
+    scope = Scope("t", "u")
+    entry = MemoryEntry(
+        "editor",
+        {"type": "Preference", "title": "Editor", "description": "tools"},
+        "uses vim daily\n",
+    )
+    assert store.write(scope, entry, Tier.USER).written
+    got = store.read(scope, "vim editor", scorer="fusion")
+    assert len(got.passages) == 1
+    assert got.passages[0].concept_id.endswith("/editor")
+    assert got.passages[0].score == pytest.approx(2 / 61)
+
+
+@pytest.mark.parametrize("k", [0, -1, 1.5, True])
+def test_a_bad_rrf_k_is_refused(tmp_path: Path, k: object) -> None:
+    b = Bundle.load(write_bundle(tmp_path / "b", files_of([("a", [], "", "a")])), cache=False)
+    with pytest.raises(InvalidArgumentError, match="rrf_k"):
+        b.search("a", scorer="fusion", rrf_k=k)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="rrf_k"):
+        Query("a", rrf_k=k)  # type: ignore[arg-type]

@@ -1,0 +1,240 @@
+"""Settings files (docs/spec.md §13): a versioned JSON file read entry by
+entry (a bad entry is a diagnostic and is ignored, the rest applies), written
+back byte-stably, applied by a resolver under its explicit arguments, and
+named by a catalog."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import write_bundle
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from okfast import (
+    BM25FParams,
+    Catalog,
+    CatalogError,
+    OkfastError,
+    Query,
+    Resolver,
+    Scorer,
+    Strategy,
+)
+from okfast.errors import SettingsError
+from okfast.scoring import BM25F_FIELDS, LANGUAGES
+from okfast.settings import Settings
+
+FULL: dict[str, Any] = {
+    "version": 1,
+    "scorer": "bm25f",
+    "strategy": "merged",
+    "fairness_quota": 2,
+    "rrf_k": 30,
+    "bm25f": {
+        "k1": 1.5,
+        "weights": {"title": 4, "tags": 1, "description": 1.5, "body": 1},
+        "b": {"title": 0.5, "tags": 0.0, "description": 0.25, "body": 0.75},
+        "language": "english",
+        "stop_words": True,
+    },
+    "languages": {"docs": "german"},
+    "provenance": {"okfast": "0.1.0", "by": "hand"},
+}
+
+
+def test_every_entry_is_read() -> None:
+    s = Settings.parse(json.dumps(FULL))
+    assert s.diagnostics == ()
+    assert s.scorer is Scorer.BM25F
+    assert s.strategy is Strategy.MERGED
+    assert (s.fairness_quota, s.rrf_k) == (2, 30)
+    assert s.bm25f == BM25FParams(
+        k1=1.5,
+        title_weight=4,
+        tags_weight=1,
+        description_weight=1.5,
+        body_weight=1,
+        title_b=0.5,
+        tags_b=0.0,
+        description_b=0.25,
+        body_b=0.75,
+        language="english",
+        stop_words=True,
+    )
+    assert s.languages == {"docs": "german"}
+    assert s.provenance == {"okfast": "0.1.0", "by": "hand"}
+
+
+params = st.builds(
+    BM25FParams,
+    k1=st.floats(0, 5),
+    title_weight=st.floats(0, 5),
+    body_b=st.floats(0, 1),
+    language=st.sampled_from([None, *LANGUAGES]),
+    stop_words=st.booleans(),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from([None, *Scorer]),
+    st.sampled_from([None, *Strategy]),
+    st.one_of(st.none(), st.integers(1, 50)),
+    st.one_of(st.none(), st.integers(1, 500)),
+    st.one_of(st.none(), params),
+    st.dictionaries(st.sampled_from(["a", "b.c", "d_1"]), st.sampled_from([*LANGUAGES, "none"])),
+)
+def test_written_settings_read_back_equal_and_byte_stable(
+    scorer: Scorer | None,
+    strategy: Strategy | None,
+    quota: int | None,
+    rrf_k: int | None,
+    bm25f: BM25FParams | None,
+    languages: dict[str, str],
+) -> None:
+    s = Settings(scorer, strategy, quota, rrf_k, bm25f, languages, {"seed": 1})
+    text = s.to_json()
+    back = Settings.parse(text)
+    assert back == s
+    assert back.diagnostics == ()
+    assert back.to_json() == text
+
+
+@pytest.mark.parametrize(
+    ("entry", "code", "word"),
+    [
+        ({"scorer": "bm26"}, "IllegalValue", "weighted_count, bm25f, fusion"),
+        ({"strategy": 3}, "IllegalValue", "grouped"),
+        ({"fairness_quota": 0}, "IllegalValue", "fairness_quota"),
+        ({"rrf_k": 2.5}, "IllegalValue", "rrf_k"),
+        ({"rrf_k": True}, "IllegalValue", "rrf_k"),
+        ({"colour": "red"}, "UnknownProperty", "colour"),
+        ({"bm25f": []}, "WrongType", "bm25f"),
+        ({"bm25f": {"k1": -1}}, "IllegalValue", "k1"),
+        ({"bm25f": {"b": {"body": 2}}}, "IllegalValue", "body_b"),
+        ({"bm25f": {"weights": {"summary": 2}}}, "UnknownProperty", "summary"),
+        ({"bm25f": {"language": "klingon"}}, "IllegalValue", "klingon"),
+        ({"bm25f": {"stop_words": "yes"}}, "IllegalValue", "stop_words"),
+        ({"bm25f": {"k2": 1}}, "UnknownProperty", "k2"),
+        ({"languages": {"docs": "latin"}}, "IllegalValue", "latin"),
+        ({"languages": ["docs"]}, "WrongType", "languages"),
+        ({"provenance": 7}, "WrongType", "provenance"),
+    ],
+)
+def test_a_bad_entry_is_a_diagnostic_and_the_rest_applies(
+    entry: dict[str, Any], code: str, word: str
+) -> None:
+    doc = {"version": 1, "scorer": "fusion", "rrf_k": 7, "bm25f": {"k1": 1.25}}
+    bad_bm25f = isinstance(entry.get("bm25f"), dict)
+    if bad_bm25f:
+        entry = {"bm25f": {"k1": 1.25, **entry["bm25f"]}}
+    s = Settings.parse(json.dumps(doc | entry))
+    assert [d.code for d in s.diagnostics] == [code]
+    assert word in s.diagnostics[0].message
+    assert s.scorer is (Scorer.FUSION if "scorer" not in entry else None)
+    assert s.rrf_k == (7 if "rrf_k" not in entry else None)
+    if bad_bm25f:
+        # Only the bad value is dropped: a good k1 stays, a bad one is the default.
+        k1_was_bad = entry["bm25f"]["k1"] != 1.25
+        assert s.bm25f is not None and s.bm25f.k1 == (2.0 if k1_was_bad else 1.25)
+
+
+def test_another_version_is_refused_whole() -> None:
+    s = Settings.parse('{"version": 2, "scorer": "bm25f"}')
+    assert [d.code for d in s.diagnostics] == ["WrongVersion"]
+    assert s == Settings()
+
+
+@pytest.mark.parametrize("text", ["", "[1]", "{", '{"version": NaN}'])
+def test_text_that_is_not_a_json_object_raises(text: str) -> None:
+    with pytest.raises(SettingsError) as e:
+        Settings.parse(text)
+    assert isinstance(e.value, OkfastError) and isinstance(e.value, ValueError)
+
+
+def test_a_missing_file_raises(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="could not be read"):
+        Settings.load(tmp_path / "nope.json")
+
+
+def test_save_writes_what_load_reads(tmp_path: Path) -> None:
+    s = Settings.parse(json.dumps(FULL))
+    s.save(tmp_path / "deep" / "s.json")
+    assert Settings.load(tmp_path / "deep" / "s.json") == s
+    assert [p.name for p in (tmp_path / "deep").iterdir()] == ["s.json"]
+
+
+def two_sources(tmp: Path, extra: dict[str, Any] | None = None) -> Path:
+    page = "---\ntype: T\ntitle: {t}\ndescription: d\n---\n{b}\n"
+    write_bundle(tmp / "a", {"x.md": page.format(t="Running late", b="runs and running")})
+    write_bundle(tmp / "b", {"y.md": page.format(t="Runs", b="the running total")})
+    doc = {"version": 1, "sources": [{"id": "a", "path": "./a"}, {"id": "b", "path": "./b"}]}
+    (tmp / "catalog.json").write_text(json.dumps(doc | (extra or {})))
+    return tmp / "catalog.json"
+
+
+def test_a_resolver_applies_settings_under_its_explicit_arguments(tmp_path: Path) -> None:
+    cat = Catalog.load(two_sources(tmp_path))
+    s = Settings(Scorer.FUSION, Strategy.MERGED, 3, 9, BM25FParams(k1=1.0), {"a": "english"})
+    r = Resolver(cat, settings=s)
+    assert r.default_scorer is Scorer.FUSION
+    assert r.default_strategy is Strategy.MERGED
+    assert (r.default_fairness_quota, r.default_rrf_k) == (3, 9)
+    assert r.default_bm25f == BM25FParams(k1=1.0)
+    assert r.snapshot("a").language == "english" and r.snapshot("b").language is None
+    same = Resolver(
+        cat,
+        default_scorer="fusion",
+        default_strategy="merged",
+        default_fairness_quota=3,
+        default_rrf_k=9,
+        default_bm25f=BM25FParams(k1=1.0),
+    )
+    # Only the settings stem source a's tokens, so its BM25F scores differ.
+    q = Query("running", scorer="bm25f")
+    assert r.search(q).passages.keys() != same.search(q).passages.keys()
+    assert [s for s, _, _ in r.search(q).passages.keys()] == ["a", "b"]
+    explicit = Resolver(cat, settings=s, default_scorer="weighted_count", default_rrf_k=60)
+    assert explicit.default_scorer is Scorer.WEIGHTED_COUNT and explicit.default_rrf_k == 60
+    plain = Resolver(cat)
+    assert plain.search(Query("running", scorer="fusion", strategy="merged")).digest == (
+        Resolver(cat, settings=Settings(rrf_k=60))
+        .search(Query("running", scorer="fusion", strategy="merged"))
+        .digest
+    )
+
+
+def test_a_resolver_reads_the_settings_file_a_catalog_names(tmp_path: Path) -> None:
+    path = two_sources(tmp_path, {"settings": "./okfast-settings.json"})
+    cat = Catalog.load(path)
+    assert cat.settings_path == tmp_path / "okfast-settings.json"
+    assert Resolver(cat).settings == Settings() and Resolver(cat).settings_diagnostics == ()
+    (tmp_path / "okfast-settings.json").write_text(
+        json.dumps({"version": 1, "scorer": "bm25f", "languages": {"zz": "english"}, "x": 1})
+    )
+    r = Resolver(cat)
+    assert r.default_scorer is Scorer.BM25F
+    assert [d.code for d in r.settings_diagnostics] == ["UnknownProperty", "UnknownSource"]
+    (tmp_path / "okfast-settings.json").write_text("{not json")
+    broken = Resolver(cat)
+    assert broken.default_scorer is Scorer.WEIGHTED_COUNT
+    assert [d.code for d in broken.settings_diagnostics] == ["SettingsUnreadable"]
+    assert Resolver(cat, settings=Settings(scorer=Scorer.FUSION)).default_scorer is Scorer.FUSION
+
+
+@pytest.mark.parametrize("value", ["", "/etc/okfast.json", "../out.json", 3])
+def test_a_bad_settings_path_in_a_catalog_is_a_catalog_diagnostic(
+    tmp_path: Path, value: object
+) -> None:
+    (tmp_path / "in").mkdir()
+    path = two_sources(tmp_path / "in", {"settings": value})
+    with pytest.raises(CatalogError) as e:
+        Catalog.load(path)
+    assert [d.code for d in e.value.diagnostics] == ["MalformedSettings"]
+
+
+def test_field_names_are_the_bm25f_fields() -> None:
+    assert set(FULL["bm25f"]["weights"]) == set(BM25F_FIELDS)

@@ -1,0 +1,246 @@
+"""``okfast tune`` (docs/spec.md §14): candidates deterministic for a seed,
+the k-fold acceptance read literally, proposals only on held-out wins,
+apply/revert with a history, the CLI, Ctrl-C, the plot."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import write_bundle
+from eval_extra import requires_eval_extra
+from okfast import Catalog, InvalidArgumentError, JudgedSet, Resolver, Scorer, Strategy
+from okfast.cli import main
+from okfast.qrels import JudgedQuery
+from okfast.settings import Settings
+from okfast.tune import (
+    Trial,
+    _decide,
+    apply,
+    candidates,
+    history_path,
+    revert,
+    space_size,
+    tune,
+)
+
+TOPICS = ["lamination", "proofing", "scoring", "retarding", "glazing", "tempering",
+          "folding", "docking", "shaping", "steaming"]  # fmt: skip
+
+
+def corpus(tmp: Path, *, two_sources: bool = False) -> tuple[Path, Path]:
+    """Ten topic concepts, each naming its topic once, and chatty concepts
+    full of question words: the weighted count ranks the chatty ones first for
+    "how do I ..." questions, BM25F the topic (docs/spec.md §12)."""
+    page = "---\ntype: Guide\ntitle: {t}\ndescription: {d}\n---\n{b}\n"
+    files = {
+        f"topics/{w}.md": page.format(t=f"Note {i}", d="A bakery note.", b=f"About {w}.")
+        for i, w in enumerate(TOPICS)
+    }
+    chatty = " ".join(["how do I do it, how do I know"] * 6)
+    files |= {f"chat/c{i}.md": page.format(t="Chat", d="how do I", b=chatty) for i in range(8)}
+    write_bundle(tmp / "kb", files)
+    sources = [{"id": "kb", "path": "./kb"}]
+    if two_sources:
+        write_bundle(tmp / "more", {"x.md": page.format(t="Extra", d="d", b="how do I bake")})
+        sources.append({"id": "more", "path": "./more", "priority": 5})
+    doc = {"version": 1, "sources": sources, "settings": "./okfast-settings.json"}
+    (tmp / "catalog.json").write_text(json.dumps(doc))
+    lines = [
+        json.dumps({"qid": f"q{i}", "query": f"how do I do {w}", "relevant": {f"kb:topics/{w}": 2}})
+        for i, w in enumerate(TOPICS)
+    ]
+    (tmp / "q.jsonl").write_text("\n".join(lines) + "\n")
+    return tmp / "catalog.json", tmp / "q.jsonl"
+
+
+def test_candidates_are_distinct_deterministic_and_start_with_the_current() -> None:
+    current = Settings(scorer=Scorer.BM25F, rrf_k=5)
+    a = candidates(current, multi_source=False, budget=80, seed=3)
+    assert [c.to_json() for c in a] == [
+        c.to_json() for c in candidates(current, multi_source=False, budget=80, seed=3)
+    ]
+    assert [c.to_json() for c in a] != [
+        c.to_json() for c in candidates(current, multi_source=False, budget=80, seed=4)
+    ]
+    assert len(a) == 80 and len({c.to_json() for c in a}) == 80
+    # The current settings first (rrf_k dropped: BM25F does not read it), then
+    # each scorer's defaults.
+    assert a[0] == Settings(scorer=Scorer.BM25F, strategy=Strategy.GROUPED, bm25f=a[0].bm25f)
+    assert [c.scorer for c in a[1:3]] == [Scorer.WEIGHTED_COUNT, Scorer.FUSION]
+    # One source: the strategy and the quota are not searched.
+    assert {c.strategy for c in a} == {Strategy.GROUPED}
+    assert {c.fairness_quota for c in a} == {None}
+    multi = candidates(Settings(), multi_source=True, budget=200, seed=0)
+    assert len({c.strategy for c in multi}) == len(Strategy)
+    assert space_size(True) > space_size(False) > 10**5
+
+
+def trial(*values: float) -> Trial:
+    return Trial(Settings(rrf_k=len(values)), tuple(values))
+
+
+def test_the_acceptance_is_the_k_fold_read_literally() -> None:
+    qs = [JudgedQuery(f"q{i}", "t", {}) for i in range(4)]
+    # Trial 1 wins every training split but loses the held-out query each
+    # time; trial 2 is better everywhere: the folds choose 1, holdout worse.
+    current = trial(0.5, 0.5, 0.5, 0.5)
+    overfit = trial(1.0, 1.0, 1.0, 0.0)
+    r = _decide(qs, [current, overfit], "ndcg@10", 2)
+    # Fold 0 holds q0, q2 (train q1, q3: overfit 0.5 vs current 0.5, a tie:
+    # the current wins); fold 1 holds q1, q3 (train q0, q2: overfit 1.0).
+    assert [(f.queries, f.chosen) for f in r.folds] == [((0, 2), 0), ((1, 3), 1)]
+    assert r.holdout == pytest.approx((0.5 + 1.0 + 0.5 + 0.0) / 4)
+    assert r.current == 0.5 and r.proposed is None
+    assert r.deltas == {"q0": 0.0, "q1": 0.5, "q2": 0.0, "q3": -0.5}
+    better = trial(0.9, 0.9, 0.9, 0.9)
+    r = _decide(qs, [current, overfit, better], "ndcg@10", 2)
+    assert [f.chosen for f in r.folds] == [2, 1]
+    assert r.holdout == pytest.approx((0.9 + 1.0 + 0.9 + 0.0) / 4)
+    assert r.proposed == 2
+
+
+@requires_eval_extra
+def test_tune_proposes_what_wins_on_held_out_queries(tmp_path: Path) -> None:
+    catalog, qrels = corpus(tmp_path)
+    resolver = Resolver(Catalog.load(catalog), max_staleness=math.inf)
+    judged = JudgedSet.load(qrels)
+    seen: list[tuple[int, int]] = []
+    report = tune(
+        resolver, judged, budget=12, seed=1, progress=lambda d, t, _b: seen.append((d, t))
+    )
+    assert seen == [(i, 12) for i in range(1, 13)]
+    again = tune(resolver, judged, budget=12, seed=1)
+    assert json.dumps(again.to_json()) == json.dumps(report.to_json())
+    assert report.trials[0].settings.scorer is Scorer.WEIGHTED_COUNT
+    assert report.current < 0.5 < report.holdout
+    assert sorted(i for f in report.folds for i in f.queries) == list(range(10))
+    proposal = report.proposal()
+    assert proposal is not None and proposal.scorer is not Scorer.WEIGHTED_COUNT
+    # Its objective on all queries is the best measured.
+    assert report.trials[report.proposed or 0].mean == max(t.mean for t in report.trials)
+    # Tuning again from the proposal proposes nothing better on held-out queries
+    # than it, or something that beats it there.
+    after = tune(resolver, judged, current=proposal, budget=12, seed=1)
+    assert after.proposed is None or after.holdout > after.current
+
+
+@requires_eval_extra
+def test_ctrl_c_keeps_the_trials_measured(tmp_path: Path) -> None:
+    catalog, qrels = corpus(tmp_path)
+    resolver = Resolver(Catalog.load(catalog), max_staleness=math.inf)
+
+    def stop(done: int, total: int, best: float) -> None:
+        if done == 3:
+            raise KeyboardInterrupt
+
+    report = tune(resolver, JudgedSet.load(qrels), budget=20, seed=0, progress=stop, workers=1)
+    assert report.interrupted and len(report.trials) == 3
+
+
+def test_bad_arguments_are_refused(tmp_path: Path) -> None:
+    catalog, qrels = corpus(tmp_path)
+    r = Resolver(Catalog.load(catalog))
+    judged = JudgedSet.load(qrels)
+    for kwargs, word in (
+        ({"objective": "map"}, "objective"),
+        ({"budget": 0}, "budget"),
+        ({"folds": 1}, "folds"),
+        ({"folds": 11}, "11 folds"),
+        ({"seed": "x"}, "seed"),
+    ):
+        with pytest.raises(InvalidArgumentError, match=word):
+            tune(r, judged, **kwargs)
+
+
+def test_apply_and_revert_keep_a_history(tmp_path: Path) -> None:
+    target = tmp_path / "s.json"
+    first, second = Settings(scorer=Scorer.BM25F), Settings(scorer=Scorer.FUSION, rrf_k=9)
+    apply(first, target)
+    apply(second, target)
+    assert Settings.load(target) == second
+    events = [json.loads(x) for x in history_path(target).read_text().splitlines()]
+    assert [e["action"] for e in events] == ["apply", "apply"]
+    assert events[1]["before"] == first.to_json() and events[1]["after"] == second.to_json()
+    assert revert(target) and Settings.load(target) == first
+    assert revert(target) and not target.exists()
+    assert not revert(target)
+    # A torn last line (a crash while appending) is not an event.
+    with history_path(target).open("a") as f:
+        f.write('{"action": "app')
+    apply(second, target)
+    assert revert(target) and not target.exists()
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["tune", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@requires_eval_extra
+def test_the_command_writes_applies_and_reverts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    catalog, qrels = corpus(tmp_path, two_sources=True)
+    out = tmp_path / "proposed.json"
+    base = ["--catalog", str(catalog), "--qrels", str(qrels), "--budget", "10"]
+    code, text, err = run(capsys, *base, "--out", str(out))
+    assert (code, err) == (0, "")
+    assert "held-out ndcg@10: tuned" in text and "proposed:" in text
+    written = Settings.load(out)
+    prov: dict[str, Any] = dict(written.provenance or {})
+    assert prov["catalog_sha256"].startswith("sha256:") and prov["qrels_sha256"].startswith(
+        "sha256:"
+    )
+    assert prov["after"] >= prov["holdout"] > prov["before"] and prov["configurations"] == 10
+    code, text, _ = run(capsys, *base, "--apply", "--json")
+    doc = json.loads(text)
+    assert code == 0 and doc["applied"] and doc["proposed"]["scorer"] != "weighted_count"
+    applied = Settings.load(tmp_path / "okfast-settings.json")
+    assert applied.to_dict() == doc["proposed"]
+    # The catalog's settings are now the current ones: eval measures them.
+    assert Resolver(Catalog.load(catalog)).default_scorer is applied.scorer
+    code, text, _ = run(capsys, "--catalog", str(catalog), "--revert")
+    assert code == 0 and "Reverted" in text
+    assert not (tmp_path / "okfast-settings.json").exists()
+    code, _, err = run(capsys, "--catalog", str(catalog), "--revert")
+    assert (
+        code == 2 and err.count("\n") == 1 and "nothing" not in err.lower() or "no applied" in err
+    )
+
+
+@requires_eval_extra
+def test_apply_needs_a_settings_file_named_by_the_catalog(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    catalog, qrels = corpus(tmp_path)
+    doc = json.loads(catalog.read_text())
+    del doc["settings"]
+    catalog.write_text(json.dumps(doc))
+    code, _, err = run(
+        capsys, "--catalog", str(catalog), "--qrels", str(qrels), "--budget", "4", "--apply"
+    )
+    assert code == 2 and "names no settings file" in err and err.count("\n") == 1
+
+
+@requires_eval_extra
+def test_the_plot_is_drawn(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib", reason="the plot extra (okfast[plot]) is not installed")
+    catalog, qrels = corpus(tmp_path)
+    png = tmp_path / "tune.png"
+    code, _, _ = run(
+        capsys,
+        "--catalog",
+        str(catalog),
+        "--qrels",
+        str(qrels),
+        "--budget",
+        "6",
+        "--plot",
+        str(png),
+    )
+    assert code == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
