@@ -126,6 +126,9 @@ def test_every_strategy_and_scorer_equal_the_local_resolver_on_the_corpora() -> 
     assert seen > 1000  # the queries found something to compare
     q = Query(text, strategy="merged", limit=5)
     assert remote.search(q, exclusions=False).digest == local.search(q, exclusions=False).digest
+    batch = [Query(t, strategy="merged", scorer="bm25f") for t in judged_queries(1)]
+    got = [c.digest for c in remote.search_many(batch)]
+    assert got == [c.digest for c in local.search_many(batch)] and len(set(got)) == len(got)
 
 
 @requires_corpora

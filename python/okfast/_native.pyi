@@ -1,6 +1,6 @@
 """Type stub of the Rust extension ``okfast._native`` (checked by mypy.stubtest)."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, final
 
 import numpy as np
@@ -321,6 +321,12 @@ class Bundle:
     def search_hits(
         self, terms: QueryTerms, *, tag: str | None = None, limit: int | None = None
     ) -> list[Hit]: ...
+    def search_arrays_many(
+        self, terms: Sequence[QueryTerms], *, tag: str | None = None, limit: int | None = None
+    ) -> list[tuple[npt.NDArray[np.int32], npt.NDArray[np.uint32]]]: ...
+    def search_hits_many(
+        self, terms: Sequence[QueryTerms], *, tag: str | None = None, limit: int | None = None
+    ) -> list[list[Hit]]: ...
     def ordinal_ranks(self) -> npt.NDArray[np.uint32]: ...
     def stale_after_us(self) -> npt.NDArray[np.int64]: ...
     def authority_ranks(self) -> npt.NDArray[np.uint8]: ...
@@ -342,6 +348,15 @@ class Bundle:
         tag: str | None = None,
         limit: int | None = None,
     ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]: ...
+    def search_bm25f_many(
+        self,
+        queries: Sequence[Bm25fQuery],
+        stats: Sequence[Bm25fStats],
+        params: Bm25fParams,
+        *,
+        tag: str | None = None,
+        limit: int | None = None,
+    ) -> list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]]: ...
     def explain_bm25f(
         self, position: int, query: Bm25fQuery, stats: Bm25fStats, params: Bm25fParams
     ) -> list[Bm25fTermPart]: ...

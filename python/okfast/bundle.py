@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -269,12 +269,58 @@ class Bundle:
         pos, scores = self.search_arrays(
             text, tag=tag, limit=limit, scorer=scorer, bm25f=bm25f, rrf_k=rrf_k
         )
+        return self._bm25f_hits(query, pos, scores)
+
+    def search_many(
+        self,
+        texts: Sequence[str | QueryTerms],
+        *,
+        tag: str | None = None,
+        limit: int | None = None,
+        scorer: Scorer | str = Scorer.WEIGHTED_COUNT,
+        bm25f: BM25FParams | None = None,
+        rrf_k: int = 60,
+    ) -> list[list[Hit]]:
+        """:meth:`search` of each of ``texts``, in order, with the same
+        arguments and the same results (docs/spec.md §3.7): the weighted
+        count's and BM25F's queries scored in one native call, in parallel
+        with the GIL released (with the weighted count, the excerpts too);
+        fusion's one query at a time."""
+        texts = _texts_of(texts)
+        how = scorer_of(scorer)
+        if how is Scorer.FUSION:
+            _fusion_arguments(limit, rrf_k)  # refused even for an empty batch
+            kw = {"tag": tag, "limit": limit, "bm25f": bm25f, "rrf_k": rrf_k}
+            return [self.search(t, scorer=how, **kw) for t in texts]  # type: ignore[arg-type]
+        if how is Scorer.BM25F:
+            params = bm25f or BM25FParams()
+            queries = [self.bm25f_query(_text_of(t), params) for t in texts]
+            found = self._bm25f_many(queries, params, tag, limit)
+            return [self._bm25f_hits(q, *r) for q, r in zip(queries, found, strict=True)]
+        many = self._native.search_hits_many([query_terms(t) for t in texts], tag=tag, limit=limit)
+        return [
+            [Hit(h.concept_id, h.score, h.title, h.excerpt, h.path) for h in hits] for hits in many
+        ]
+
+    def _bm25f_hits(
+        self,
+        query: Bm25fQuery,
+        pos: npt.NDArray[np.int32],
+        scores: npt.NDArray[np.uint32] | npt.NDArray[np.float64],
+    ) -> list[Hit]:
         ids = self.concept_ids
         out = []
         for p, sc in zip(pos.tolist(), scores.tolist(), strict=True):
             f = self._native.passage_fields(p, query)
             out.append(Hit(ids[p], sc, f.title, f.excerpt, f.path))
         return out
+
+    def _bm25f_many(
+        self, queries: list[Bm25fQuery], params: BM25FParams, tag: str | None, limit: int | None
+    ) -> list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]]:
+        """Each of ``queries`` scored with this bundle's own statistics for it."""
+        stats = [self.bm25f_stats(q.tokens) for q in queries]
+        return self.search_bm25f_many(queries, stats, params, tag=tag, limit=limit)
 
     def search_arrays(
         self,
@@ -299,12 +345,37 @@ class Bundle:
         stats = self.bm25f_stats(query.tokens)
         if how is Scorer.BM25F:
             return self.search_bm25f(query, stats, params, tag=tag, limit=limit)
-        if limit is not None and limit < 0:
-            raise InvalidArgumentError(f"limit must be >= 0, got {limit}")
+        _fusion_arguments(limit, rrf_k)
         counted, _ = self._native.search_arrays(query_terms(text), tag=tag, limit=None)
         ranked, _ = self.search_bm25f(query, stats, params, tag=tag)
-        pos, fused = fuse(counted, ranked, self.ordinal_ranks(), rrf_k_of(rrf_k))
+        pos, fused = fuse(counted, ranked, self.ordinal_ranks(), rrf_k)
         return (pos, fused) if limit is None else (pos[:limit], fused[:limit])
+
+    def search_arrays_many(
+        self,
+        texts: Sequence[str | QueryTerms],
+        *,
+        tag: str | None = None,
+        limit: int | None = None,
+        scorer: Scorer | str = Scorer.WEIGHTED_COUNT,
+        bm25f: BM25FParams | None = None,
+        rrf_k: int = 60,
+    ) -> list[Found]:
+        """:meth:`search_arrays` of each of ``texts``, in order, with the same
+        arguments and the same results: the weighted count's and BM25F's
+        queries scored in one native call, in parallel with the GIL released."""
+        texts = _texts_of(texts)
+        how = scorer_of(scorer)
+        if how is Scorer.FUSION:
+            _fusion_arguments(limit, rrf_k)
+            kw = {"tag": tag, "limit": limit, "bm25f": bm25f, "rrf_k": rrf_k}
+            return [self.search_arrays(t, scorer=how, **kw) for t in texts]  # type: ignore[arg-type]
+        if how is Scorer.BM25F:
+            params = bm25f or BM25FParams()
+            queries = [self.bm25f_query(_text_of(t), params) for t in texts]
+            return list(self._bm25f_many(queries, params, tag, limit))
+        terms = [query_terms(t) for t in texts]
+        return list(self._native.search_arrays_many(terms, tag=tag, limit=limit))
 
     def excerpt(self, concept_id: str, text: str | QueryTerms) -> str:
         """docs/spec.md §3.5 excerpt of one concept for a query."""
@@ -334,6 +405,21 @@ class Bundle:
         """Positions and BM25F scores, by score then id, scored with ``stats``
         (this bundle's own, or a catalog's)."""
         return self._native.search_bm25f(query, stats, params.native(), tag=tag, limit=limit)
+
+    def search_bm25f_many(
+        self,
+        queries: Sequence[Bm25fQuery],
+        stats: Sequence[Bm25fStats],
+        params: BM25FParams,
+        *,
+        tag: str | None = None,
+        limit: int | None = None,
+    ) -> list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]]:
+        """:meth:`search_bm25f` of each of ``queries``, the ``i``-th scored
+        with ``stats[i]``: one native call, in parallel with the GIL released."""
+        return self._native.search_bm25f_many(
+            list(queries), list(stats), params.native(), tag=tag, limit=limit
+        )
 
     def explain_bm25f(
         self, position: int, query: Bm25fQuery, stats: Bm25fStats, params: BM25FParams
@@ -391,6 +477,28 @@ _NO_TERMS = QueryTerms("")
 
 #: ``stale_after_us`` of a concept that declares no ``stale_after``.
 NEVER_STALE_US: int = _native.NEVER_STALE_US
+
+
+#: One search's positions and scores, in result order (``uint32`` scores
+#: for the weighted count, ``float64`` for BM25F and fusion).
+Found = tuple[npt.NDArray[np.int32], npt.NDArray[np.uint32] | npt.NDArray[np.float64]]
+
+
+def _fusion_arguments(limit: int | None, rrf_k: int) -> None:
+    """What a fused search checks before it searches (docs/spec.md §12.10)."""
+    if limit is not None and limit < 0:
+        raise InvalidArgumentError(f"limit must be >= 0, got {limit}")
+    rrf_k_of(rrf_k)
+
+
+def _texts_of(texts: Sequence[str | QueryTerms]) -> Sequence[str | QueryTerms]:
+    """The queries of a batch search: a sequence of them, never one string
+    (which would be searched one character at a time)."""
+    if isinstance(texts, str | QueryTerms):
+        raise InvalidArgumentError(
+            f"texts must be a sequence of queries, not one {type(texts).__name__}"
+        )
+    return texts
 
 
 def diagnostic_of(d: _native.Diagnostic) -> Diagnostic:

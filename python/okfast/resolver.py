@@ -12,7 +12,8 @@ from __future__ import annotations
 import contextlib
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -492,6 +493,23 @@ class Resolver:
         q = Query(query) if isinstance(query, str) else query
         strategy = Strategy(q.strategy) if q.strategy is not None else self.default_strategy
         return _CLASSES[strategy](self).run(q, exclusions)
+
+    def search_many(
+        self, queries: Sequence[Query | str], *, exclusions: bool = True
+    ) -> list[Context]:
+        """:meth:`search` of each of ``queries``, in order, with the same
+        results (docs/spec.md §5.2): the queries run on a few threads, whose
+        native searches release the GIL. Every query is checked before any
+        runs."""
+        if isinstance(queries, str | Query):
+            raise InvalidArgumentError(
+                f"queries must be a sequence of queries, not one {type(queries).__name__}"
+            )
+        qs = [Query(q) if isinstance(q, str) else q for q in queries]
+        if len(qs) < 2:
+            return [self.search(q, exclusions=exclusions) for q in qs]
+        with ThreadPoolExecutor(max_workers=min(len(qs), os.cpu_count() or 1)) as pool:
+            return list(pool.map(lambda q: self.search(q, exclusions=exclusions), qs))
 
     @contextlib.contextmanager
     def reusing_counts(self) -> Iterator[None]:

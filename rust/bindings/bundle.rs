@@ -4,10 +4,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyUntypedArrayMethods, ToPyArray};
+use okfast_core::bm25f::{QueryTokens, Stats};
 use okfast_core::bundle::CacheReport;
 use okfast_core::concept::Concept;
 use okfast_core::score::{self, QueryTerms};
-use okfast_core::Error;
 use pyo3::prelude::*;
 
 use crate::alloc::release_freed_memory;
@@ -16,6 +16,7 @@ use crate::convert::{diagnostics, ConceptFields, PyDiagnostic};
 use crate::errors::{detached, invalid, to_py};
 use crate::load::watched;
 use crate::query::PyQueryTerms;
+use crate::search::{arrays, excerpt_of, hits_many, hits_of, HitFields};
 
 type Arrays<'py> = (Bound<'py, PyArray1<i32>>, Bound<'py, PyArray1<u32>>);
 type FloatArrays<'py> = (Bound<'py, PyArray1<i32>>, Bound<'py, PyArray1<f64>>);
@@ -43,16 +44,6 @@ impl From<CacheReport> for LoadReport {
             listed: r.listed,
         }
     }
-}
-
-/// One hit of a bundle's search (docs/spec.md §3.7).
-#[pyclass(frozen, get_all, module = "okfast._native", name = "Hit")]
-pub struct HitFields {
-    concept_id: String,
-    score: u32,
-    title: Option<String>,
-    excerpt: String,
-    path: String,
 }
 
 /// What a passage shows of the concept at a position.
@@ -132,14 +123,6 @@ impl PyBundle {
                 )
             })
     }
-}
-
-/// docs/spec.md §3.5 excerpt; the body is read only when there are terms to find.
-fn excerpt_of(c: &Concept, terms: &QueryTerms) -> Result<String, Error> {
-    if terms.is_empty() {
-        return Ok(String::new());
-    }
-    Ok(score::excerpt(&c.body()?, terms))
 }
 
 /// The excerpt for either scorer's query: docs/spec.md §3.5 for the weighted
@@ -286,8 +269,30 @@ impl PyBundle {
         let r = detached(py, move || {
             Ok(score::search(&b, &terms, tag.as_deref(), limit))
         })?;
-        let positions: Vec<i32> = r.positions.into_iter().map(|p| p as i32).collect();
-        Ok((positions.into_pyarray(py), r.scores.into_pyarray(py)))
+        Ok(arrays(py, r.positions, r.scores))
+    }
+
+    /// [`search_arrays`](Self::search_arrays) of each of `terms`, scored in
+    /// parallel in one call with the GIL released (docs/spec.md §3.7).
+    #[pyo3(signature = (terms, *, tag=None, limit=None))]
+    fn search_arrays_many<'py>(
+        &self,
+        py: Python<'py>,
+        terms: Vec<PyRef<'py, PyQueryTerms>>,
+        tag: Option<String>,
+        limit: Option<i64>,
+    ) -> PyResult<Vec<Arrays<'py>>> {
+        let limit = check_limit(py, limit)?;
+        let b = Arc::clone(&self.inner);
+        let terms: Vec<Arc<QueryTerms>> = terms.iter().map(|t| Arc::clone(&t.inner)).collect();
+        let rs = detached(py, move || {
+            let refs: Vec<&QueryTerms> = terms.iter().map(|t| &**t).collect();
+            Ok(score::search_many(&b, &refs, tag.as_deref(), limit))
+        })?;
+        Ok(rs
+            .into_iter()
+            .map(|r| arrays(py, r.positions, r.scores))
+            .collect())
     }
 
     /// The hits of docs/spec.md §3.7, in §3.4 order.
@@ -302,22 +307,29 @@ impl PyBundle {
         let limit = check_limit(py, limit)?;
         let (b, terms) = (Arc::clone(&self.inner), Arc::clone(&terms.inner));
         detached(py, move || {
-            let r = score::search(&b, &terms, tag.as_deref(), limit);
-            r.positions
-                .iter()
-                .zip(&r.scores)
-                .map(|(&p, &s)| {
-                    let c = &b.concepts[p as usize];
-                    Ok(HitFields {
-                        concept_id: c.id.clone(),
-                        score: s,
-                        title: c.title.clone(),
-                        excerpt: excerpt_of(c, &terms)?,
-                        path: c.path(),
-                    })
-                })
-                .collect()
+            hits_of(
+                &b,
+                &terms,
+                &score::search(&b, &terms, tag.as_deref(), limit),
+            )
         })
+    }
+
+    /// [`search_hits`](Self::search_hits) of each of `terms`: scored and
+    /// given their excerpts in parallel, in one call with the GIL released
+    /// (docs/spec.md §3.7). A failure is the first query's, in order.
+    #[pyo3(signature = (terms, *, tag=None, limit=None))]
+    fn search_hits_many(
+        &self,
+        py: Python<'_>,
+        terms: Vec<PyRef<'_, PyQueryTerms>>,
+        tag: Option<String>,
+        limit: Option<i64>,
+    ) -> PyResult<Vec<Vec<HitFields>>> {
+        let limit = check_limit(py, limit)?;
+        let b = Arc::clone(&self.inner);
+        let terms: Vec<Arc<QueryTerms>> = terms.iter().map(|t| Arc::clone(&t.inner)).collect();
+        detached(py, move || hits_many(&b, &terms, tag.as_deref(), limit))
     }
 
     /// Rank of each concept id in ordinal (code point) order, by position.
@@ -475,8 +487,55 @@ impl PyBundle {
                 limit,
             ))
         })?;
-        let positions: Vec<i32> = r.positions.into_iter().map(|p| p as i32).collect();
-        Ok((positions.into_pyarray(py), r.scores.into_pyarray(py)))
+        Ok(arrays(py, r.positions, r.scores))
+    }
+
+    /// [`search_bm25f`](Self::search_bm25f) of each of `queries`, the
+    /// `i`-th scored with `stats[i]`, in parallel in one call with the GIL
+    /// released (docs/spec.md §3.7, §12.3).
+    #[pyo3(signature = (queries, stats, params, *, tag=None, limit=None))]
+    fn search_bm25f_many<'py>(
+        &self,
+        py: Python<'py>,
+        queries: Vec<PyRef<'py, PyQuery>>,
+        stats: Vec<PyRef<'py, PyStats>>,
+        params: &PyParams,
+        tag: Option<String>,
+        limit: Option<i64>,
+    ) -> PyResult<Vec<FloatArrays<'py>>> {
+        let limit = check_limit(py, limit)?;
+        if queries.len() != stats.len() {
+            return Err(invalid(
+                py,
+                format!(
+                    "{} queries but {} statistics: one each",
+                    queries.len(),
+                    stats.len()
+                ),
+            ));
+        }
+        for q in &queries {
+            self.check_language(py, q)?;
+        }
+        let b = Arc::clone(&self.inner);
+        let tokens: Vec<Arc<QueryTokens>> = queries.iter().map(|q| Arc::clone(&q.inner)).collect();
+        let stats: Vec<Stats> = stats.iter().map(|s| s.inner.clone()).collect();
+        let params = params.inner;
+        let rs = detached(py, move || {
+            let batch: Vec<(&QueryTokens, &Stats)> =
+                tokens.iter().map(|t| &**t).zip(&stats).collect();
+            Ok(okfast_core::bm25f::search_many(
+                &b,
+                &batch,
+                &params,
+                tag.as_deref(),
+                limit,
+            ))
+        })?;
+        Ok(rs
+            .into_iter()
+            .map(|r| arrays(py, r.positions, r.scores))
+            .collect())
     }
 
     /// Why the concept at `position` has its BM25F score (docs/spec.md §12.5).

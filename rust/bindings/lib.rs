@@ -12,6 +12,7 @@ mod errors;
 mod load;
 mod order;
 mod query;
+mod search;
 
 use okfast_core::concept::{AUTHORITIES, AUTHORITY_ABSENT, AUTHORITY_UNKNOWN, NEVER_STALE_US};
 use okfast_core::index::bm25f::BM25F_FIELDS;
@@ -24,7 +25,7 @@ use pyo3::types::PyTuple;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<bundle::PyBundle>()?;
     m.add_class::<bundle::LoadReport>()?;
-    m.add_class::<bundle::HitFields>()?;
+    m.add_class::<search::HitFields>()?;
     m.add_class::<bundle::PassageFields>()?;
     m.add_class::<bundle::GovernanceDecl>()?;
     m.add_class::<bundle::TermFields>()?;

@@ -39,7 +39,7 @@ import importlib
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -284,6 +284,18 @@ class RayResolver:
         q = Query(query) if isinstance(query, str) else query
         strategy = Strategy(q.strategy) if q.strategy is not None else self.local.default_strategy
         return self._engines[strategy].run(q, exclusions)
+
+    def search_many(
+        self, queries: Sequence[Query | str], *, exclusions: bool = True
+    ) -> list[Context]:
+        """:meth:`search` of each of ``queries``, in order (``Resolver.search_many``'s
+        results, docs/spec.md §5.2): one fan-out per query."""
+        if isinstance(queries, str | Query):
+            raise InvalidArgumentError(
+                f"queries must be a sequence of queries, not one {type(queries).__name__}"
+            )
+        qs = [Query(q) if isinstance(q, str) else q for q in queries]
+        return [self.search(q, exclusions=exclusions) for q in qs]
 
     def _where(self, s: Source) -> list[int]:
         assert s.directory is not None

@@ -4,6 +4,7 @@
 //! position).
 
 use memchr::memmem;
+use rayon::prelude::*;
 
 use crate::bundle::Bundle;
 use crate::concept::source::TextError;
@@ -62,6 +63,7 @@ impl QueryTerms {
     }
 }
 
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Ranked {
     pub positions: Vec<u32>,
     pub scores: Vec<u32>,
@@ -79,19 +81,52 @@ pub struct Ranked {
 /// position (= id) order. No per-concept work happens unless a concept is
 /// returned.
 pub fn search(b: &Bundle, terms: &QueryTerms, tag: Option<&str>, limit: Option<usize>) -> Ranked {
-    let n = b.len();
-    let empty = Ranked {
-        positions: Vec::new(),
-        scores: Vec::new(),
-    };
-    if terms.is_empty() || n == 0 || limit == Some(0) {
-        return empty;
+    if terms.is_empty() || b.is_empty() || limit == Some(0) {
+        return Ranked::default();
     }
-    let nw = n.div_ceil(64);
-    let allowed = match tagged(b, tag) {
-        Some(allowed) => allowed,
-        None => return empty,
+    match tagged(b, tag) {
+        Some(allowed) => search_among(b, terms, allowed.as_deref(), limit),
+        None => Ranked::default(),
+    }
+}
+
+/// [`search`] of each of `queries`, in parallel (docs/spec.md §3.7): the
+/// same results, in the same order as `queries`, as one call per query. The
+/// tag filter is looked up once for all of them.
+pub fn search_many(
+    b: &Bundle,
+    queries: &[&QueryTerms],
+    tag: Option<&str>,
+    limit: Option<usize>,
+) -> Vec<Ranked> {
+    if b.is_empty() || limit == Some(0) {
+        return vec![Ranked::default(); queries.len()];
+    }
+    let Some(allowed) = tagged(b, tag) else {
+        return vec![Ranked::default(); queries.len()];
     };
+    queries
+        .par_iter()
+        .map(|terms| {
+            if terms.is_empty() {
+                Ranked::default()
+            } else {
+                search_among(b, terms, allowed.as_deref(), limit)
+            }
+        })
+        .collect()
+}
+
+/// [`search`] among the positions set in `allowed` (all without it), for
+/// terms that are not empty, in a bundle that is not, with a limit that is
+/// not 0.
+fn search_among(
+    b: &Bundle,
+    terms: &QueryTerms,
+    allowed: Option<&[u64]>,
+    limit: Option<usize>,
+) -> Ranked {
+    let nw = b.len().div_ceil(64);
     // Matching words per (term, field), and the highest possible score.
     let mut parts: Vec<(usize, u32, Vec<u32>)> = Vec::new();
     let mut max_score = 0u32;
@@ -107,7 +142,7 @@ pub fn search(b: &Bundle, terms: &QueryTerms, tag: Option<&str>, limit: Option<u
         }
     }
     if parts.is_empty() {
-        return empty;
+        return Ranked::default();
     }
     let mut acc = BitSlicedCounter::new(nw, max_score);
     let mut scratch = vec![0u64; nw];
@@ -117,7 +152,7 @@ pub fn search(b: &Bundle, terms: &QueryTerms, tag: Option<&str>, limit: Option<u
         for &w in words {
             fi.mark(w, &mut scratch);
         }
-        if let Some(mask) = &allowed {
+        if let Some(mask) = allowed {
             scratch.iter_mut().zip(mask).for_each(|(x, m)| *x &= m);
         }
         acc.add(&scratch, *add);
@@ -360,6 +395,52 @@ mod tests {
         assert!(!is_pinned(&c, &fold("revenue policy"), "x"));
         assert!(is_pinned(&c, "", "revenue-policy"));
         assert!(!is_pinned(&c, "", "docs/revenue-policy"));
+    }
+
+    #[test]
+    fn search_many_is_search_of_each_query() {
+        use crate::testing::{scratch_dir, Rng};
+        const WORDS: [&str; 10] = [
+            "plan", "Plan", "order", "ßx", "漢字", "re", "x.y", "shift", "a", "zz",
+        ];
+        let mut rng = Rng(0x5EA2C4);
+        let text = |rng: &mut Rng, max: usize| -> String {
+            (0..rng.below(max + 1))
+                .map(|_| WORDS[rng.below(WORDS.len())])
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let d = scratch_dir("score", "many");
+        for i in 0..150 {
+            let src = format!(
+                "---\ntitle: '{}'\ntags: [k{}, '{}']\ndescription: '{}'\n---\n{}\n",
+                text(&mut rng, 3),
+                rng.below(3),
+                text(&mut rng, 1),
+                text(&mut rng, 2),
+                text(&mut rng, 12),
+            );
+            std::fs::write(d.join(format!("c{i:03}.md")), src).unwrap();
+        }
+        let b = Bundle::load(&d).unwrap();
+        assert_eq!(b.len(), 150);
+        let queries: Vec<QueryTerms> = (0..40)
+            .map(|_| QueryTerms::new(&text(&mut rng, 4)))
+            .chain([QueryTerms::new(""), QueryTerms::new(" \t ")])
+            .collect();
+        let refs: Vec<&QueryTerms> = queries.iter().collect();
+        let mut nonempty = 0;
+        for tag in [None, Some("k1"), Some("K2"), Some("  "), Some("absent")] {
+            for limit in [None, Some(0), Some(1), Some(7)] {
+                let many = search_many(&b, &refs, tag, limit);
+                let one: Vec<Ranked> = queries.iter().map(|q| search(&b, q, tag, limit)).collect();
+                assert_eq!(many, one, "tag {tag:?} limit {limit:?}");
+                nonempty += many.iter().filter(|r| !r.positions.is_empty()).count();
+            }
+        }
+        assert!(nonempty > 100, "the queries found too little: {nonempty}");
+        assert!(search_many(&b, &[], None, None).is_empty());
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]

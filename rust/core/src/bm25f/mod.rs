@@ -13,7 +13,7 @@ mod search;
 mod tests;
 
 pub use explain::{excerpt, explain, FieldPart, TermPart};
-pub use search::{search, search_index, Ranked};
+pub use search::{search, search_index, search_many, Ranked};
 
 use crate::index::bm25f::{Blocks, Bm25fIndex, TokenList, BM25F_FIELDS};
 use crate::text::analyze::{Analyzer, Language};

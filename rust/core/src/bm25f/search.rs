@@ -4,6 +4,8 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
+use rayon::prelude::*;
+
 use super::{part, saturate, terms, Norms, Params, QueryTokens, Stats, Term};
 use crate::bundle::Bundle;
 use crate::index::bm25f::{Blocks, Bm25fIndex};
@@ -127,6 +129,35 @@ pub fn search(
         ),
         None => Ranked::default(),
     }
+}
+
+/// [`search`] of each of `queries` (its tokens and the statistics it is
+/// scored with), in parallel (docs/spec.md §3.7, §12.3): the same results, in
+/// the same order as `queries`, as one call per query. The tag filter is
+/// looked up once for all of them.
+pub fn search_many(
+    b: &Bundle,
+    queries: &[(&QueryTokens, &Stats)],
+    params: &Params,
+    tag: Option<&str>,
+    limit: Option<usize>,
+) -> Vec<Ranked> {
+    let Some(allowed) = tagged(b, tag) else {
+        return vec![Ranked::default(); queries.len()];
+    };
+    queries
+        .par_iter()
+        .map(|(tokens, stats)| {
+            search_index(
+                &b.index.bm25f,
+                tokens,
+                stats,
+                params,
+                allowed.as_deref(),
+                limit,
+            )
+        })
+        .collect()
 }
 
 /// The best `k` hits seen so far (every hit with no `k`).

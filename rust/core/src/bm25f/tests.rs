@@ -246,3 +246,75 @@ fn a_list_naming_a_concept_out_of_range_scores_it_nothing() {
             .all(|&d| (d as usize) < concepts.len()));
     }
 }
+
+#[test]
+fn search_many_is_search_of_each_query() {
+    use crate::bundle::Bundle;
+    use crate::progress::Progress;
+    let mut rng = Rng(0xBA7C4);
+    let d = crate::testing::scratch_dir("bm25f", "many");
+    // Long enough that lists span several blocks.
+    let n = crate::index::bm25f::BLOCK * 2 + 300;
+    for i in 0..n {
+        let src = format!(
+            "---\ntitle: '{}'\ntags: [k{}, '{}']\ndescription: '{}'\n---\n{}\n",
+            random_text(&mut rng, 3),
+            rng.below(3),
+            random_text(&mut rng, 1),
+            random_text(&mut rng, 2),
+            random_text(&mut rng, 20),
+        );
+        std::fs::write(d.join(format!("c{i:04}.md")), src).unwrap();
+    }
+    let language = Some(Language::English);
+    let (b, _) = Bundle::load_with(&d, None, language, &Progress::default()).unwrap();
+    assert_eq!(b.len(), n);
+    let analyzer = Analyzer::new(language);
+    let queries: Vec<QueryTokens> = (0..30)
+        .map(|_| {
+            let q = random_text(&mut rng, 5);
+            QueryTokens::new(&analyzer, &q, rng.below(2) == 0)
+        })
+        .chain([QueryTokens::new(&analyzer, "", false)])
+        .collect();
+    // Each query with its own statistics, and with a catalog's (doubled).
+    let stats: Vec<Stats> = queries
+        .iter()
+        .enumerate()
+        .map(|(i, q)| {
+            let mut s = Stats::of(&b.index.bm25f, &q.tokens);
+            if i % 2 == 1 {
+                s.add(&s.clone());
+            }
+            s
+        })
+        .collect();
+    let batch: Vec<(&QueryTokens, &Stats)> = queries.iter().zip(&stats).collect();
+    let p = params(&mut rng);
+    let mut found = 0;
+    for tag in [None, Some("k1"), Some("K2"), Some(" "), Some("absent")] {
+        for limit in [None, Some(0), Some(1), Some(10)] {
+            let many = search_many(&b, &batch, &p, tag, limit);
+            let one: Vec<Ranked> = batch
+                .iter()
+                .map(|(q, s)| search(&b, q, s, &p, tag, limit))
+                .collect();
+            // Bit for bit: the scores compared as bits, not as floats.
+            let bits = |r: &[Ranked]| -> Vec<(Vec<u32>, Vec<u64>)> {
+                r.iter()
+                    .map(|x| {
+                        (
+                            x.positions.clone(),
+                            x.scores.iter().map(|s| s.to_bits()).collect(),
+                        )
+                    })
+                    .collect()
+            };
+            assert_eq!(bits(&many), bits(&one), "tag {tag:?} limit {limit:?}");
+            found += many.iter().filter(|r| !r.positions.is_empty()).count();
+        }
+    }
+    assert!(found > 100, "the queries found too little: {found}");
+    assert!(search_many(&b, &[], &p, None, None).is_empty());
+    let _ = std::fs::remove_dir_all(&d);
+}
