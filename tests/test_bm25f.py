@@ -19,6 +19,7 @@ from eval_extra import requires_eval_extra
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from okfast import BM25FParams, Bundle, Catalog, InvalidArgumentError, Query, Resolver, Scorer
+from okfast.bundle import Bm25fStats
 from okfast.scoring import stop_words
 from reference import bm25f as ref
 
@@ -343,3 +344,21 @@ def test_the_default_bm25f_ranks_the_shared_sets_above_the_gates(name: str) -> N
 
     report = evaluate(Resolver(cat, max_staleness=math.inf), QRELS / f"{name}.jsonl", query=make)
     assert report.metrics["ndcg@10"] >= GATES[name], report.metrics
+
+
+def test_statistics_are_made_from_their_values_and_pickled_as_them() -> None:
+    """docs/spec.md §15.2: a distributed resolver sends summed statistics to
+    its shards as values; a copy scores exactly as the original."""
+    import pickle
+
+    b = Bundle.load(Path(__file__).parent.parent / "examples" / "platform-runbooks", cache=False)
+    query = b.bm25f_query("database failover alert", BM25FParams())
+    own = b.bm25f_stats(query.tokens)
+    copy = Bm25fStats(own.n, own.totals, own.df)
+    again = pickle.loads(pickle.dumps(own))
+    for stats in (copy, again):
+        assert (stats.n, stats.totals, stats.df) == (own.n, own.totals, own.df)
+        got = b.search_bm25f(query, stats, BM25FParams())
+        want = b.search_bm25f(query, own, BM25FParams())
+        assert len(want[0]) > 3
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()

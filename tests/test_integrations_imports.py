@@ -21,6 +21,7 @@ FRAMEWORKS = {
     "uvicorn": "mcp",
     "anyio": "mcp",
     "httpx": "mcp",
+    "ray": "ray",
 }
 
 
@@ -37,6 +38,7 @@ def test_okfast_imports_no_framework() -> None:
         "import okfast, okfast.cli, okfast.integrations\n"
         "import okfast.integrations.records, okfast.integrations.searching\n"
         "import okfast.integrations.mcp_cli\n"
+        "import okfast.distributed\n"
         "okfast.cli.build_parser()\n"
         "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
     )

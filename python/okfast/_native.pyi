@@ -85,6 +85,12 @@ class Bm25fQuery:
 class Bm25fStats:
     """The statistics a BM25F search is scored with."""
 
+    def __new__(
+        cls, n: int, totals: tuple[int, int, int, int] | list[int], df: list[tuple[str, int]]
+    ) -> Bm25fStats: ...
+    def __reduce__(
+        self,
+    ) -> tuple[type[Bm25fStats], tuple[int, list[int], list[tuple[str, int]]]]: ...
     @staticmethod
     def sum(parts: list[Bm25fStats]) -> Bm25fStats: ...
     @property

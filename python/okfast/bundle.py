@@ -459,6 +459,10 @@ class Bundle:
         (its excerpt by the scorer the terms are for)."""
         return self._native.passage_fields(position, terms)
 
+    def authority_at(self, position: int) -> str | None:
+        """The ``authority`` the concept at ``position`` declares, as written."""
+        return self._native.passage_fields(position, _NO_TERMS).authority
+
     def body_at(self, position: int) -> str:
         """The body of the concept at ``position``."""
         return self._native.body(position)
@@ -467,6 +471,9 @@ class Bundle:
         """Which fields each term matches in the concept at ``position``."""
         return self._native.explain(position, terms)
 
+
+#: No terms: a concept's fields without an excerpt.
+_NO_TERMS = QueryTerms("")
 
 #: ``stale_after_us`` of a concept that declares no ``stale_after``.
 NEVER_STALE_US: int = _native.NEVER_STALE_US

@@ -34,7 +34,6 @@ import numpy as np
 import numpy.typing as npt
 
 from okfast import _native
-from okfast.bundle import QueryTerms
 from okfast.catalog import AUTHORITIES
 from okfast.model import Diagnostic, DiagnosticCode, Exclusion
 
@@ -45,8 +44,6 @@ if TYPE_CHECKING:
 UNKNOWN: int = _native.AUTHORITY_UNKNOWN  # rank of a value that is not an authority
 ABSENT: int = _native.AUTHORITY_ABSENT  # rank of a concept that declares none
 _RANK = {a: i for i, a in enumerate(AUTHORITIES)}
-#: No terms: a passage's fields without an excerpt.
-_NO_TERMS = QueryTerms("")
 # docs/spec.md white space (not Python's str.split set), as the core splits on it.
 _WS = re.compile("[" + re.escape(_native.WHITE_SPACE) + "]+")
 
@@ -208,7 +205,7 @@ def govern(
     for i in unknown.tolist():
         entry = searched[int(src[i])]
         cid = entry.bundle.concept_ids[int(pos[i])]
-        raw = entry.bundle.passage_fields(int(pos[i]), _NO_TERMS).authority
+        raw = entry.bundle.authority_at(int(pos[i]))
         g.diagnostics.append(unknown_authority(cid, raw, entry.source.id))
     for k, (entry, d) in enumerate(zip(searched, decls, strict=True)):
         if d.empty:
@@ -339,7 +336,7 @@ def validate(bundle: Bundle, source_authority: str | None = None) -> list[Diagno
     auth = d.auth.astype(np.int64)
     auth[auth == ABSENT] = authority_rank(source_authority)
     for p in np.flatnonzero(auth == UNKNOWN).tolist():
-        raw = bundle.passage_fields(p, _NO_TERMS).authority
+        raw = bundle.authority_at(p)
         out.append(unknown_authority(ids[p], raw, None))
     for p, partners in sorted(d.conflicts.items()):
         for t in partners:

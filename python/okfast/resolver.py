@@ -219,6 +219,10 @@ class _Engine(ABC):
         total = Bm25fStats.sum([b.bm25f_stats(tokens) for b in bundles])
         return [total] * len(bundles)
 
+    #: The passage sequence a context holds (a distributed resolver reads
+    #: passages from its shards: docs/spec.md §15).
+    passages: type[PassageList] = PassageList
+
     @abstractmethod
     def order(self, q: Query, f: _Matches, quota: int | None) -> Ordered:
         """The strategy's order over all found passages: (src, pos, score, fused)."""
@@ -288,7 +292,7 @@ class _Engine(ABC):
         if q.explain:
             fused_quota = quota if self.strategy is not Strategy.GROUPED else None
             explain = ExplainInfo(self.strategy.value, fused_quota, pinned)
-        passages = PassageList(found.searched, how.bm25f, src, pos, score, fused, now_us, explain)
+        passages = self.passages(found.searched, how.bm25f, src, pos, score, fused, now_us, explain)
         if not exclusions:
             excl = []
         excl.sort(key=lambda e: (e.source_id, governance.id_key(e.concept_id), e.reason, e.detail))

@@ -108,6 +108,9 @@ impl PyQuery {
     }
 }
 
+/// `Bm25fStats(n, totals, df)`'s arguments.
+type StatsArgs = (u64, [u64; 4], Vec<(String, u64)>);
+
 /// The statistics a search is scored with: a bundle's own, or several
 /// summed (docs/spec.md §12.4).
 #[pyclass(frozen, module = "okfast._native", name = "Bm25fStats")]
@@ -118,6 +121,29 @@ pub struct PyStats {
 
 #[pymethods]
 impl PyStats {
+    /// Statistics from their values: `n` concepts, each field's total length
+    /// and `(token, document frequency)` pairs. A distributed resolver sums
+    /// the shards' statistics and sends them back this way (docs/spec.md
+    /// §12.4, §15); every value is an integer, so nothing is lost.
+    #[new]
+    fn new(n: u64, totals: [u64; 4], df: Vec<(String, u64)>) -> PyStats {
+        let (tokens, df) = df.into_iter().unzip();
+        PyStats {
+            inner: Stats {
+                n,
+                totals,
+                tokens,
+                df,
+            },
+        }
+    }
+
+    /// Pickled as its values (`Bm25fStats(n, totals, df)`).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, StatsArgs)> {
+        let me = slf.get();
+        Ok((slf.get_type().into_any(), (me.n(), me.totals(), me.df())))
+    }
+
     /// The sum of `parts` (the statistics of several sources).
     #[staticmethod]
     fn sum(parts: Vec<PyRef<'_, PyStats>>) -> PyStats {

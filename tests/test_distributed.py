@@ -1,0 +1,321 @@
+"""``RayResolver`` on a local Ray cluster (docs/spec.md §15): the context of
+every search equals the local resolver's — passages, exclusions,
+diagnostics, digest — under every strategy and both scorers, with a source
+split over actors, after a refresh, and with a shard killed or too slow.
+
+One cluster for the module (2 CPUs, no dashboard); skipped without Ray
+unless under CI, where the ``ray`` extra must be installed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import fields
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import CORPORA, make_catalog, requires_corpora
+from integration_extras import require
+from okfast import BM25FParams, Catalog, Query, Resolver, Scorer, StalePolicy, Strategy
+from okfast.passages import Context
+from okfast.settings import Settings
+
+ray = require("ray", "ray")
+
+from okfast.distributed import RayResolver  # noqa: E402  (after the skip)
+
+STRATEGIES = [s.value for s in Strategy]
+SCORERS = ["weighted_count", "bm25f", "fusion"]
+NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster() -> Iterator[None]:
+    # Recent Ray enables token authentication for a local cluster; this
+    # private test cluster needs none (the variable is read by ray.init).
+    before = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+    if before is None:
+        del os.environ["RAY_AUTH_MODE"]
+    else:
+        os.environ["RAY_AUTH_MODE"] = before
+
+
+def view(ctx: Context) -> dict[str, Any]:
+    """Everything a context says, passages built (fields and explanations)."""
+    return {
+        "digest": ctx.digest,
+        "passages": [
+            {f.name: getattr(p, f.name) for f in fields(p) if f.name != "_body"} | {"body": p.body}
+            for p in ctx.passages
+        ],
+        "diagnostics": ctx.diagnostics,
+        "exclusions": ctx.exclusions,
+    }
+
+
+def same(local: Resolver, remote: RayResolver, q: Query) -> Context:
+    want, got = local.search(q), remote.search(q)
+    assert got.digest == want.digest, q
+    assert got.passages.keys() == want.passages.keys()
+    assert got.diagnostics == want.diagnostics
+    assert got.exclusions == want.exclusions
+    return got
+
+
+# -- the shared corpora: every strategy, both scorers ---------------------------------
+
+SOURCES = [
+    *({"id": s, "path": f"./gcp-samples/{s}"} for s in ("acme_retail", "ga4", "stackoverflow")),
+    {"id": "react", "path": "./saschb2b/react", "priority": 2},
+    {"id": "rezepte", "path": "./saschb2b/rezepte", "language": "german"},
+    {"id": "databricks", "path": "./databricks", "priority": 1},
+]
+
+
+def corpora_catalog() -> Catalog:
+    return Catalog.parse(
+        json.dumps({"version": 1, "sources": SOURCES}), base_dir=CORPORA, root=CORPORA
+    )
+
+
+def judged_queries(n: int) -> list[str]:
+    out = []
+    for name in ("gcp-samples", "react", "databricks"):
+        lines = (CORPORA.parent / "qrels" / f"{name}.jsonl").read_text().splitlines()
+        out += [json.loads(line)["query"] for line in lines[:n]]
+    return out + ["Rezept mit Kartoffeln", "the"]
+
+
+@requires_corpora
+def test_every_strategy_and_scorer_equal_the_local_resolver_on_the_corpora() -> None:
+    cat = corpora_catalog()
+    bm25f = BM25FParams(language="english", stop_words=True)
+    local = Resolver(cat, default_bm25f=bm25f, clock=lambda: NOW)
+    remote = RayResolver(
+        cat, shards=3, split={"databricks": 2}, default_bm25f=bm25f, clock=lambda: NOW
+    )
+    seen = 0
+    for text in judged_queries(3):
+        for strategy in STRATEGIES:
+            for scorer in SCORERS:
+                got = same(local, remote, Query(text, strategy=strategy, scorer=scorer))
+                seen += len(got.passages)
+    # The knobs, on one query each way.
+    text = "delta lake vacuum retention"
+    for scorer in SCORERS:
+        for kw in (
+            {"limit": 5},
+            {"min_score": {"weighted_count": 3, "bm25f": 4.5, "fusion": 0.03}[scorer]},
+            {"fairness_quota": 2},
+            {"pin_exact_title": True},
+            {"permitted_source_ids": ["react", "databricks"]},
+        ):
+            for strategy in STRATEGIES:
+                same(local, remote, Query(text, strategy=strategy, scorer=scorer, **kw))
+        q = Query(text, strategy="reciprocal_rank", scorer=scorer, explain=True, limit=20)
+        assert view(remote.search(q)) == view(local.search(q))
+    assert seen > 1000  # the queries found something to compare
+    q = Query(text, strategy="merged", limit=5)
+    assert remote.search(q, exclusions=False).digest == local.search(q, exclusions=False).digest
+    batch = [Query(t, strategy="merged", scorer="bm25f") for t in judged_queries(1)]
+    got = [c.digest for c in remote.search_many(batch)]
+    assert got == [c.digest for c in local.search_many(batch)] and len(set(got)) == len(got)
+
+
+@requires_corpora
+def test_settings_reach_the_shards_as_they_reach_one_process() -> None:
+    """docs/spec.md §13: the scorer, strategy, rrf_k, BM25F parameters and a
+    per-source analyzer language of a Settings apply on the shards too."""
+    cat = corpora_catalog()
+    st = Settings(
+        scorer=Scorer.FUSION,
+        strategy=Strategy.RECIPROCAL_RANK,
+        rrf_k=20,
+        bm25f=BM25FParams(k1=1.2, language="english"),
+        languages={"react": "none"},
+    )
+    local = Resolver(cat, settings=st, clock=lambda: NOW)
+    remote = RayResolver(cat, settings=st, shards=2, clock=lambda: NOW)
+    for text in judged_queries(2):
+        got = same(local, remote, Query(text, limit=10))
+        assert got.passages[0].fused_score is not None
+
+
+# -- governance, staleness, a split source: a catalog written here ----------------------
+
+
+def concept(title: str, body: str, **front: str) -> str:
+    head = "".join(f"{k}: {v}\n" for k, v in front.items())
+    return f"---\ntype: note\ntitle: {title}\n{head}---\n{body}\n"
+
+
+BUNDLES = {
+    "a": {
+        "old-cache.md": concept("Cache", "cache rules old", superseded_by="new-cache"),
+        "new-cache.md": concept("Cache", "cache rules new cache"),
+        "draft.md": concept("Cache draft", "cache draft", authority="draft"),
+        "guess.md": concept("Cache guess", "cache guess", authority="rumour"),
+        "x.md": concept("Cache x", "cache x", conflicts_with="y", authority="canonical"),
+        "y.md": concept("Cache y", "cache y cache", authority="reference"),
+        "stale.md": concept("Cache stale", "cache stale", stale_after="2026-01-01"),
+        "broken.md": concept("Cache broken", "cache", supersedes="ghost"),
+        **{f"n{i:02d}.md": concept(f"Note {i}", "cache " * (i % 4 + 1)) for i in range(40)},
+    },
+    "b": {f"m{i:02d}.md": concept(f"Memo {i}", "cache memo " * (i % 3 + 1)) for i in range(30)},
+}
+
+
+@pytest.fixture(scope="module")
+def governed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Resolver, RayResolver]:
+    tmp = tmp_path_factory.mktemp("governed")
+    cat = make_catalog(
+        tmp,
+        BUNDLES,
+        [
+            {"id": "a", "path": "a", "priority": 1},
+            {"id": "b", "path": "b"},
+            {"id": "b-again", "path": "b"},
+        ],
+    )
+    local = Resolver(cat, clock=lambda: NOW)
+    return local, RayResolver(cat, shards=2, split={"a": 2}, clock=lambda: NOW)
+
+
+@pytest.mark.parametrize("scorer", SCORERS)
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_governance_staleness_and_a_split_source_equal_the_local_resolver(
+    governed: tuple[Resolver, RayResolver], strategy: str, scorer: str
+) -> None:
+    local, remote = governed
+    for kw in (
+        {},
+        {"include_historical": True},
+        {"min_authority": "reference"},
+        {"stale_policy": StalePolicy.strict()},
+        {"stale_policy": StalePolicy.tolerate(200)},
+        {"pin_exact_title": True, "limit": 7},
+        {"explain": True, "fairness_quota": 2},
+    ):
+        q = Query("cache", strategy=strategy, scorer=scorer, **kw)
+        got = same(local, remote, q)
+        if q.explain or q.pin_exact_title:
+            assert view(got) == view(local.search(q))
+    reasons = {e.reason for e in remote.search(Query("cache", strategy=strategy)).exclusions}
+    assert {"superseded", "conflict"} <= reasons  # governance did run on the shards' arrays
+    if strategy != "grouped":
+        assert "duplicate-directory" in reasons
+
+
+def test_a_split_source_is_one_bundle(governed: tuple[Resolver, RayResolver]) -> None:
+    local, remote = governed
+    parts = {sh for sh in remote._place.values() for sh in sh}
+    assert len(remote._place[next(iter(remote._place))]) == 2 and parts == {0, 1}
+    q = Query("cache", strategy="reciprocal_rank", permitted_source_ids=["a"], scorer="bm25f")
+    got = same(local, remote, q)
+    # The reciprocal ranks run over the source's whole list, not each
+    # actor's: no two passages share one, and both actors' concepts are there.
+    fused = [p.fused_score for p in got.passages]
+    assert len(set(fused)) == len(fused) > 10
+    owners = {int(o) for e in got.passages._searched for o in e.bundle._owner}
+    assert owners == {0, 1}
+
+
+# -- refresh and faults --------------------------------------------------------------
+
+
+def test_a_refreshed_shard_keeps_the_catalog_statistics_exact(tmp_path: Path) -> None:
+    cat = make_catalog(
+        tmp_path,
+        {"a": BUNDLES["b"], "c": {"one.md": concept("One", "memo cache")}},
+        [{"id": "a", "path": "a"}, {"id": "c", "path": "c"}],
+    )
+    local = Resolver(cat, max_staleness=0, clock=lambda: NOW)
+    remote = RayResolver(cat, max_staleness=0, clock=lambda: NOW)
+    q = Query("memo cache", strategy="merged", scorer="bm25f")
+    before = same(local, remote, q)
+    (tmp_path / "c" / "two.md").write_text(concept("Two", "memo memo memo"))
+    (tmp_path / "c" / "three.md").write_text(concept("Three", "cache"))
+    after = same(local, remote, q)
+    assert after.digest != before.digest
+    assert len(after.passages) == len(before.passages) + 2
+    # A source whose directory went away is left out of the sums too.
+    shutil.rmtree(tmp_path / "c")
+    gone = same(local, remote, q)
+    assert ("SourceUnavailable", "c") in [(d.code, d.source_id) for d in gone.diagnostics]
+    assert {p.source_id for p in gone.passages} == {"a"}
+
+
+def _wait_dead(actor: Any) -> None:
+    for _ in range(200):
+        try:
+            ray.get(actor.ready.remote(), timeout=5)
+        except ray.exceptions.RayError:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the killed shard still answers")
+
+
+def test_a_killed_shard_makes_its_sources_unavailable_then_comes_back(
+    governed: tuple[Resolver, RayResolver],
+) -> None:
+    local, remote = governed
+    q = Query("cache memo", strategy="merged", scorer="bm25f")
+    want = local.search(q)
+    a, b = sorted(remote._place)  # bundle "a" on two shards, "b" on one of them
+    (victim,) = set(remote._place[a]) - set(remote._place[b])
+    ray.kill(remote.shards[victim], no_restart=True)
+    _wait_dead(remote.shards[victim])
+    hurt = remote.search(q)
+    codes = [(d.code, d.source_id) for d in hurt.diagnostics]
+    assert ("SourceUnavailable", "a") in codes
+    assert {p.source_id for p in hurt.passages} == {"b"}
+    # The other source's passages are scored without the lost one's statistics.
+    alone = local.search(
+        Query(
+            "cache memo", strategy="merged", scorer="bm25f", permitted_source_ids=["b", "b-again"]
+        )
+    )
+    assert hurt.passages.keys() == alone.passages.keys()
+    assert remote.search(q).digest == want.digest  # the shard was replaced
+
+
+def test_a_shard_that_does_not_answer_in_time_never_hangs_the_search(
+    governed: tuple[Resolver, RayResolver],
+) -> None:
+    local, remote = governed
+    q = Query("cache", strategy="priority_weighted")
+    remote.timeout = 1e-6
+    try:
+        late = remote.search(q)
+    finally:
+        remote.timeout = 30.0
+    assert {e.reason for e in late.exclusions} >= {"source-unavailable"}
+    assert len(late.passages) == 0
+    assert any("did not answer within" in d.message for d in late.diagnostics)
+    assert same(local, remote, q).digest == local.search(q).digest
+
+
+def test_arguments_are_checked(governed: tuple[Resolver, RayResolver]) -> None:
+    from okfast import InvalidArgumentError
+
+    cat = governed[0].catalog
+    for kw in (
+        {"split": {"nope": 2}},
+        {"split": {"a": 0}},
+        {"split": {"a": 3}, "shards": 2},
+        {"timeout": 0},
+        {"default_strategy": "sideways"},
+    ):
+        with pytest.raises(InvalidArgumentError):
+            RayResolver(cat, **kw)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError):
+        governed[1].timeout = -1
