@@ -89,7 +89,7 @@ def test_the_acceptance_is_the_k_fold_read_literally() -> None:
     # time; trial 2 is better everywhere: the folds choose 1, holdout worse.
     current = trial(0.5, 0.5, 0.5, 0.5)
     overfit = trial(1.0, 1.0, 1.0, 0.0)
-    r = _decide(qs, [current, overfit], "ndcg@10", 2)
+    r = _decide(qs, [current, overfit], "ndcg@10", 2, 0, 2, 2, False)
     # Fold 0 holds q0, q2 (train q1, q3: overfit 0.5 vs current 0.5, a tie:
     # the current wins); fold 1 holds q1, q3 (train q0, q2: overfit 1.0).
     assert [(f.queries, f.chosen) for f in r.folds] == [((0, 2), 0), ((1, 3), 1)]
@@ -97,7 +97,7 @@ def test_the_acceptance_is_the_k_fold_read_literally() -> None:
     assert r.current == 0.5 and r.proposed is None
     assert r.deltas == {"q0": 0.0, "q1": 0.5, "q2": 0.0, "q3": -0.5}
     better = trial(0.9, 0.9, 0.9, 0.9)
-    r = _decide(qs, [current, overfit, better], "ndcg@10", 2)
+    r = _decide(qs, [current, overfit, better], "ndcg@10", 2, 0, 3, 3, False)
     assert [f.chosen for f in r.folds] == [2, 1]
     assert r.holdout == pytest.approx((0.9 + 1.0 + 0.9 + 0.0) / 4)
     assert r.proposed == 2

@@ -288,19 +288,15 @@ class Bundle:
         fusion's one query at a time."""
         texts = _texts_of(texts)
         how = scorer_of(scorer)
-        if how is Scorer.FUSION:
-            _fusion_arguments(limit, rrf_k)  # refused even for an empty batch
-            kw = {"tag": tag, "limit": limit, "bm25f": bm25f, "rrf_k": rrf_k}
-            return [self.search(t, scorer=how, **kw) for t in texts]  # type: ignore[arg-type]
-        if how is Scorer.BM25F:
-            params = bm25f or BM25FParams()
-            queries = [self.bm25f_query(_text_of(t), params) for t in texts]
-            found = self._bm25f_many(queries, params, tag, limit)
-            return [self._bm25f_hits(q, *r) for q, r in zip(queries, found, strict=True)]
-        many = self._native.search_hits_many([query_terms(t) for t in texts], tag=tag, limit=limit)
-        return [
-            [Hit(h.concept_id, h.score, h.title, h.excerpt, h.path) for h in hits] for hits in many
-        ]
+        if how is Scorer.WEIGHTED_COUNT:
+            terms = [query_terms(t) for t in texts]
+            many = self._native.search_hits_many(terms, tag=tag, limit=limit)
+            return [
+                [Hit(h.concept_id, h.score, h.title, h.excerpt, h.path) for h in hits]
+                for hits in many
+            ]
+        queries, found = self._ranked_many(texts, how, bm25f, tag, limit, rrf_k)
+        return [self._bm25f_hits(q, *r) for q, r in zip(queries, found, strict=True)]
 
     def _bm25f_hits(
         self,
@@ -366,16 +362,30 @@ class Bundle:
         queries scored in one native call, in parallel with the GIL released."""
         texts = _texts_of(texts)
         how = scorer_of(scorer)
-        if how is Scorer.FUSION:
-            _fusion_arguments(limit, rrf_k)
-            kw = {"tag": tag, "limit": limit, "bm25f": bm25f, "rrf_k": rrf_k}
-            return [self.search_arrays(t, scorer=how, **kw) for t in texts]  # type: ignore[arg-type]
+        if how is Scorer.WEIGHTED_COUNT:
+            terms = [query_terms(t) for t in texts]
+            return list(self._native.search_arrays_many(terms, tag=tag, limit=limit))
+        return self._ranked_many(texts, how, bm25f, tag, limit, rrf_k)[1]
+
+    def _ranked_many(
+        self,
+        texts: Sequence[str | QueryTerms],
+        how: Scorer,
+        bm25f: BM25FParams | None,
+        tag: str | None,
+        limit: int | None,
+        rrf_k: int,
+    ) -> tuple[list[Bm25fQuery], list[Found]]:
+        """A BM25F or fusion batch: each text's BM25F tokens (its excerpts'
+        too) and its arrays. BM25F's are one native call; fusion's one
+        fused search per query."""
+        params = bm25f or BM25FParams()
+        queries = [self.bm25f_query(_text_of(t), params) for t in texts]
         if how is Scorer.BM25F:
-            params = bm25f or BM25FParams()
-            queries = [self.bm25f_query(_text_of(t), params) for t in texts]
-            return list(self._bm25f_many(queries, params, tag, limit))
-        terms = [query_terms(t) for t in texts]
-        return list(self._native.search_arrays_many(terms, tag=tag, limit=limit))
+            return queries, list(self._bm25f_many(queries, params, tag, limit))
+        _fusion_arguments(limit, rrf_k)  # refused even for an empty batch
+        kw = {"tag": tag, "limit": limit, "bm25f": params, "rrf_k": rrf_k}
+        return queries, [self.search_arrays(t, scorer=how, **kw) for t in texts]  # type: ignore[arg-type]
 
     def excerpt(self, concept_id: str, text: str | QueryTerms) -> str:
         """docs/spec.md §3.5 excerpt of one concept for a query."""

@@ -74,6 +74,19 @@ class _Matches:
     exclusions: list[Exclusion]
     any_searched: bool
 
+    def unavailable(self, source_id: str, why: str) -> None:
+        """A source that could not be searched: its exclusion and its
+        ``SourceUnavailable`` error (docs/spec.md §5.3)."""
+        self.exclusions.append(Exclusion(source_id, "", "source-unavailable", why))
+        self.diagnostics.append(
+            Diagnostic(
+                DiagnosticCode.SOURCE_UNAVAILABLE.value,
+                f"Source '{source_id}' could not be searched: {why}",
+                source_id=source_id,
+                severity="error",
+            )
+        )
+
 
 class _Engine(ABC):
     """The fused engine every strategy shares; subclasses supply the order."""
@@ -156,15 +169,7 @@ class _Engine(ABC):
                 language = source_language(s, how.bm25f.language, self.r.settings)
                 loaded.append((s, self.r._bundles.get(s, language)))
             except (OSError, OkfastError) as e:
-                f.exclusions.append(Exclusion(s.id, "", "source-unavailable", str(e)))
-                f.diagnostics.append(
-                    Diagnostic(
-                        DiagnosticCode.SOURCE_UNAVAILABLE.value,
-                        f"Source '{s.id}' could not be searched: {e}",
-                        source_id=s.id,
-                        severity="error",
-                    )
-                )
+                f.unavailable(s.id, str(e))
         queries: list[QueryTerms | Bm25fQuery] = [how.terms] * len(loaded)
         stats: list[Bm25fStats | None] = [None] * len(loaded)
         if how.scorer is not Scorer.WEIGHTED_COUNT:

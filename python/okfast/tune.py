@@ -259,13 +259,16 @@ def candidates(current: Settings, *, multi_source: bool, budget: int, seed: int)
 
 
 def space_size(multi_source: bool) -> int:
-    """How many distinct configurations the pruned space holds."""
-    per_bm25f = len(K1) * len(SHORT_B) ** 2 * len(BODY_B) * len(TITLE_WEIGHT)
-    per_bm25f *= len(SIDE_WEIGHT) * len(ANALYZERS)
-    scorers = 1 + per_bm25f + per_bm25f * len(RRF_K)
+    """How many distinct configurations the pruned space of :func:`_space`
+    holds: the weighted count once; BM25F once per parameter combination;
+    fusion once per combination and ``rrf_k``; times the strategies and
+    quotas (one ``grouped``, which reads no quota) over several sources."""
+    scorer, strategy, quota, *bm25f, rrf_k = _space(multi_source)
+    combos = math.prod(len(d) for d in bm25f)
+    scorers = (len(scorer) - 2) + combos * (1 + len(rrf_k))
     if not multi_source:
         return scorers
-    return scorers * (1 + (len(Strategy) - 1) * len(QUOTAS))
+    return scorers * (1 + (len(strategy) - 1) * len(quota))
 
 
 def tune(
@@ -324,14 +327,8 @@ def tune(
                 raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-    decided = _decide(judged.queries, trials, objective, folds)
-    return replace(
-        decided,
-        seed=seed,
-        budget=budget,
-        space=space_size(len(knowledge) > 1),
-        interrupted=interrupted,
-    )
+    space = space_size(len(knowledge) > 1)
+    return _decide(judged.queries, trials, objective, folds, seed, budget, space, interrupted)
 
 
 def _measure(
@@ -345,7 +342,14 @@ def _measure(
 
 
 def _decide(
-    queries: Sequence[JudgedQuery], trials: list[Trial], objective: str, k: int
+    queries: Sequence[JudgedQuery],
+    trials: list[Trial],
+    objective: str,
+    k: int,
+    seed: int,
+    budget: int,
+    space: int,
+    interrupted: bool,
 ) -> TuneReport:
     """The k-fold acceptance over measured trials (``trials[0]``: current)."""
     n = len(queries)
@@ -380,10 +384,10 @@ def _decide(
         holdout=holdout,
         current=trials[0].mean,
         proposed=proposed,
-        interrupted=False,
-        seed=0,
-        budget=len(trials),
-        space=0,
+        interrupted=interrupted,
+        seed=seed,
+        budget=budget,
+        space=space,
     )
 
 

@@ -50,7 +50,7 @@ from okfast.distributed.remote import PAGE, RemoteBundle, RemotePassages
 from okfast.distributed.shard import Found, Request, Shard, Stale, Unavailable, Unit
 from okfast.errors import InvalidArgumentError, MissingDependencyError, OkfastError
 from okfast.governance import Declarations, pin_keys
-from okfast.model import Diagnostic, DiagnosticCode, Exclusion
+from okfast.model import Diagnostic
 from okfast.passages import Context, SourceSnapshot
 from okfast.paths import directory_key
 from okfast.query import Query, Strategy, Visibility
@@ -459,15 +459,7 @@ class RayResolver:
         f = _Matches([], [], [], [], [], [], [], False)
         for s in sources:
             if s.id in failed:
-                f.exclusions.append(Exclusion(s.id, "", "source-unavailable", failed[s.id]))
-                f.diagnostics.append(
-                    Diagnostic(
-                        DiagnosticCode.SOURCE_UNAVAILABLE.value,
-                        f"Source '{s.id}' could not be searched: {failed[s.id]}",
-                        source_id=s.id,
-                        severity="error",
-                    )
-                )
+                f.unavailable(s.id, failed[s.id])
         for s in sources:
             parts = replies.get(s.id)
             if parts is None:
