@@ -16,6 +16,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -202,16 +203,27 @@ def _search_all(
     search time in ms, and the distinct error diagnostics of the searches (a
     source that could not be searched, a file skipped), in first-seen order.
     One place runs the searches, so a batch search can replace the loop."""
-    rankings: list[list[tuple[str, str]]] = []
-    latencies: list[float] = []
-    seen: dict[tuple[str, str | None, str | None, str], Diagnostic] = {}
-    for q in queries:
+
+    def one(q: Query) -> tuple[list[tuple[str, str]], float, tuple[Diagnostic, ...]]:
         start = time.perf_counter_ns()
         ctx = resolver.search(q, exclusions=False)  # the ranking is all it reads
         keys = ctx.passages.keys()[:depth]
-        latencies.append((time.perf_counter_ns() - start) / 1e6)
-        rankings.append([(s, c) for s, c, _ in keys])
-        for d in ctx.diagnostics:
+        ms = (time.perf_counter_ns() - start) / 1e6
+        return [(s, c) for s, c, _ in keys], ms, ctx.diagnostics
+
+    # A thread per core: the native searches release the GIL (docs/spec.md
+    # §11.3). Each latency is its own query's; the results keep the order.
+    workers = min(len(queries), os.cpu_count() or 1)
+    if workers > 1:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            done = list(pool.map(one, queries))
+    else:
+        done = [one(q) for q in queries]
+    rankings = [r for r, _, _ in done]
+    latencies = [ms for _, ms, _ in done]
+    seen: dict[tuple[str, str | None, str | None, str], Diagnostic] = {}
+    for _, _, diagnostics in done:
+        for d in diagnostics:
             if d.severity == "error":
                 seen.setdefault((d.code, d.source_id, d.path, d.message), d)
     return rankings, latencies, list(seen.values())

@@ -113,12 +113,11 @@ class PassageList(Sequence[Passage]):
 
     def keys(self) -> list[tuple[str, str, int | float]]:
         """``(source_id, concept_id, score)`` of every passage, without building them."""
-        out: list[tuple[str, str, int | float]] = []
-        for s, p, sc in zip(
-            self._src.tolist(), self._pos.tolist(), self._score.tolist(), strict=True
-        ):
-            out.append((self._searched[s].source.id, self._searched[s].bundle.concept_ids[p], sc))
-        return out
+        sources = [(e.source.id, e.bundle.concept_ids) for e in self._searched]
+        src, pos, score = self._src.tolist(), self._pos.tolist(), self._score.tolist()
+        return [
+            (sources[s][0], sources[s][1][p], sc) for s, p, sc in zip(src, pos, score, strict=True)
+        ]
 
     def digest_keys(self) -> list[tuple[str, str, int]]:
         """:meth:`keys` as the digest records them: a BM25F score as whole

@@ -14,7 +14,7 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -24,6 +24,7 @@ import numpy.typing as npt
 from okfast import _native, governance
 from okfast.bundle import Bm25fQuery, Bm25fStats, Bundle, Progress, QueryTerms, query_terms
 from okfast.catalog import Catalog, Source
+from okfast.cutoff import cuttable, settled
 from okfast.errors import BundleNotFoundError, InvalidArgumentError, OkfastError
 from okfast.model import Diagnostic, DiagnosticCode, Exclusion
 from okfast.passages import Context, ExplainInfo, PassageList, SourceSnapshot
@@ -59,6 +60,9 @@ class _Scoring:
     terms: QueryTerms
     bm25f: BM25FParams
     rrf_k: int
+    #: at most this many passages asked of each source (docs/spec.md §5.2:
+    #: a search that reads only its ranking); ``None`` asks for all
+    depth: int | None = None
 
 
 @dataclass
@@ -73,6 +77,9 @@ class _Matches:
     diagnostics: list[Diagnostic]
     exclusions: list[Exclusion]
     any_searched: bool
+    #: per searched source, when its list was cut at the depth: the score of
+    #: the last passage asked for (before the stale filter), else ``None``
+    cut: list[float | None] = field(default_factory=list)
 
     def unavailable(self, source_id: str, why: str) -> None:
         """A source that could not be searched: its exclusion and its
@@ -170,6 +177,9 @@ class _Engine(ABC):
                 loaded.append((s, self.r._bundles.get(s, language)))
             except (OSError, OkfastError) as e:
                 f.unavailable(s.id, str(e))
+        depth = how.depth
+        if how.scorer is not Scorer.BM25F or not all(cuttable(sn.bundle) for _, sn in loaded):
+            depth = None
         queries: list[QueryTerms | Bm25fQuery] = [how.terms] * len(loaded)
         stats: list[Bm25fStats | None] = [None] * len(loaded)
         if how.scorer is not Scorer.WEIGHTED_COUNT:
@@ -185,7 +195,7 @@ class _Engine(ABC):
             score: Scores
             if st is not None:
                 assert isinstance(query, Bm25fQuery)
-                pos, score = b.search_bm25f(query, st, how.bm25f, tag=q.tag)
+                pos, score = b.search_bm25f(query, st, how.bm25f, tag=q.tag, limit=depth)
                 if how.scorer is Scorer.FUSION:
                     # docs/spec.md §12.10: the scorer's own lists, before the
                     # stale filter, as the other scorers' are.
@@ -193,6 +203,7 @@ class _Engine(ABC):
                     pos, score = fuse(counted, pos, snap.ordinal, how.rrf_k)
             else:
                 pos, score = self.r._counts(b, how.terms, q.tag)
+            cut_at = float(score[-1]) if depth is not None and len(pos) == depth else None
             admit = q.stale_policy.admits_us(snap.stale_us[pos], now_us)
             if not bool(np.all(admit)):
                 ids = b.concept_ids
@@ -207,6 +218,7 @@ class _Engine(ABC):
             counting = how.terms if how.scorer is Scorer.FUSION else None
             f.searched.append(SourceSnapshot(s, b, query, st, counting))
             f.snaps.append(snap)
+            f.cut.append(cut_at)
             f.src.append(np.full(len(pos), k, dtype=np.uint32))
             f.pos.append(pos)
             f.score.append(score)
@@ -236,6 +248,21 @@ class _Engine(ABC):
 
     def run(self, q: Query, exclusions: bool = True) -> Context:
         now_us = micros(self.r.clock())
+        quota = q.fairness_quota or self.r.default_fairness_quota
+        # docs/spec.md §5.2: a search that reads only its ranking asks each
+        # source for its first `limit` passages, when nothing after the
+        # search can bring in one beyond them; otherwise, or when the cut
+        # turns out to matter, for all of them.
+        if not exclusions and q.limit and quota is None and not q.pin_exact_title:
+            ctx = self._run(q, exclusions, now_us, q.limit)
+            if ctx is not None:
+                return ctx
+        ctx = self._run(q, exclusions, now_us, None)
+        assert ctx is not None
+        return ctx
+
+    def _run(self, q: Query, exclusions: bool, now_us: int, depth: int | None) -> Context | None:
+        quota = q.fairness_quota or self.r.default_fairness_quota
         diags: list[Diagnostic] = []
         excl: list[Exclusion] = []
         sources = self.deduplicate(self.select(q, diags, excl), diags, excl)
@@ -244,12 +271,13 @@ class _Engine(ABC):
             query_terms(q.text),  # split once, for every source and passage
             q.bm25f or self.r.default_bm25f,
             q.rrf_k if q.rrf_k is not None else self.r.default_rrf_k,
+            depth,
         )
         found = self.search(q, how, sources, now_us)
         diags.extend(found.diagnostics)
         excl.extend(found.exclusions)
-        quota = q.fairness_quota or self.r.default_fairness_quota
         src, pos, score, fused = self.order(q, found, quota)
+        ordered_src, at = src, np.arange(len(pos))
         g = governance.govern(
             found.searched,
             src,
@@ -260,7 +288,7 @@ class _Engine(ABC):
         diags.extend(g.diagnostics)
         excl.extend(g.exclusions)
         if not bool(g.keep.all()):
-            src, pos, score = src[g.keep], pos[g.keep], score[g.keep]
+            src, pos, score, at = src[g.keep], pos[g.keep], score[g.keep], at[g.keep]
             fused = None if fused is None else fused[g.keep]
         pinned = None
         if q.pin_exact_title and len(pos):
@@ -272,7 +300,7 @@ class _Engine(ABC):
             if exclusions:
                 why = f"score below min_score {q.min_score}"
                 excl.extend(_excluded(found, src[~keep], pos[~keep], "not-relevant", why))
-            src, pos, score = src[keep], pos[keep], score[keep]
+            src, pos, score, at = src[keep], pos[keep], score[keep], at[keep]
             fused = None if fused is None else fused[keep]
             pinned = None if pinned is None else pinned[keep]
         if q.limit is not None and len(pos) > q.limit:
@@ -280,8 +308,11 @@ class _Engine(ABC):
                 why = f"beyond limit {q.limit}"
                 excl.extend(_excluded(found, src[q.limit :], pos[q.limit :], "not-relevant", why))
             src, pos, score = src[: q.limit], pos[: q.limit], score[: q.limit]
+            at = at[: q.limit]
             fused = None if fused is None else fused[: q.limit]
             pinned = None if pinned is None else pinned[: q.limit]
+        if not settled(found.cut, ordered_src, at, q):
+            return None
         untokened = _no_tokens(found, q.text) if len(pos) == 0 else None
         if untokened is not None:
             diags.append(untokened)

@@ -1,0 +1,43 @@
+"""The cut of a ranking-only search (docs/spec.md §5.2): which sources'
+lists may stop at the query's ``limit``, and whether the passages kept from
+such lists are those the whole lists would have given."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from okfast import governance
+from okfast.bundle import Bundle
+from okfast.query import Query
+
+
+def cuttable(bundle: Bundle) -> bool:
+    """Whether governance decides each of this bundle's passages alone
+    (supersession, ``min_authority``), so a list cut at a depth cannot
+    change what it keeps or reports (docs/spec.md §5.2, §7)."""
+    d = governance.declarations(bundle)
+    return not (d.conflicts or d.broken or d.any_unknown)
+
+
+def settled(
+    cut: list[float | None],
+    ordered_src: npt.NDArray[np.uint32],
+    kept: npt.NDArray[np.intp],
+    q: Query,
+) -> bool:
+    """Whether the passages kept from lists cut at a depth are those the
+    whole lists give (docs/spec.md §5.2). A source's passages beyond its cut
+    come, in every strategy's order, after the last of its passages that was
+    ordered; so they change nothing when the last passage kept (``kept``
+    indexes the ordered passages) precedes that one, or when ``min_score``
+    drops them all (scores only fall down a list)."""
+    for k, last in enumerate(cut):
+        if last is None or (q.min_score is not None and last < q.min_score):
+            continue
+        if q.limit is None or len(kept) < q.limit:
+            return False
+        mine = np.flatnonzero(ordered_src == k)
+        if len(mine) == 0 or int(kept[-1]) > int(mine[-1]):
+            return False
+    return True
