@@ -26,10 +26,11 @@ from okfast.bundle import Bm25fQuery, Bm25fStats, Bundle, Progress, QueryTerms, 
 from okfast.catalog import Catalog, Source
 from okfast.cutoff import cuttable, settled
 from okfast.errors import BundleNotFoundError, InvalidArgumentError, OkfastError
+from okfast.exclusions import Run, in_order, iso
 from okfast.model import Diagnostic, DiagnosticCode, Exclusion
 from okfast.passages import Context, ExplainInfo, PassageList, SourceSnapshot
 from okfast.paths import directory_key
-from okfast.query import NEVER_US, Query, Strategy, Visibility, micros
+from okfast.query import Query, Strategy, Visibility, micros
 from okfast.scoring import BM25FParams, Scorer, fuse, rrf_k_of, scorer_of
 from okfast.settings import Settings, settings_for
 from okfast.snapshots import CachedBundle, Snapshots, source_language
@@ -210,7 +211,7 @@ class _Engine(ABC):
                 for p in pos[~admit].tolist():
                     f.exclusions.append(
                         Exclusion(
-                            s.id, ids[p], "stale", f"stale_after {_iso(int(snap.stale_us[p]))}"
+                            s.id, ids[p], "stale", f"stale_after {iso(int(snap.stale_us[p]))}"
                         )
                     )
                 pos, score = pos[admit], score[admit]
@@ -265,6 +266,7 @@ class _Engine(ABC):
         quota = q.fairness_quota or self.r.default_fairness_quota
         diags: list[Diagnostic] = []
         excl: list[Exclusion] = []
+        runs: list[Run] = []  # passages left out in bulk (docs/spec.md §5.8)
         sources = self.deduplicate(self.select(q, diags, excl), diags, excl)
         how = _Scoring(
             scorer_of(q.scorer) if q.scorer is not None else self.r.default_scorer,
@@ -299,14 +301,14 @@ class _Engine(ABC):
             keep = score >= q.min_score
             if exclusions:
                 why = f"score below min_score {q.min_score}"
-                excl.extend(_excluded(found, src[~keep], pos[~keep], "not-relevant", why))
+                runs.append(Run(src[~keep], pos[~keep], "not-relevant", why))
             src, pos, score, at = src[keep], pos[keep], score[keep], at[keep]
             fused = None if fused is None else fused[keep]
             pinned = None if pinned is None else pinned[keep]
         if q.limit is not None and len(pos) > q.limit:
             if exclusions:
                 why = f"beyond limit {q.limit}"
-                excl.extend(_excluded(found, src[q.limit :], pos[q.limit :], "not-relevant", why))
+                runs.append(Run(src[q.limit :], pos[q.limit :], "not-relevant", why))
             src, pos, score = src[: q.limit], pos[: q.limit], score[: q.limit]
             at = at[: q.limit]
             fused = None if fused is None else fused[: q.limit]
@@ -329,19 +331,8 @@ class _Engine(ABC):
             fused_quota = quota if self.strategy is not Strategy.GROUPED else None
             explain = ExplainInfo(self.strategy.value, fused_quota, pinned)
         passages = self.passages(found.searched, how.bm25f, src, pos, score, fused, now_us, explain)
-        if not exclusions:
-            excl = []
-        excl.sort(key=lambda e: (e.source_id, governance.id_key(e.concept_id), e.reason, e.detail))
+        excl = in_order(excl, runs, found.searched) if exclusions else []
         return Context(q, self.r.catalog.generation, passages, tuple(diags), tuple(excl))
-
-
-def _excluded(
-    f: _Matches, src: npt.NDArray[np.uint32], pos: npt.NDArray[np.int32], reason: str, detail: str
-) -> list[Exclusion]:
-    return [
-        Exclusion(f.searched[s].source.id, f.searched[s].bundle.concept_ids[p], reason, detail)
-        for s, p in zip(src.tolist(), pos.tolist(), strict=True)
-    ]
 
 
 def _no_tokens(f: _Matches, text: str) -> Diagnostic | None:
@@ -361,12 +352,6 @@ def _no_tokens(f: _Matches, text: str) -> Diagnostic | None:
         f"Query '{text}' has no tokens to score: {why}.",
         severity="warning",
     )
-
-
-def _iso(us: int) -> str:
-    if us == NEVER_US:
-        return "never"
-    return datetime.fromtimestamp(us / 1_000_000, tz=timezone.utc).isoformat()
 
 
 def _concat(f: _Matches) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int32], Scores]:

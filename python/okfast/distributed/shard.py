@@ -21,10 +21,10 @@ from okfast import governance
 from okfast.bundle import Bm25fQuery, Bm25fStats, Bundle, QueryTerms
 from okfast.catalog import Source
 from okfast.errors import BundleNotFoundError, OkfastError
+from okfast.exclusions import iso
 from okfast.model import Diagnostic, Exclusion
 from okfast.paths import directory_key
 from okfast.query import StalePolicy
-from okfast.resolver import _iso
 from okfast.scoring import BM25FParams, fuse
 from okfast.snapshots import CachedBundle, Snapshots
 
@@ -291,7 +291,7 @@ class Shard:
         stale: list[Exclusion] = []
         if not bool(np.all(admit)):
             for p in pos[~admit].tolist():
-                when = _iso(int(snap.stale_us[p]))
+                when = iso(int(snap.stale_us[p]))
                 stale.append(Exclusion(u.source.id, ids[p], "stale", f"stale_after {when}"))
             pos, score = pos[admit], score[admit]
         d = governance.declarations(b)
