@@ -178,10 +178,7 @@ def evaluate(
     make: QueryMaker = query or (lambda q: Query(q.text, limit=depth))
     resolver.refresh()  # every source loaded before the clock starts
     rankings, latencies, found = _search_all(resolver, [make(q) for q in judged.queries], depth)
-    runs = {
-        q.qid: tuple(ids.run_id(s, c) for s, c in r)
-        for q, r in zip(judged.queries, rankings, strict=True)
-    }
+    runs = {q.qid: ids.run_ids(r) for q, r in zip(judged.queries, rankings, strict=True)}
     per_qid = _measure(irm, qrels_by_qid, runs)
 
     p50, p95 = (float(x) for x in np.percentile(latencies, [50, 95]))
@@ -198,18 +195,18 @@ def evaluate(
 
 def _search_all(
     resolver: Resolver, queries: Sequence[Query], depth: int
-) -> tuple[list[list[tuple[str, str]]], list[float], list[Diagnostic]]:
-    """Each query's ``(source_id, concept_id)`` ranking cut at ``depth``, its
+) -> tuple[list[list[tuple[str, str, int | float]]], list[float], list[Diagnostic]]:
+    """Each query's ``(source_id, concept_id, score)`` ranking cut at ``depth``, its
     search time in ms, and the distinct error diagnostics of the searches (a
     source that could not be searched, a file skipped), in first-seen order.
     One place runs the searches, so a batch search can replace the loop."""
 
-    def one(q: Query) -> tuple[list[tuple[str, str]], float, tuple[Diagnostic, ...]]:
+    def one(q: Query) -> tuple[list[tuple[str, str, int | float]], float, tuple[Diagnostic, ...]]:
         start = time.perf_counter_ns()
         ctx = resolver.search(q, exclusions=False)  # the ranking is all it reads
         keys = ctx.passages.keys()[:depth]
         ms = (time.perf_counter_ns() - start) / 1e6
-        return [(s, c) for s, c, _ in keys], ms, ctx.diagnostics
+        return keys, ms, ctx.diagnostics
 
     # A thread per core: the native searches release the GIL (docs/spec.md
     # §11.3). Each latency is its own query's; the results keep the order.
@@ -245,8 +242,11 @@ def _measure(
     out: dict[str, dict[str, float]] = {qid: {} for qid in qrels}
     # An empty ranking is left out: the evaluator gives such a query 0s.
     run = {qid: _scored(docs) for qid, docs in runs.items() if docs}
+    # The provider hands back the measure objects it was given; hashing one
+    # formats its name, so they are told apart by identity first.
+    same = {id(k): v for k, v in measures.items()}
     for m in provider.evaluator(list(measures), qrels).iter_calc(run):
-        out[m.query_id][measures[m.measure]] = float(m.value)
+        out[m.query_id][same.get(id(m.measure)) or measures[m.measure]] = float(m.value)
     top = {qid: _scored(docs[:_RR_DEPTH]) for qid, docs in runs.items() if docs}
     for m in provider.evaluator([irm.RR], qrels).iter_calc(top):
         out[m.query_id]["mrr@10"] = float(m.value)
@@ -344,6 +344,12 @@ class _DocIds:
 
     def run_id(self, source_id: str, concept_id: str) -> str:
         return concept_id if self.bare else f"{source_id}:{concept_id}"
+
+    def run_ids(self, ranking: Sequence[tuple[str, str, int | float]]) -> tuple[str, ...]:
+        """:meth:`run_id` of each ``(source_id, concept_id, score)``."""
+        if self.bare:
+            return tuple(c for _, c, _ in ranking)
+        return tuple(f"{s}:{c}" for s, c, _ in ranking)
 
 
 def _warning(code: DiagnosticCode, message: str, where: str | None) -> Diagnostic:

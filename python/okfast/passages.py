@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
@@ -115,6 +116,9 @@ class PassageList(Sequence[Passage]):
         """``(source_id, concept_id, score)`` of every passage, without building them."""
         sources = [(e.source.id, e.bundle.concept_ids) for e in self._searched]
         src, pos, score = self._src.tolist(), self._pos.tolist(), self._score.tolist()
+        if len(sources) == 1:  # the loops in C: a judged set's searches read only this
+            sid, ids = sources[0]
+            return list(zip(repeat(sid, len(pos)), map(ids.__getitem__, pos), score, strict=True))
         return [
             (sources[s][0], sources[s][1][p], sc) for s, p, sc in zip(src, pos, score, strict=True)
         ]
