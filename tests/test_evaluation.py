@@ -217,6 +217,17 @@ def test_the_query_maker_and_depth_are_applied(single: Resolver) -> None:
 
 
 @requires_eval_extra
+def test_the_number_of_search_threads_changes_nothing_measured(single: Resolver) -> None:
+    one = evaluate(single, HAND, workers=1)
+    for workers in (2, 5):
+        many = evaluate(single, HAND, workers=workers)
+        assert many.metrics == one.metrics
+        assert [(q.qid, q.ranking, q.metrics) for q in many.per_query] == [
+            (q.qid, q.ranking, q.metrics) for q in one.per_query
+        ]
+
+
+@requires_eval_extra
 def test_a_path_is_read_as_json_lines(single: Resolver, tmp_path: Path) -> None:
     f = tmp_path / "q.jsonl"
     f.write_text('{"qid": "q1", "query": "alpha", "relevant": {"d1": 1}}\n')
@@ -228,6 +239,9 @@ def test_argument_errors(single: Resolver, tmp_path: Path) -> None:
     for depth in (0, -1, True, 1.5):
         with pytest.raises(InvalidArgumentError, match="depth"):
             evaluate(single, HAND, depth=depth)  # type: ignore[arg-type]
+    for workers in (0, -2, False, 2.0):
+        with pytest.raises(InvalidArgumentError, match="workers"):
+            evaluate(single, HAND, workers=workers)  # type: ignore[arg-type]
     empty = JudgedSet.parse_jsonl("{bad\n", name="x.jsonl")
     with pytest.raises(InvalidArgumentError, match=r"no judged query.*x\.jsonl:1"):
         evaluate(single, empty)

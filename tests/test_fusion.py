@@ -7,6 +7,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import write_bundle
 from hypothesis import given
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from okfast import BM25FParams, Bundle, InvalidArgumentError, Query, Resolver, Scorer
 from okfast.memory import FileMemoryStore, MemoryEntry, Tier
 from okfast.memory.scope import Scope
+from okfast.scoring import fuse
 from test_bm25f import SETTINGS, catalog, concepts, files_of, text
 
 
@@ -118,3 +120,17 @@ def test_a_bad_rrf_k_is_refused(tmp_path: Path, k: object) -> None:
         b.search("a", scorer="fusion", rrf_k=k)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="rrf_k"):
         Query("a", rrf_k=k)  # type: ignore[arg-type]
+
+
+@given(st.data(), st.integers(1, 400), st.integers(1, 100))
+def test_fuse_over_any_two_lists_is_the_literal_fusion(data: st.DataObject, n: int, k: int) -> None:
+    # Lists short and long against the bundle's size: both ways fuse adds.
+    ids = [f"c{p:04}" for p in range(n)]
+    counted = data.draw(st.lists(st.integers(0, n - 1), unique=True, max_size=n))
+    ranked = data.draw(st.lists(st.integers(0, n - 1), unique=True, max_size=n))
+    pos, score = fuse(
+        np.array(counted, np.int32), np.array(ranked, np.int32), np.arange(n, dtype=np.uint32), k
+    )
+    want = reference_fusion([ids[p] for p in counted], [ids[p] for p in ranked], k)
+    assert [(ids[p], s) for p, s in zip(pos.tolist(), score.tolist(), strict=True)] == want
+    assert pos.dtype == np.int32 and score.dtype == np.float64

@@ -142,6 +142,7 @@ def evaluate(
     query: QueryMaker | None = None,
     depth: int = DEFAULT_DEPTH,
     baseline: EvalReport | None = None,
+    workers: int | None = None,
 ) -> EvalReport:
     """Search every judged query with ``resolver`` and measure the rankings
     (docs/spec.md §11.2–§11.3).
@@ -151,10 +152,16 @@ def evaluate(
     ``Query(q.text, limit=depth)``, so the resolver's defaults apply); every
     ranking is cut at ``depth`` (a whole number >= 1). With ``baseline`` (the
     report of another configuration on the same judged set) the report carries
-    a :class:`~okfast.comparison.Comparison`.
+    a :class:`~okfast.comparison.Comparison`. ``workers`` threads search the
+    queries (default one per core; ``okfast tune``, which runs configurations
+    side by side, uses one).
     """
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
         raise InvalidArgumentError(f"depth must be a whole number >= 1, got {depth!r}")
+    if workers is not None and (
+        isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
+    ):
+        raise InvalidArgumentError(f"workers must be a whole number >= 1, got {workers!r}")
     judged = qrels if isinstance(qrels, JudgedSet) else JudgedSet.load(qrels)
     if not judged.queries:
         first = f" ({judged.diagnostics[0].path}: {judged.diagnostics[0].message})"
@@ -177,7 +184,9 @@ def evaluate(
 
     make: QueryMaker = query or (lambda q: Query(q.text, limit=depth))
     resolver.refresh()  # every source loaded before the clock starts
-    rankings, latencies, found = _search_all(resolver, [make(q) for q in judged.queries], depth)
+    rankings, latencies, found = _search_all(
+        resolver, [make(q) for q in judged.queries], depth, workers or os.cpu_count() or 1
+    )
     runs = {q.qid: ids.run_ids(r) for q, r in zip(judged.queries, rankings, strict=True)}
     per_qid = _measure(irm, qrels_by_qid, runs)
 
@@ -194,7 +203,7 @@ def evaluate(
 
 
 def _search_all(
-    resolver: Resolver, queries: Sequence[Query], depth: int
+    resolver: Resolver, queries: Sequence[Query], depth: int, workers: int
 ) -> tuple[list[list[tuple[str, str, int | float]]], list[float], list[Diagnostic]]:
     """Each query's ``(source_id, concept_id, score)`` ranking cut at ``depth``, its
     search time in ms, and the distinct error diagnostics of the searches (a
@@ -210,7 +219,7 @@ def _search_all(
 
     # A thread per core: the native searches release the GIL (docs/spec.md
     # §11.3). Each latency is its own query's; the results keep the order.
-    workers = min(len(queries), os.cpu_count() or 1)
+    workers = min(len(queries), workers)
     if workers > 1:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             done = list(pool.map(one, queries))

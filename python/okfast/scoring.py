@@ -152,18 +152,25 @@ def fuse(
     concept scores ``1/(k + r)`` for each list it is in, ``r`` its 1-based
     rank there; order by that score descending, then id (``id_rank``: each
     position's rank in id order)."""
-    pos = np.concatenate([counted, ranked]).astype(np.int32)
-    share = np.concatenate(
-        [
-            1.0 / (k + np.arange(1, len(counted) + 1, dtype=np.float64)),
-            1.0 / (k + np.arange(1, len(ranked) + 1, dtype=np.float64)),
-        ]
-    )
-    found, where = np.unique(pos, return_inverse=True)
-    score = np.zeros(len(found), np.float64)
+    first = 1.0 / (k + np.arange(1, len(counted) + 1, dtype=np.float64))
+    second = 1.0 / (k + np.arange(1, len(ranked) + 1, dtype=np.float64))
     # A concept has at most one share per list, so each sum has at most two
     # terms, and a + b == b + a in IEEE arithmetic: the scores do not depend on
-    # the order np.add.at visits them.
-    np.add.at(score, where, share)
+    # the order the shares are added in.
+    if 4 * (len(counted) + len(ranked)) >= len(id_rank):
+        # Lists covering much of the bundle: one slot per position.
+        total = np.zeros(len(id_rank), np.float64)
+        total[counted] = first
+        total[ranked] += second
+        seen = np.zeros(len(id_rank), np.bool_)
+        seen[counted] = True
+        seen[ranked] = True
+        found = np.flatnonzero(seen)
+        score = total[found]
+    else:
+        pos = np.concatenate([counted, ranked]).astype(np.int32)
+        found, where = np.unique(pos, return_inverse=True)
+        score = np.zeros(len(found), np.float64)
+        np.add.at(score, where, np.concatenate([first, second]))
     order = np.lexsort((id_rank[found], -score))
     return found[order].astype(np.int32), score[order]

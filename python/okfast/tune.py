@@ -337,7 +337,8 @@ def _measure(
     def make(q: JudgedQuery) -> Query:
         return config.query(q.text, limit=depth)
 
-    report = evaluate(resolver, judged, query=make, depth=depth)
+    # One search thread: the trials already run side by side.
+    report = evaluate(resolver, judged, query=make, depth=depth, workers=1)
     return Trial(config, tuple(q.metrics[objective] for q in report.per_query))
 
 
