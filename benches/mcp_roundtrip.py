@@ -47,8 +47,12 @@ def _children_cpu_s() -> float | None:
 
 
 async def measure(catalog: Path, calls: int) -> dict[str, float | None]:
+    # The server gets this process's environment (the SDK passes only a safe
+    # few variables by default), so PYTHONPATH picks the okfast under test.
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "okfast", "mcp", "--catalog", str(catalog)]
+        command=sys.executable,
+        args=["-m", "okfast", "mcp", "--catalog", str(catalog)],
+        env=dict(os.environ),
     )
     start = time.perf_counter()
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

@@ -15,6 +15,7 @@ import okfast
 import pytest
 from integration_extras import copy_examples, require
 from okfast import Catalog, ContextAssembler, FileMemoryStore, Query, Resolver, Scope, Strategy
+from okfast.integrations.records import PassageRecord
 
 mcp_client = require("mcp.client", "mcp")
 mcp_exceptions = require("mcp.shared.exceptions", "mcp")
@@ -71,6 +72,26 @@ async def test_tools_are_typed_described_and_annotated(catalog: Path) -> None:
     }
     assert tools["get_concept"].input_schema["required"] == ["source_id", "concept_id"]
     assert set(tools["assemble_context"].input_schema["properties"]) == {"query", "token_budget"}
+
+
+async def test_output_schemas_name_every_field_without_refs(catalog: Path) -> None:
+    async with Client(okfast_mcp.build_server(catalog, scope=ALICE, capture=True)) as c:
+        tools = {t.name: t.output_schema for t in (await c.list_tools()).tools}
+    passage = tools["resolve"]["properties"]["passages"]["items"]
+    assert passage["required"] == list(PassageRecord.__annotations__)
+    assert set(passage["properties"]) == set(PassageRecord.__annotations__)
+    assert "score (integer or number)" in passage["description"]
+    assert "title (string or null)" in passage["description"]
+    assert tools["memory_read"]["properties"]["passages"]["items"] == passage
+    assert tools["resolve"]["properties"]["exclusions_total"] == {"type": "integer"}
+    assert tools["get_concept"]["properties"]["title"] == {"type": ["string", "null"]}
+    assert tools["get_concept"]["properties"]["tags"] == {
+        "type": "array",
+        "items": {"type": "string"},
+    }
+    for schema in tools.values():
+        # Clients check every result against it: nothing to look up or to try twice.
+        assert "$ref" not in json.dumps(schema) and "anyOf" not in json.dumps(schema)
 
 
 async def test_memory_tools_only_with_a_scope_and_capture_only_when_asked(catalog: Path) -> None:
@@ -213,17 +234,21 @@ BAD_CALLS = [
 ]
 
 
-async def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(catalog: Path) -> None:
-    async with Client(okfast_mcp.build_server(catalog)) as c:
+@pytest.mark.parametrize("threads", [True, False])
+async def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(
+    catalog: Path, threads: bool
+) -> None:
+    async with Client(okfast_mcp.build_server(catalog, threads=threads)) as c:
         for tool, args, expected in BAD_CALLS:
             assert expected in error_text(await c.call_tool(tool, args)), (tool, args)
         assert structured(await c.call_tool("resolve", {"query": "sourdough"}))["passages"]
 
 
+@pytest.mark.parametrize("threads", [True, False])
 async def test_an_unexpected_failure_is_a_generic_tool_error(
-    catalog: Path, monkeypatch: pytest.MonkeyPatch
+    catalog: Path, monkeypatch: pytest.MonkeyPatch, threads: bool
 ) -> None:
-    server = okfast_mcp.build_server(catalog)
+    server = okfast_mcp.build_server(catalog, threads=threads)
 
     def broken(self: Resolver, query: Any) -> Any:
         raise RuntimeError("secret internal detail")

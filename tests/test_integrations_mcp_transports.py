@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -32,8 +33,10 @@ def okfast_mcp(catalog: Path, *flags: str) -> list[str]:
 
 def server_env() -> dict[str, str]:
     # The SDK starts servers with a minimal environment: keep the suite's
-    # cache directory (conftest) so no cache file lands in the user's.
-    return {"OKFAST_CACHE_DIR": os.environ["OKFAST_CACHE_DIR"]}
+    # cache directory (conftest) so no cache file lands in the user's, and
+    # PYTHONPATH, so the server runs the okfast under test.
+    keep = ("OKFAST_CACHE_DIR", "PYTHONPATH")
+    return {k: os.environ[k] for k in keep if k in os.environ}
 
 
 def ok(result: Any) -> dict[str, Any]:
@@ -102,6 +105,54 @@ async def test_stdio_servers_of_two_scopes(catalog: Path, tmp_path: Path) -> Non
             assert ok(await b.call_tool("memory_read", {"query": "Bob"}))["passages"]
             assert ok(await a.call_tool("memory_read", {"query": "Bob"}))["passages"] == []
     assert "Traceback" not in (tmp_path / "stderr.txt").read_text()
+
+
+def test_stdio_reads_lines_however_they_arrive(catalog: Path, tmp_path: Path) -> None:
+    """A request split over two writes, undecodable bytes and non-ASCII text on
+    the raw stdio wire; the server answers, ignores the garbage and exits 0
+    when stdin closes."""
+    proc = subprocess.Popen(
+        [sys.executable, *okfast_mcp(catalog)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**os.environ, **server_env()},
+        cwd=str(tmp_path),
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(message: dict[str, Any]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(message, ensure_ascii=False).encode() + b"\n")
+        proc.stdin.flush()
+
+    info = {"name": "raw", "version": "0"}
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": info}
+    line = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})
+    proc.stdin.write(line[:10].encode())
+    proc.stdin.flush()
+    time.sleep(0.2)  # the first part arrives alone
+    proc.stdin.write(line[10:].encode() + b"\n")
+    proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["result"]["serverInfo"]["name"] == "okfast"
+    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    proc.stdin.write(b"\xff\xfe not json\n")
+    args = {"query": "levain caf\u00e9", "limit": 1}
+    send(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "resolve", "arguments": args},
+        }
+    )
+    reply = json.loads(proc.stdout.readline())
+    while reply.get("id") != 1:
+        reply = json.loads(proc.stdout.readline())
+    passage = reply["result"]["structuredContent"]["passages"][0]
+    assert passage["concept_id"] == "recipes/levain-maintenance"
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 0
+    proc.stdout.close()
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ What the server guarantees:
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import threading
@@ -46,6 +47,7 @@ try:
         ResourceNotFoundError,
         ToolError,
     )
+    from mcp.server.mcpserver.tools import Tool
     from mcp.types import ToolAnnotations
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError(
@@ -85,6 +87,7 @@ from okfast.integrations.mcp_schema import (
     StrategyArg,
     TagArg,
     TokenBudget,
+    published_schema,
 )
 from okfast.integrations.records import (
     ConceptRecord,
@@ -425,6 +428,36 @@ class _Service:
             raise ResourceError(str(e)) from e
 
 
+def _on_the_loop(fn: Callable[..., T]) -> Callable[..., Any]:
+    """``fn`` as a coroutine function with its signature, so the SDK calls it
+    on the event loop instead of handing it to a worker thread."""
+
+    @functools.wraps(fn)
+    async def tool(**arguments: Any) -> T:
+        return fn(**arguments)
+
+    return tool
+
+
+def _tool(
+    fn: Callable[..., Any], description: str, annotations: ToolAnnotations, *, threads: bool
+) -> Tool:
+    """One tool: its arguments and result types from ``fn``'s signature, each
+    result checked against them by the SDK, and the output schema a client
+    checks results against made cheap to check (see :func:`published_schema`)."""
+    tool = Tool.from_function(
+        fn if threads else _on_the_loop(fn),
+        name=fn.__name__,
+        description=description,
+        annotations=annotations,
+        structured_output=True,
+    )
+    derived = tool.fn_metadata.output_schema
+    assert derived is not None  # every tool returns a TypedDict
+    tool.fn_metadata.output_schema = published_schema(derived)
+    return tool
+
+
 def build_server(
     catalog: CatalogLike | None = None,
     *,
@@ -434,11 +467,17 @@ def build_server(
     strategy: Strategy | str | None = None,
     settings: Settings | str | os.PathLike[str] | None = None,
     name: str = "okfast",
+    threads: bool = True,
 ) -> MCPServer[Any]:
     """An ``MCPServer`` over ``catalog`` (a :class:`okfast.Catalog` or a path)
     or a ready ``resolver``, with the memory tools of ``scope`` when one is
     given (``capture`` adds ``memory_capture``). Every knowledge source is
     loaded before this returns, so the first question is answered at once.
+
+    With ``threads`` (the default) each tool call runs on a worker thread, so
+    a slow call does not hold up the other clients of an HTTP server; without,
+    it runs on the server's event loop, two thread switches fewer per call,
+    which is what ``okfast mcp`` does over stdio (one client).
 
     ``ValueError`` when ``capture`` is set without a ``scope``, or a scope is
     given and the catalog has no enabled memory source; ``CatalogError`` (a
@@ -464,13 +503,7 @@ def build_server(
     warm(res)
     svc = _Service(res, store, scope, reopen)
 
-    server: MCPServer[Any] = MCPServer(
-        name,
-        instructions=INSTRUCTIONS,
-        version=_native.__version__,
-        log_level="WARNING",
-    )
-    tools: list[tuple[Any, str, ToolAnnotations]] = [
+    tools: list[tuple[Callable[..., Any], str, ToolAnnotations]] = [
         (svc.resolve, RESOLVE_DOC, READ_ONLY),
         (svc.get_concept, GET_CONCEPT_DOC, READ_ONLY),
         (svc.list_sources, LIST_SOURCES_DOC, READ_ONLY),
@@ -480,14 +513,13 @@ def build_server(
         tools.append((svc.memory_read, MEMORY_READ_DOC, READ_ONLY))
         if capture:
             tools.append((svc.memory_capture, MEMORY_CAPTURE_DOC, APPEND))
-    for fn, doc, hints in tools:
-        server.add_tool(
-            fn,
-            name=fn.__name__,
-            description=doc,
-            annotations=hints,
-            structured_output=True,
-        )
+    server: MCPServer[Any] = MCPServer(
+        name,
+        instructions=INSTRUCTIONS,
+        version=_native.__version__,
+        log_level="WARNING",
+        tools=[_tool(fn, doc, hints, threads=threads) for fn, doc, hints in tools],
+    )
 
     @server.resource(
         "okf://{source_id}/{+concept_id}",

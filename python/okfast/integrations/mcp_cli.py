@@ -54,8 +54,14 @@ def _run(args: argparse.Namespace, load: LoadCatalog) -> int:
     if catalog is None:
         return 2
     try:
+        # Over stdio one client waits for each answer: tools run on the event
+        # loop, without a thread switch; over HTTP each gets a worker thread.
         server = okfast_mcp.build_server(
-            catalog, scope=scope, capture=args.capture, settings=args.settings
+            catalog,
+            scope=scope,
+            capture=args.capture,
+            settings=args.settings,
+            threads=args.transport != "stdio",
         )
     except ValueError as e:
         return _fail(str(e))

@@ -3,19 +3,29 @@
 The server has no authentication and may serve a user's memory, so HTTP
 listens on this machine only; to serve others, put an authenticating proxy
 in front of it.
+
+Over stdio the SDK's transport reads each line and writes each answer on a
+worker thread (three thread switches per call); on a pipe or socket this
+module waits for it on the event loop instead (:func:`serve_stdio`), the
+same JSON-RPC lines through the same SDK session.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import os
+import select
 import socket
+import stat
 import sys
-from collections.abc import Sequence
-from typing import Any, Literal, TextIO
+from collections.abc import Iterator, Sequence
+from typing import IO, Any, Literal, TextIO
 
 import anyio
-import uvicorn
+from anyio import wait_readable, wait_writable
 from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
 
 Transport = Literal["stdio", "streamable-http"]
 TRANSPORTS: tuple[Transport, ...] = ("stdio", "streamable-http")
@@ -66,7 +76,10 @@ def serve(
     (streamable HTTP, at ``http://host:port/mcp``; the address is written to
     ``announce``, stderr by default, once the socket listens)."""
     if transport == "stdio":
-        server.run("stdio")
+        if _pollable(0) and _pollable(1):
+            anyio.run(serve_stdio, server)
+        else:
+            server.run("stdio")
         return
     if transport != "streamable-http":
         raise ValueError(f"unknown transport {transport!r} (one of {', '.join(TRANSPORTS)})")
@@ -80,8 +93,105 @@ def serve(
 
 
 async def _serve_http(server: MCPServer[Any], sock: socket.socket, host: str) -> None:
+    # Imported here: stdio does not need the HTTP server.
+    import uvicorn
+
     # `host` switches on the SDK's DNS-rebinding protection for loopback names.
     app = server.streamable_http_app(host=host)
     config = uvicorn.Config(app, log_level="warning")
     with sock:
         await uvicorn.Server(config).serve(sockets=[sock])
+
+
+# -- stdio on the event loop ----------------------------------------------------------
+
+
+def _pollable(fd: int) -> bool:
+    """Whether the event loop can wait on ``fd``: a pipe or a socket, on POSIX
+    (not a file or a terminal, and not Windows, whose loop cannot wait on pipes)."""
+    if sys.platform == "win32":
+        return False
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+@contextlib.contextmanager
+def _claimed_stdio() -> Iterator[tuple[int, int]]:
+    """Private duplicates of stdin and stdout for the protocol. Meanwhile fd 0
+    reads the null device and fd 1 writes to stderr, as in the SDK's own stdio
+    transport, so a stray ``print`` or a child process cannot corrupt the
+    wire; both are restored on exit."""
+    sys.stdout.flush()
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+        os.dup2(2, 1)
+        yield wire_in, wire_out
+    finally:
+        sys.stdout.flush()
+        os.dup2(wire_in, 0)
+        os.dup2(wire_out, 1)
+        for fd in (null, wire_in, wire_out):
+            os.close(fd)
+
+
+class _LineReader(anyio.AsyncFile[str]):
+    """The lines of a pipe or socket, read when the event loop says they are
+    there. The descriptor stays blocking (it may be shared with other
+    processes): a read after a readiness wait returns what has arrived."""
+
+    def __init__(self, fd: int, fp: IO[str]) -> None:
+        super().__init__(fp)
+        self._fd = fd
+        self._pending = b""
+        self._eof = False
+
+    async def readline(self) -> str:
+        while b"\n" not in self._pending and not self._eof:
+            await wait_readable(self._fd)
+            chunk = os.read(self._fd, 1 << 16)
+            self._eof = not chunk
+            self._pending += chunk
+        line, newline, self._pending = self._pending.partition(b"\n")
+        # Undecodable bytes become U+FFFD, as in the SDK's transport, and the
+        # JSON-RPC parser then refuses the message.
+        return (line + newline).decode("utf-8", errors="replace")
+
+
+class _LineWriter(anyio.AsyncFile[str]):
+    """Writes to a pipe or socket when the event loop says there is room, at
+    most ``PIPE_BUF`` bytes at a time, which a pipe with room takes without
+    blocking; the descriptor stays blocking, as :class:`_LineReader`'s."""
+
+    def __init__(self, fd: int, fp: IO[str]) -> None:
+        super().__init__(fp)
+        self._fd = fd
+
+    async def write(self, text: str) -> int:
+        data = memoryview(text.encode("utf-8"))
+        while data:
+            await wait_writable(self._fd)
+            data = data[os.write(self._fd, data[: select.PIPE_BUF]) :]
+        return len(text)
+
+    async def flush(self) -> None:
+        """Nothing is buffered."""
+
+
+async def serve_stdio(server: MCPServer[Any]) -> None:
+    """Serve ``server`` over this process's stdin and stdout (each a pipe or a
+    socket, see :func:`_pollable`) until the client closes stdin."""
+    with (
+        _claimed_stdio() as (wire_in, wire_out),
+        open(wire_in, encoding="utf-8", closefd=False) as fp_in,
+        open(wire_out, "w", encoding="utf-8", closefd=False) as fp_out,
+    ):
+        reader, writer = _LineReader(wire_in, fp_in), _LineWriter(wire_out, fp_out)
+        async with stdio_server(stdin=reader, stdout=writer) as (read, write):
+            # MCPServer.run_stdio_async does the same with the SDK's streams.
+            lowlevel = server._lowlevel_server
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
