@@ -76,7 +76,9 @@ def serve(
     (streamable HTTP, at ``http://host:port/mcp``; the address is written to
     ``announce``, stderr by default, once the socket listens)."""
     if transport == "stdio":
-        if _pollable(0) and _pollable(1):
+        # serve_stdio runs the SDK's low-level server, which MCPServer holds
+        # privately: without it (another SDK version), the SDK's own transport.
+        if _pollable(0) and _pollable(1) and hasattr(server, "_lowlevel_server"):
             anyio.run(serve_stdio, server)
         else:
             server.run("stdio")
