@@ -214,7 +214,8 @@ class RayResolver:
     leaves its sources ``SourceUnavailable`` in that context and is
     replaced. The other keywords are :class:`~okfast.Resolver`'s, ``settings``
     included (docs/spec.md §13). ``actor_options`` go to Ray's
-    ``.options(…)`` of every shard actor (resources, scheduling).
+    ``.options(…)`` of every shard actor (resources, scheduling; Ray's task
+    events are off unless ``{"enable_task_events": True}`` turns them on).
     """
 
     def __init__(

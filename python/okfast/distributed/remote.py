@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from okfast import _native
 from okfast.bundle import Bm25fQuery, Bm25fStats, Bundle, QueryTerms
-from okfast.distributed.shard import Explained, Fields, Found, Read
+from okfast.distributed.shard import Explained, Fields, Found, Read, Row
 from okfast.governance import Declarations
 from okfast.passages import PassageList
 from okfast.scoring import BM25FParams
@@ -58,7 +58,7 @@ class RemoteBundle(Bundle):
         self._pinned = pinned
         self._raw_authority = raw_authority
         self._read = read
-        self._fields: dict[int, Fields] = {}
+        self._fields: dict[int, Row] = {}
         self._explained: dict[int, Explained] = {}
 
     def __len__(self) -> int:
@@ -81,7 +81,7 @@ class RemoteBundle(Bundle):
     ) -> _native.PassageFields:
         if position not in self._fields:
             fetch({self: [position]})
-        return cast(_native.PassageFields, self._fields[position])
+        return cast(_native.PassageFields, Fields(*self._fields[position]))
 
     def explain_at(self, position: int, terms: QueryTerms) -> list[_native.TermFields]:
         if position not in self._explained:

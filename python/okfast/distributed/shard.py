@@ -136,7 +136,7 @@ class Found:
     broken: tuple[tuple[int, str, str], ...]
     any_unknown: bool
     #: the fields (and explanation) of the list's first ``Request.prefetch``
-    rows: list[tuple[Fields, Explained | None]]
+    rows: list[tuple[Row, Explained | None]]
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         # numpy pickles an array through Python code, which costs more than
@@ -179,6 +179,13 @@ class Fields:
     status: str
     stale_after_us: int | None
     authority: str | None
+
+
+#: A :class:`Fields` as it crosses: its values, in its order (a tuple of
+#: plain values pickles for a small part of what a dataclass instance costs).
+Row = tuple[
+    str, str | None, str, str, str | None, list[str], str | None, str, str, int | None, str | None
+]
 
 
 @dataclass(frozen=True)
@@ -378,7 +385,7 @@ class Shard:
             rows=_rows(b, first, r.text, terms, used, r.bm25f, r.explain, r.fusion),
         )
 
-    def read(self, reads: list[Read]) -> list[list[tuple[Fields, Explained | None]]]:
+    def read(self, reads: list[Read]) -> list[list[tuple[Row, Explained | None]]]:
         """Each asked passage's fields and, when asked, its explanation parts."""
         out = []
         for rd in reads:
@@ -417,12 +424,12 @@ def _rows(
     bm25f: BM25FParams | None,
     explain: bool,
     fusion: bool,
-) -> list[tuple[Fields, Explained | None]]:
+) -> list[tuple[Row, Explained | None]]:
     """What passages show of ``positions``, with their explanations when asked."""
-    rows: list[tuple[Fields, Explained | None]] = []
+    rows: list[tuple[Row, Explained | None]] = []
     for p in positions:
         f = b.passage_fields(p, terms)
-        fields = Fields(
+        fields: Row = (
             f.concept_id,
             f.title,
             f.excerpt,
