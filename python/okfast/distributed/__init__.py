@@ -519,7 +519,7 @@ class RayResolver:
             read = (q.text, how.bm25f if st is not None else None, st, q.explain, fusion)
             rb, order, score, ordinal = merge(self._pool.fanout, versions, parts, read)
             k = len(f.searched)
-            counting = how.terms if how.scorer is Scorer.FUSION else None
+            counting = how.terms if fusion else None
             f.searched.append(SourceSnapshot(s, rb, queries.get(s.id, how.terms), st, counting))
             f.snaps.append(CachedBundle(rb, np.zeros(0, np.int64), ordinal, 0.0))
             f.src.append(np.full(len(order), k, dtype=np.uint32))
