@@ -288,6 +288,26 @@ def test_a_killed_shard_makes_its_sources_unavailable_then_comes_back(
     assert remote.search(q).digest == want.digest  # the shard was replaced
 
 
+def test_a_unit_named_after_the_start_reaches_a_replaced_shard_too(
+    governed: tuple[Resolver, RayResolver],
+) -> None:
+    """docs/spec.md §15.2: the shards are started with their units, and a
+    unit named later (here each source analysed for another language) is
+    sent with the calls that need it — to a fresh actor again, when one
+    replaced a failed shard."""
+    local, remote = governed
+    german = BM25FParams(language="german")
+    q = Query("cache memo", strategy="merged", scorer="bm25f", bm25f=german, explain=True)
+    assert view(remote.search(q)) == view(local.search(q))
+    ray.kill(remote.shards[0], no_restart=True)
+    _wait_dead(remote.shards[0])
+    hurt = remote.search(q)
+    assert "SourceUnavailable" in {d.code for d in hurt.diagnostics}
+    for scorer in SCORERS:
+        q = Query("cache memo", strategy="merged", scorer=scorer, bm25f=german, limit=9)
+        assert view(remote.search(q)) == view(local.search(q))
+
+
 def test_a_shard_that_does_not_answer_in_time_never_hangs_the_search(
     governed: tuple[Resolver, RayResolver],
 ) -> None:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import pickle
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -46,10 +47,10 @@ import numpy as np
 
 from okfast.bundle import Bm25fQuery, Bm25fStats
 from okfast.catalog import Catalog, Source
-from okfast.distributed.remote import PAGE, RemoteBundle, RemotePassages
+from okfast.distributed.remote import PAGE, RemotePassages, merge
 from okfast.distributed.shard import Found, Request, Shard, Stale, Unavailable, Unit
 from okfast.errors import InvalidArgumentError, MissingDependencyError, OkfastError
-from okfast.governance import Declarations, pin_keys
+from okfast.governance import pin_keys
 from okfast.model import Diagnostic
 from okfast.passages import Context, SourceSnapshot
 from okfast.paths import directory_key
@@ -84,24 +85,46 @@ class _Failed:
 
 class _Pool:
     """The shard actors: calls fanned out with a timeout, a failed actor
-    replaced by a fresh one (docs/spec.md §15.4)."""
+    replaced by a fresh one (docs/spec.md §15.4).
+
+    A call crosses as the bytes of the C pickler (:meth:`Shard.call`), and
+    names units by number: each unit is numbered once, and sent to a shard
+    with every call until the shard has answered one."""
 
     def __init__(
         self, n: int, preload: list[list[Unit]], max_staleness: float, options: dict[str, Any]
     ) -> None:
         self.ray = _ray()
         self.timeout = 30.0
-        self._preload = preload
+        self._mu = threading.Lock()  # the numbering; passage reads run beside searches
+        self._numbers: dict[Unit, int] = {}
+        #: per shard: the units it was given, and the numbers it has
+        self._given: list[dict[int, Unit]] = [{} for _ in range(n)]
+        self._known: list[set[int]] = [set() for _ in range(n)]
+        self._preload = [{self.number(i, u): u for u in units} for i, units in enumerate(preload)]
         self._max_staleness = max_staleness
+        # Task events feed Ray's dashboard and state API; recording them costs
+        # each call time on both ends (docs/scale-out.md), so they are off
+        # unless ``actor_options`` turn them on.
+        options = {"enable_task_events": False, **options}
         self._actor = self.ray.remote(Shard).options(max_restarts=0, **options)
         self.actors = [self._start(i) for i in range(n)]
 
     def _start(self, i: int) -> Any:
+        self._known[i] = set(self._preload[i])
         return self._actor.remote(self._preload[i], self._max_staleness)
 
     def replace(self, i: int) -> None:
         self.ray.kill(self.actors[i], no_restart=True)
-        self.actors[i] = self._start(i)
+        with self._mu:
+            self.actors[i] = self._start(i)
+
+    def number(self, i: int, u: Unit) -> int:
+        """``u``'s number, which shard ``i`` is sent with its calls until it knows it."""
+        with self._mu:
+            n = self._numbers.setdefault(u, len(self._numbers))
+            self._given[i][n] = u
+            return n
 
     def call(self, calls: dict[int, tuple[str, tuple[Any, ...]]]) -> dict[int, Any]:
         """Each shard's reply to its call, or :class:`_Failed`; never waits
@@ -110,9 +133,17 @@ class _Pool:
         if not calls:
             return {}
         deadline = time.monotonic() + self.timeout
-        refs = {i: getattr(self.actors[i], m).remote(*a) for i, (m, a) in calls.items()}
+        refs = {}
+        sent: dict[int, list[int]] = {}
+        for i, (m, a) in calls.items():
+            with self._mu:
+                new = {n: u for n, u in self._given[i].items() if n not in self._known[i]}
+            sent[i] = list(new)
+            blob = pickle.dumps((new, m, a), protocol=pickle.HIGHEST_PROTOCOL)
+            refs[i] = self.actors[i].call.remote(blob)
         try:  # the common case in one call: every shard answers in time
-            return dict(zip(refs, ray.get(list(refs.values()), timeout=self.timeout), strict=True))
+            got = ray.get(list(refs.values()), timeout=self.timeout)
+            return {i: self._answer(i, sent[i], r) for i, r in zip(refs, got, strict=True)}
         except ray.exceptions.RayTaskError as e:
             raise e.as_instanceof_cause() from None  # a bug, not a fault
         except ray.exceptions.RayError:
@@ -127,13 +158,18 @@ class _Pool:
                 self.replace(i)
                 continue
             try:
-                out[i] = ray.get(ref)
+                out[i] = self._answer(i, sent[i], ray.get(ref))
             except ray.exceptions.RayTaskError as e:
                 raise e.as_instanceof_cause() from None  # a bug, not a fault
             except ray.exceptions.RayError as e:
                 out[i] = _Failed(f"shard {i} failed ({type(e).__name__})")
                 self.replace(i)
         return out
+
+    def _answer(self, i: int, sent: list[int], reply: bytes) -> Any:
+        with self._mu:
+            self._known[i].update(sent)
+        return pickle.loads(reply)
 
     def fanout(self, calls: dict[int, tuple[str, tuple[Any, ...]]]) -> dict[int, Any]:
         """:meth:`call` for reads after a search: a failure raises."""
@@ -178,7 +214,8 @@ class RayResolver:
     leaves its sources ``SourceUnavailable`` in that context and is
     replaced. The other keywords are :class:`~okfast.Resolver`'s, ``settings``
     included (docs/spec.md §13). ``actor_options`` go to Ray's
-    ``.options(…)`` of every shard actor (resources, scheduling).
+    ``.options(…)`` of every shard actor (resources, scheduling; Ray's task
+    events are off unless ``{"enable_task_events": True}`` turns them on).
     """
 
     def __init__(
@@ -362,7 +399,8 @@ class RayResolver:
                     ask.setdefault(sh, []).append((s.id, u))
         if not ask:
             return
-        calls = {sh: ("stats", ([u for _, u in us], tokens)) for sh, us in ask.items()}
+        number = self._pool.number
+        calls = {sh: ("stats", ([number(sh, u) for _, u in us], tokens)) for sh, us in ask.items()}
         for sh, reply in self._pool.call(calls).items():
             for k, (sid, u) in enumerate(ask[sh]):
                 r = reply.why if isinstance(reply, _Failed) else reply[k]
@@ -414,7 +452,7 @@ class RayResolver:
                         now_us,
                         pin,
                         tuple(tokens),
-                        tuple(u for _, u in us),
+                        tuple(self._pool.number(sh, u) for _, u in us),
                         versions(sh, us),
                         min(q.limit, PAGE) if q.limit is not None else PREFETCH,
                         q.explain,
@@ -473,9 +511,15 @@ class RayResolver:
                 f.exclusions.extend(r.stale)
             own = parts[0].stats
             st = own if own is not None else stats if isinstance(stats, Bm25fStats) else None
-            rb, order, score, ordinal = _merge(self._pool, plan[s.id], parts, q, how, st)
+            versions = [
+                (sh, self._pool.number(sh, u), r.version)
+                for (sh, u), r in zip(plan[s.id], parts, strict=True)
+            ]
+            fusion = how.scorer is Scorer.FUSION
+            read = (q.text, how.bm25f if st is not None else None, st, q.explain, fusion)
+            rb, order, score, ordinal = merge(self._pool.fanout, versions, parts, read)
             k = len(f.searched)
-            counting = how.terms if how.scorer is Scorer.FUSION else None
+            counting = how.terms if fusion else None
             f.searched.append(SourceSnapshot(s, rb, queries.get(s.id, how.terms), st, counting))
             f.snaps.append(CachedBundle(rb, np.zeros(0, np.int64), ordinal, 0.0))
             f.src.append(np.full(len(order), k, dtype=np.uint32))
@@ -490,74 +534,6 @@ _NONE = Bm25fQuery("", None, False)
 def _key(shard: int, u: Unit) -> tuple[int, str]:
     assert u.source.directory is not None
     return shard, f"{directory_key(u.source.directory)}\0{u.language}"
-
-
-def _merge(
-    pool: _Pool,
-    plan: list[tuple[int, Unit]],
-    parts: list[Found],
-    q: Query,
-    how: _Scoring,
-    stats: Bm25fStats | None,
-) -> tuple[RemoteBundle, Any, Any, Any]:
-    """One source's parts as one list in its own order (score desc, then
-    position: docs/spec.md §3.4), renumbered ``0..m-1`` in position order."""
-    real = np.concatenate([r.pos for r in parts]) if len(parts) > 1 else parts[0].pos
-    score = np.concatenate([r.score for r in parts]) if len(parts) > 1 else parts[0].score
-    owner = np.concatenate([np.full(len(r.pos), k, np.intp) for k, r in enumerate(parts)])
-    by_pos = np.argsort(real, kind="stable")
-    local = np.empty(len(real), np.int32)
-    local[by_pos] = np.arange(len(real), dtype=np.int32)
-    order = (
-        np.lexsort((real, -score.astype(np.float64))) if len(parts) > 1 else np.arange(len(real))
-    )
-    ids_all = np.array([i for r in parts if r.ids for i in r.ids.split("\n")], dtype=object)
-    ids = tuple(ids_all[by_pos].tolist())
-    real_sorted = real[by_pos]
-
-    def at(p: int) -> int:
-        return int(np.searchsorted(real_sorted, p))
-
-    def matched(p: int) -> bool:
-        k = at(p)
-        return k < len(real_sorted) and int(real_sorted[k]) == p
-
-    raw = {at(p): a for r in parts for p, a in r.raw_authority.items()}
-    auth = np.concatenate([r.auth for r in parts])[by_pos]
-    pinned = None
-    if parts[0].pinned is not None:
-        pinned = np.concatenate([r.pinned for r in parts if r.pinned is not None])[by_pos]
-    ordinal = np.concatenate([r.ordinal for r in parts])[by_pos]
-    decl = Declarations(
-        {at(p): v for r in parts for p, v in r.superseded.items()},
-        {
-            at(p): tuple(at(t) for t in v if matched(t))
-            for r in parts
-            for p, v in r.conflicts.items()
-        },
-        tuple((at(b[0]), b[1], b[2]) for r in parts for b in r.broken),
-        auth,
-        parts[0].any_unknown,
-    )
-    versions = [(sh, u, r.version) for (sh, u), r in zip(plan, parts, strict=True)]
-    bm25f = how.bm25f if stats is not None else None
-    rb = RemoteBundle(
-        pool.fanout,
-        versions,
-        real_sorted,
-        owner[by_pos],
-        ids,
-        pinned,
-        raw,
-        (q.text, bm25f, stats, q.explain, how.scorer is Scorer.FUSION),
-    )
-    rb.__dict__["_declarations"] = decl
-    for r in parts:
-        for p, (fields, explained) in zip(r.pos.tolist(), r.rows, strict=False):
-            rb._fields[at(p)] = fields
-            if explained is not None:
-                rb._explained[at(p)] = explained
-    return rb, local[order], score[order], ordinal
 
 
 def _engine(base: type[_Engine], rr: RayResolver) -> _Engine:

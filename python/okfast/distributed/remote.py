@@ -21,7 +21,8 @@ import numpy.typing as npt
 
 from okfast import _native
 from okfast.bundle import Bm25fQuery, Bm25fStats, Bundle, QueryTerms
-from okfast.distributed.shard import Explained, Fields, Read, Unit
+from okfast.distributed.shard import Explained, Fields, Found, Read, Row
+from okfast.governance import Declarations
 from okfast.passages import PassageList
 from okfast.scoring import BM25FParams
 
@@ -39,7 +40,8 @@ class RemoteBundle(Bundle):
     def __init__(
         self,
         fanout: Fanout,
-        parts: list[tuple[int, Unit, str]],
+        #: per part: its shard, its unit's number there, its snapshot version
+        parts: list[tuple[int, int, str]],
         real: npt.NDArray[np.int32],
         owner: npt.NDArray[np.intp],
         ids: tuple[str, ...],
@@ -56,7 +58,7 @@ class RemoteBundle(Bundle):
         self._pinned = pinned
         self._raw_authority = raw_authority
         self._read = read
-        self._fields: dict[int, Fields] = {}
+        self._fields: dict[int, Row] = {}
         self._explained: dict[int, Explained] = {}
 
     def __len__(self) -> int:
@@ -79,7 +81,7 @@ class RemoteBundle(Bundle):
     ) -> _native.PassageFields:
         if position not in self._fields:
             fetch({self: [position]})
-        return cast(_native.PassageFields, self._fields[position])
+        return cast(_native.PassageFields, Fields(*self._fields[position]))
 
     def explain_at(self, position: int, terms: QueryTerms) -> list[_native.TermFields]:
         if position not in self._explained:
@@ -129,6 +131,67 @@ def fetch(wanted: dict[RemoteBundle, list[int]]) -> None:
                 rb._fields[p] = fields
                 if explained is not None:
                     rb._explained[p] = explained
+
+
+def merge(
+    fanout: Fanout,
+    versions: list[tuple[int, int, str]],
+    parts: list[Found],
+    read: tuple[str, BM25FParams | None, Bm25fStats | None, bool, bool],
+) -> tuple[RemoteBundle, Any, Any, Any]:
+    """One source's parts (``versions``: each one's shard, unit number and
+    snapshot) as one list in its own order (score desc, then
+    position: docs/spec.md §3.4), renumbered ``0..m-1`` in position order.
+    Each part lists its matches in position order and the parts are
+    consecutive ranges of positions, so their matches simply follow each
+    other; only a split source's lists are merged."""
+    sizes = [len(r.pos) for r in parts]
+    offset = [sum(sizes[:k]) for k in range(len(sizes))]
+    if len(parts) == 1:
+        r = parts[0]
+        real, auth, ordinal, pinned = r.pos, r.auth, r.ordinal, r.pinned
+        order, score = r.order, r.score
+    else:
+        real = np.concatenate([r.pos for r in parts])
+        auth = np.concatenate([r.auth for r in parts])
+        ordinal = np.concatenate([r.ordinal for r in parts])
+        pinned = None
+        if parts[0].pinned is not None:
+            pinned = np.concatenate([r.pinned for r in parts if r.pinned is not None])
+        order = np.concatenate([r.order + o for r, o in zip(parts, offset, strict=True)])
+        score = np.concatenate([r.score for r in parts])
+        by = np.lexsort((real[order], -score.astype(np.float64)))
+        order, score = order[by], score[by]
+    ids = tuple(i for r in parts if r.ids for i in r.ids.split("\n"))
+    owner = np.repeat(np.arange(len(parts), dtype=np.intp), sizes)
+
+    def at(p: int) -> int:
+        return int(np.searchsorted(real, p))
+
+    def matched(p: int) -> bool:
+        k = at(p)
+        return k < len(real) and int(real[k]) == p
+
+    raw = {at(p): a for r in parts for p, a in r.raw_authority.items()}
+    decl = Declarations(
+        {at(p): v for r in parts for p, v in r.superseded.items()},
+        {
+            at(p): tuple(at(t) for t in v if matched(t))
+            for r in parts
+            for p, v in r.conflicts.items()
+        },
+        tuple((at(b[0]), b[1], b[2]) for r in parts for b in r.broken),
+        auth,
+        parts[0].any_unknown,
+    )
+    rb = RemoteBundle(fanout, versions, real, owner, ids, pinned, raw, read)
+    rb.__dict__["_declarations"] = decl
+    for r, o in zip(parts, offset, strict=True):
+        for k, (fields, explained) in zip(r.order[: len(r.rows)].tolist(), r.rows, strict=True):
+            rb._fields[k + o] = fields
+            if explained is not None:
+                rb._explained[k + o] = explained
+    return rb, order, score, ordinal
 
 
 class RemotePassages(PassageList):

@@ -7,12 +7,19 @@ docs/spec.md §5.10), and answers with arrays and small records — never a
 native object, never a passage. Every reply names the snapshot it came from
 (``version``), and a snapshot stays readable for later passage reads until
 two newer ones replaced it.
+
+Requests and replies cross as bytes of the C pickler (:meth:`Shard.call`),
+and units by the number the driver gave them, each sent once: Ray's own
+pickling of objects (``cloudpickle``) runs Python code for every object it
+meets, and a unit carries its whole catalog entry.
 """
 
 from __future__ import annotations
 
+import pickle
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +34,8 @@ from okfast.paths import directory_key
 from okfast.query import StalePolicy
 from okfast.scoring import BM25FParams, fuse
 from okfast.snapshots import CachedBundle, Snapshots
+
+_V = TypeVar("_V")
 
 #: How many snapshots of one bundle a shard holds: the current one and the
 #: one before, so a context keeps reading the passages it was given while
@@ -49,6 +58,7 @@ class Unit:
 class Request:
     """One search, as every shard receives it (docs/spec.md §15.2).
 
+    ``units`` are the numbers the driver gave them (:meth:`Shard.call`).
     ``stats`` is ``None`` for the weighted count, ``"own"`` for a source's
     own BM25F statistics (``grouped``), else the catalog's. ``versions[i]``
     is the snapshot ``units[i]`` must be searched in: ``None`` takes the
@@ -66,7 +76,7 @@ class Request:
     pin: tuple[str, str] | None
     #: every token of the searched sources' queries (the catalog's df keys)
     tokens: tuple[str, ...]
-    units: tuple[Unit, ...]
+    units: tuple[int, ...]
     versions: tuple[tuple[str, bool] | None, ...]
     #: how many of each source's first passages to send the fields of
     #: (and explanations, with ``explain``): the page a caller reads first
@@ -96,13 +106,20 @@ class Unavailable:
 
 @dataclass(frozen=True)
 class Found:
-    """What one unit's search found, in its own order (score desc, id), after
-    the stale filter: positions, scores, concept ids, ordinal and authority
-    ranks, the pinned mask (when pinning was asked), and what governance
-    needs of the matched concepts."""
+    """What one unit's search found, after the stale filter. The matches are
+    listed in position order (the order the driver numbers them in: a split
+    source's parts then simply follow each other) with their concept ids,
+    ordinal and authority ranks and pinned mask (when pinning was asked);
+    ``order`` and ``score`` give the unit's own list (score desc, then
+    position: docs/spec.md §3.4); and what governance needs of the matched
+    concepts."""
 
     version: str
+    #: the matched positions, ascending
     pos: npt.NDArray[np.int32]
+    #: the unit's list in its own order, as indices into ``pos``
+    order: npt.NDArray[np.int32]
+    #: the scores of the list, in its order
     score: npt.NDArray[np.uint32] | npt.NDArray[np.float64]
     #: the concept ids, joined by ``\n`` (never in an id: docs/spec.md §1.2),
     #: so they cross as one string rather than one object each
@@ -118,8 +135,32 @@ class Found:
     conflicts: dict[int, tuple[int, ...]]
     broken: tuple[tuple[int, str, str], ...]
     any_unknown: bool
-    #: the fields (and explanation) of the first ``Request.prefetch`` passages
-    rows: list[tuple[Fields, Explained | None]]
+    #: the fields (and explanation) of the list's first ``Request.prefetch``
+    rows: list[tuple[Row, Explained | None]]
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # numpy pickles an array through Python code, which costs more than
+        # the rest of a reply; its dtype and raw bytes cross for nothing.
+        return _found, tuple(
+            _pack(getattr(self, f)) if f in _ARRAYS else getattr(self, f) for f in _FOUND
+        )
+
+
+def _pack(a: npt.NDArray[Any] | None) -> tuple[str, bytes] | None:
+    return None if a is None else (a.dtype.str, a.tobytes())
+
+
+def _found(*values: Any) -> Found:
+    """A :class:`Found` from its ``__reduce__`` values (arrays read-only, on the bytes)."""
+    args: list[Any] = [
+        np.frombuffer(v[1], v[0]) if f in _ARRAYS and v is not None else v
+        for f, v in zip(_FOUND, values, strict=True)
+    ]
+    return Found(*args)
+
+
+_FOUND = tuple(f.name for f in fields(Found))
+_ARRAYS = frozenset({"pos", "order", "score", "ordinal", "auth", "pinned"})
 
 
 @dataclass(frozen=True)
@@ -138,6 +179,13 @@ class Fields:
     status: str
     stale_after_us: int | None
     authority: str | None
+
+
+#: A :class:`Fields` as it crosses: its values, in its order (a tuple of
+#: plain values pickles for a small part of what a dataclass instance costs).
+Row = tuple[
+    str, str | None, str, str, str | None, list[str], str | None, str, str, int | None, str | None
+]
 
 
 @dataclass(frozen=True)
@@ -176,7 +224,7 @@ class Read:
     """Which passages of one unit to read, and how their excerpt and
     explanation are made."""
 
-    unit: Unit
+    unit: int
     version: str
     positions: tuple[int, ...]
     text: str
@@ -189,16 +237,28 @@ class Read:
 class Shard:
     """The bundles of some units, loaded, kept fresh and searched."""
 
-    def __init__(self, units: list[Unit], max_staleness: float) -> None:
+    def __init__(self, units: dict[int, Unit], max_staleness: float) -> None:
         self._bundles = Snapshots(max_staleness)
+        #: the units by the driver's numbers
+        self._units = dict(units)
         #: bundle key → [(version, snapshot)], newest last
         self._held: dict[str, list[tuple[str, CachedBundle]]] = {}
-        for u in units:
+        for u in units.values():
             if u.source.directory is not None and u.source.directory.is_dir():
                 self._current(u)
 
     def ready(self) -> bool:
         return True
+
+    def call(self, request: bytes) -> bytes:
+        """One request as the driver sends it: ``(units, method, args)``
+        pickled, ``units`` the numbered units this shard may not have been
+        sent yet; the method's reply, pickled."""
+        units, method, args = pickle.loads(request)
+        self._units.update(units)
+        if method not in _METHODS:
+            raise OkfastError(f"a shard has no request {method!r}")
+        return pickle.dumps(getattr(self, method)(*args), protocol=pickle.HIGHEST_PROTOCOL)
 
     # -- snapshots -------------------------------------------------------------------
 
@@ -229,13 +289,13 @@ class Shard:
 
     # -- the requests ----------------------------------------------------------------
 
-    def stats(self, units: list[Unit], tokens: list[str]) -> list[tuple[str, Bm25fStats] | str]:
+    def stats(self, units: list[int], tokens: list[str]) -> list[tuple[str, Bm25fStats] | str]:
         """Per unit its current version and own statistics for ``tokens``,
         or the error that kept it from loading."""
         out: list[tuple[str, Bm25fStats] | str] = []
-        for u in units:
+        for n in units:
             try:
-                version, snap = self._current(u)
+                version, snap = self._current(self._units[n])
             except (OSError, OkfastError) as e:
                 out.append(str(e))
                 continue
@@ -244,7 +304,8 @@ class Shard:
 
     def search(self, r: Request) -> list[Found | Stale | Unavailable]:
         out: list[Found | Stale | Unavailable] = []
-        for u, want in zip(r.units, r.versions, strict=True):
+        for n, want in zip(r.units, r.versions, strict=True):
+            u = self._units[n]
             try:
                 if want is None or want[1]:
                     version, snap = self._current(u)
@@ -296,10 +357,16 @@ class Shard:
             pos, score = pos[admit], score[admit]
         d = governance.declarations(b)
         here = set(pos.tolist()) if not d.empty else set()
+        first = pos[: r.prefetch].tolist()
+        by_pos = np.argsort(pos, kind="stable")
+        order = np.empty(len(pos), np.int32)
+        order[by_pos] = np.arange(len(pos), dtype=np.int32)
+        pos = pos[by_pos]
         auth = d.auth[pos]
         return Found(
             version=version,
             pos=pos,
+            order=order,
             score=score,
             ids="\n".join(map(ids.__getitem__, pos.tolist())),
             ordinal=snap.ordinal[pos],
@@ -311,20 +378,18 @@ class Shard:
             stale=stale,
             diagnostics=b.diagnostics if u.part == 0 else (),
             stats=own,
-            superseded={p: v for p, v in d.superseded.items() if p in here},
-            conflicts={p: v for p, v in d.conflicts.items() if p in here},
+            superseded=_within(d.superseded, here),
+            conflicts=_within(d.conflicts, here),
             broken=tuple(x for x in d.broken if x[0] in here),
             any_unknown=d.any_unknown,
-            rows=_rows(
-                b, pos[: r.prefetch].tolist(), r.text, terms, used, r.bm25f, r.explain, r.fusion
-            ),
+            rows=_rows(b, first, r.text, terms, used, r.bm25f, r.explain, r.fusion),
         )
 
-    def read(self, reads: list[Read]) -> list[list[tuple[Fields, Explained | None]]]:
+    def read(self, reads: list[Read]) -> list[list[tuple[Row, Explained | None]]]:
         """Each asked passage's fields and, when asked, its explanation parts."""
         out = []
         for rd in reads:
-            b = self._at(rd.unit, rd.version).bundle
+            b = self._at(self._units[rd.unit], rd.version).bundle
             terms: QueryTerms | Bm25fQuery = QueryTerms(rd.text)
             if rd.stats is not None:
                 assert rd.bm25f is not None
@@ -335,8 +400,19 @@ class Shard:
             out.append(rows)
         return out
 
-    def body(self, unit: Unit, version: str, position: int) -> str:
-        return self._at(unit, version).bundle.body_at(position)
+    def body(self, unit: int, version: str, position: int) -> str:
+        return self._at(self._units[unit], version).bundle.body_at(position)
+
+
+#: What :meth:`Shard.call` answers.
+_METHODS = frozenset({"ready", "stats", "search", "read", "body"})
+
+
+def _within(m: dict[int, _V], here: set[int]) -> dict[int, _V]:
+    """The entries of ``m`` for positions in ``here``, walking the smaller."""
+    if len(here) < len(m):
+        return {p: m[p] for p in here if p in m}
+    return {p: v for p, v in m.items() if p in here}
 
 
 def _rows(
@@ -348,12 +424,12 @@ def _rows(
     bm25f: BM25FParams | None,
     explain: bool,
     fusion: bool,
-) -> list[tuple[Fields, Explained | None]]:
+) -> list[tuple[Row, Explained | None]]:
     """What passages show of ``positions``, with their explanations when asked."""
-    rows: list[tuple[Fields, Explained | None]] = []
+    rows: list[tuple[Row, Explained | None]] = []
     for p in positions:
         f = b.passage_fields(p, terms)
-        fields = Fields(
+        fields: Row = (
             f.concept_id,
             f.title,
             f.excerpt,
