@@ -64,6 +64,13 @@ class RemoteBundle(Bundle):
     def __len__(self) -> int:
         return len(self._real)
 
+    def position(self, concept_id: str) -> int | None:
+        """The position of a matched concept (its index in :attr:`concept_ids`)."""
+        at = self.__dict__.get("_at")
+        if at is None:
+            at = self.__dict__["_at"] = {c: p for p, c in enumerate(self.concept_ids)}
+        return at.get(concept_id)
+
     def __repr__(self) -> str:
         return f"<okfast.distributed.RemoteBundle: {len(self)} matched concepts>"
 
