@@ -8,9 +8,11 @@ unless under CI, where the ``ray`` extra must be installed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import time
 from collections.abc import Iterator
 from dataclasses import fields
@@ -313,11 +315,18 @@ def test_a_shard_that_does_not_answer_in_time_never_hangs_the_search(
 ) -> None:
     local, remote = governed
     q = Query("cache", strategy="priority_weighted")
-    remote.timeout = 1e-6
+    # Every shard stopped (not dead): its calls are taken and never answered.
+    pids = [ray.get(s.__ray_call__.remote(lambda self: os.getpid())) for s in remote.shards]
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    remote.timeout = 0.5
     try:
         late = remote.search(q)
     finally:
         remote.timeout = 30.0
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
     assert {e.reason for e in late.exclusions} >= {"source-unavailable"}
     assert len(late.passages) == 0
     assert any("did not answer within" in d.message for d in late.diagnostics)
