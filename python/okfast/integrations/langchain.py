@@ -105,7 +105,9 @@ class OkfastRetriever(BaseRetriever):
             scope=self.scope,
             scorer=self.scorer,
         )
-        docs = [_document(p, "knowledge") for p in self._resolver.search(q).passages]
+        # Only the passages are returned: no exclusion list to build (docs/spec.md §5.2).
+        found = self._resolver.search(q, exclusions=False).passages
+        docs = [_document(p, "knowledge") for p in found]
         if self._store is not None and self.scope is not None:
             # Memory is scored as knowledge is (docs/spec.md §6).
             r = self._resolver

@@ -96,7 +96,8 @@ class OkfastRetriever(BaseRetriever):
             tag=self.tag,
             scorer=self.scorer,
         )
-        return [_node(p) for p in self._resolver.search(q).passages]
+        # Only the passages are returned: no exclusion list to build (docs/spec.md §5.2).
+        return [_node(p) for p in self._resolver.search(q, exclusions=False).passages]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self._nodes(query_bundle.query_str)
