@@ -12,6 +12,17 @@ from okfast.bundle import Bundle
 from okfast.query import Query
 
 
+def cut_depth(q: Query, quota: int | None, exclusions: bool) -> int | None:
+    """How many passages a search may ask of each source: ``q.limit`` when
+    it reads only its ranking and neither a fairness quota nor a pinned
+    title can bring in a passage from further down; else ``None`` (all).
+    The scorer and the bundles' declarations are weighed per search
+    (:func:`cuttable`)."""
+    if exclusions or not q.limit or quota is not None or q.pin_exact_title:
+        return None
+    return q.limit
+
+
 def cuttable(bundle: Bundle) -> bool:
     """Whether governance decides each of this bundle's passages alone
     (supersession, ``min_authority``), so a list cut at a depth cannot

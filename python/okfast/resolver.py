@@ -24,7 +24,7 @@ import numpy.typing as npt
 from okfast import _native, governance
 from okfast.bundle import Bm25fQuery, Bm25fStats, Bundle, Progress, QueryTerms, query_terms
 from okfast.catalog import Catalog, Source
-from okfast.cutoff import cuttable, settled
+from okfast.cutoff import cut_depth, cuttable, settled
 from okfast.errors import BundleNotFoundError, InvalidArgumentError, OkfastError
 from okfast.exclusions import Run, in_order, iso
 from okfast.model import Diagnostic, DiagnosticCode, Exclusion
@@ -250,20 +250,18 @@ class _Engine(ABC):
     def run(self, q: Query, exclusions: bool = True) -> Context:
         now_us = micros(self.r.clock())
         quota = q.fairness_quota or self.r.default_fairness_quota
-        # docs/spec.md §5.2: a search that reads only its ranking asks each
-        # source for its first `limit` passages, when nothing after the
-        # search can bring in one beyond them; otherwise, or when the cut
-        # turns out to matter, for all of them.
-        if not exclusions and q.limit and quota is None and not q.pin_exact_title:
-            ctx = self._run(q, exclusions, now_us, q.limit)
-            if ctx is not None:
-                return ctx
-        ctx = self._run(q, exclusions, now_us, None)
-        assert ctx is not None
+        # docs/spec.md §5.2: the cut first, when it may apply; whole lists
+        # when it may not, or turned out to matter.
+        cut = cut_depth(q, quota, exclusions)
+        ctx = None if cut is None else self._run(q, exclusions, now_us, quota, cut)
+        if ctx is None:
+            ctx = self._run(q, exclusions, now_us, quota, None)
+            assert ctx is not None
         return ctx
 
-    def _run(self, q: Query, exclusions: bool, now_us: int, depth: int | None) -> Context | None:
-        quota = q.fairness_quota or self.r.default_fairness_quota
+    def _run(
+        self, q: Query, exclusions: bool, now_us: int, quota: int | None, depth: int | None
+    ) -> Context | None:
         diags: list[Diagnostic] = []
         excl: list[Exclusion] = []
         runs: list[Run] = []  # passages left out in bulk (docs/spec.md §5.8)
