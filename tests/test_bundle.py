@@ -10,8 +10,20 @@ from pathlib import Path
 
 import okfast
 import pytest
-from conftest import MakeBundle
-from okfast import Bundle, BundleNotFoundError, ConceptNotFoundError, OkfastError
+import strategies as S
+from conftest import MakeBundle, write_bundle
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from okfast import (
+    Bundle,
+    BundleNotFoundError,
+    ConceptNotFoundError,
+    InvalidArgumentError,
+    OkfastError,
+)
+from okfast.bundle import Bm25fStats
+from okfast.governance import id_key
+from okfast.scoring import BM25FParams
 
 FM = "---\ntype: Note\ntitle: {t}\n---\nbody of {t}\n"
 
@@ -282,3 +294,73 @@ def test_a_tree_deeper_than_the_descriptor_limit_loads(make_bundle: MakeBundle) 
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["2", "0"]
+
+
+# -- parts of a bundle (docs/spec.md §1.10) -------------------------------------------
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(files=S.bundle_files(), data=st.data())
+def test_parts_are_the_whole_bundle_cut_at_their_bounds(
+    files: dict[str, bytes], data: st.DataObject, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    tmp = tmp_path_factory.mktemp("parts")
+    root = write_bundle(tmp / "b", dict(files))
+    whole = Bundle.load(root, cache=False)
+    ids = list(whole.concept_ids)
+    # Bounds at concepts, between them, and anywhere (a bound need not be an id).
+    bound = st.one_of(st.sampled_from(ids or ["a"]), S.segment, st.just(""))
+    cuts = sorted(set(data.draw(st.lists(bound, max_size=4), label="cuts")), key=id_key)
+    bounds: list[str | None] = [None, *cuts, None]
+    cached = data.draw(st.booleans(), label="cached")
+    parts = [
+        Bundle.load(root, id_range=(lo, hi), cache=cached, cache_dir=tmp / "cache")
+        for lo, hi in zip(bounds, bounds[1:], strict=False)
+    ]
+    assert [p.id_range for p in parts] == list(zip(bounds, bounds[1:], strict=False))
+    assert [i for p in parts for i in p.concept_ids] == ids
+    merged = sorted((d for p in parts for d in p.diagnostics), key=lambda d: id_key(d.path or ""))
+    assert merged == list(whole.diagnostics)
+    assert all(p.okf_version == whole.okf_version for p in parts)
+    words = sorted({w for i in ids for w in whole.concept(i).body.split()})[:6] + ["title"]
+    q = whole.bm25f_query(" ".join(words), BM25FParams())
+    summed = Bm25fStats.sum([p.bm25f_stats(q.tokens) for p in parts])
+    own = whole.bm25f_stats(q.tokens)
+    assert (summed.n, summed.totals, summed.df) == (own.n, own.totals, own.df)
+    # Scored with the whole bundle's statistics, each part gives its share of
+    # the whole ranking, bit for bit; the weighted count likewise.
+    for w in words:
+        got = sorted(
+            ((h.concept_id, h.score) for p in parts for h in p.search(w)),
+            key=lambda x: (-x[1], id_key(x[0])),
+        )
+        assert got == [(h.concept_id, h.score) for h in whole.search(w)]
+    pos, score = whole.search_bm25f(q, own, BM25FParams())
+    mine = [
+        (p.concept_ids[int(i)], float(s))
+        for p in parts
+        for i, s in zip(*p.search_bm25f(q, own, BM25FParams()), strict=True)
+    ]
+    want = [(ids[int(i)], float(s)) for i, s in zip(pos, score, strict=True)]
+    assert sorted(mine, key=lambda x: (-x[1], id_key(x[0]))) == want
+
+
+def test_a_part_refreshes_within_its_range(make_bundle: MakeBundle) -> None:
+    root = make_bundle({f"{c}.md": FM.format(t=c) for c in "abcdef"})
+    left = Bundle.load(root, id_range=(None, "c"), cache=False)
+    right = Bundle.load(root, id_range=("c", None), cache=False)
+    (root / "e.md").write_text(FM.format(t="e, edited at length"))
+    (root / "a0.md").write_text(FM.format(t="a0"))
+    fresh_left, fresh_right = left.refresh(), right.refresh()
+    assert fresh_left is not None and fresh_left.concept_ids == ("a", "a0", "b")
+    assert fresh_left.id_range == (None, "c")
+    assert fresh_right is not None and fresh_right.concept_ids == ("c", "d", "e", "f")
+    assert fresh_right.concept("e").title == "e, edited at length"
+    assert fresh_left.refresh() is None and fresh_right.refresh() is None
+
+
+@pytest.mark.parametrize("bad", [("a",), ["a", "b"], ("a", 3), (b"a", None), ("\ud800", None)])
+def test_a_bad_id_range_is_refused(make_bundle: MakeBundle, bad: object) -> None:
+    root = make_bundle({"a.md": FM.format(t="a")})
+    with pytest.raises(InvalidArgumentError, match="id_range"):
+        Bundle.load(root, id_range=bad, cache=False)  # type: ignore[arg-type]

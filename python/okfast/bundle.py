@@ -94,8 +94,15 @@ class Bundle:
         cache: bool = True,
         progress: Progress | None = None,
         language: str | None = None,
+        id_range: tuple[str | None, str | None] | None = None,
     ) -> Bundle:
         """Load the bundle at ``path``.
+
+        ``id_range=(lo, hi)`` keeps only the concept files whose ids are in
+        ``lo <= id < hi`` in id order (``None``: an open bound), and the load
+        diagnostics whose paths are (docs/spec.md §1.10): several processes
+        can so each hold a share of one large bundle. A part has its own cache
+        file, and its refreshes keep its range.
 
         ``language`` is the analyzer of its BM25F tokens (docs/spec.md §12.2):
         one of :data:`okfast.scoring.LANGUAGES`, or ``None`` (the default) to
@@ -119,13 +126,15 @@ class Bundle:
         """
         root = os.path.abspath(os.fspath(path))
         language = language_of(language)
+        lo, hi = _id_range(id_range)
         where = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         if not cache or where is None:
-            return cls(_native.Bundle.load(root, None, progress, language))
-        file, why = cache_file(root, where, language)
+            return cls(_native.Bundle.load(root, None, progress, language, lo, hi))
+        file, why = cache_file(root, where, language, (lo, hi))
         if file is None:
-            return cls(_native.Bundle.load(root, None, progress, language), CacheUse(detail=why))
-        native = _native.Bundle.load(root, str(file), progress, language)
+            native = _native.Bundle.load(root, None, progress, language, lo, hi)
+            return cls(native, CacheUse(detail=why))
+        native = _native.Bundle.load(root, str(file), progress, language, lo, hi)
         r = native.load_report
         assert r is not None  # a load through a cache file reports on it
         b = cls(native, CacheUse(r.status, r.detail, file, r.reread, r.listed))
@@ -189,6 +198,13 @@ class Bundle:
     @property
     def cache_listed(self) -> int | None:
         return self._cache.listed
+
+    @property
+    def id_range(self) -> tuple[str | None, str | None]:
+        """The ids this snapshot holds of its directory: ``(lo, hi)``, ``lo <= id
+        < hi`` in id order, ``None`` an open bound; ``(None, None)`` for the
+        whole bundle (docs/spec.md §1.10)."""
+        return self._native.id_range
 
     @property
     def made_by(self) -> str:
@@ -522,3 +538,21 @@ def read_concept(path: str, data: bytes) -> tuple[Concept | None, tuple[Diagnost
     r = _native.read_concept(path, data)
     concept = None if r.concept is None else Concept._from_native(r.concept)
     return concept, tuple(diagnostic_of(d) for d in r.diagnostics)
+
+
+def _id_range(r: tuple[str | None, str | None] | None) -> tuple[str | None, str | None]:
+    """``Bundle.load``'s ``id_range`` checked: two ids or ``None`` s."""
+    if r is None:
+        return None, None
+    if (
+        not isinstance(r, tuple)
+        or len(r) != 2
+        or not all(b is None or isinstance(b, str) for b in r)
+    ):
+        raise InvalidArgumentError(f"id_range must be (lo, hi), each a str or None; got {r!r}")
+    for b in r:
+        try:
+            b is None or b.encode()
+        except UnicodeEncodeError:
+            raise InvalidArgumentError(f"id_range bound {b!r} is not valid text") from None
+    return r

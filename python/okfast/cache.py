@@ -38,9 +38,15 @@ def default_cache_dir() -> Path | None:
     return base / "okfast"
 
 
-def cache_file(root: str, cache_dir: Path, language: str | None) -> tuple[Path | None, str]:
+def cache_file(
+    root: str,
+    cache_dir: Path,
+    language: str | None,
+    id_range: tuple[str | None, str | None] = (None, None),
+) -> tuple[Path | None, str]:
     """``(file, "")`` for the bundle at the absolute path ``root`` analysed
-    for ``language``, or ``(None, why)`` when it cannot be used."""
+    for ``language`` (its part ``id_range``: docs/spec.md §1.10), or
+    ``(None, why)`` when it cannot be used."""
     try:
         real_root = Path(root).resolve()
         real_dir = cache_dir.resolve()
@@ -56,5 +62,10 @@ def cache_file(root: str, cache_dir: Path, language: str | None) -> tuple[Path |
     name = os.fsencode(root)
     if language is not None:
         name += b"\0" + (language or "none").encode()
+    if id_range != (None, None):
+        # A part's file is named for its bounds too (each one marked present
+        # or open, so no two ranges share a name).
+        for bound in id_range:
+            name += b"\0" + (b"\1" if bound is None else b"=" + bound.encode())
     key = hashlib.sha256(name).hexdigest()[:32]
     return cache_dir / f"{key}.okfc", ""

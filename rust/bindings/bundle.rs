@@ -7,6 +7,7 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyUntypedArrayMethods, ToPy
 use okfast_core::bm25f::{QueryTokens, Stats};
 use okfast_core::bundle::CacheReport;
 use okfast_core::concept::Concept;
+use okfast_core::fs::range::IdRange;
 use okfast_core::score::{self, QueryTerms};
 use pyo3::prelude::*;
 
@@ -152,20 +153,26 @@ impl PyBundle {
     /// Load and index the bundle at `path` (GIL released, parallel), through
     /// `cache_file` when one is given. `progress(phase, done, total)` is
     /// called about every 100 ms and once at the end; Ctrl-C (or an
-    /// exception from `progress`) stops the load.
+    /// exception from `progress`) stops the load. With `lo` or `hi`, only the
+    /// concept files whose ids are in `[lo, hi)` (docs/spec.md §1.10).
     #[staticmethod]
-    #[pyo3(signature = (path, cache_file=None, progress=None, language=None))]
+    #[pyo3(signature = (path, cache_file=None, progress=None, language=None, lo=None, hi=None))]
+    #[allow(clippy::too_many_arguments)]
     fn load(
         py: Python<'_>,
         path: PathBuf,
         cache_file: Option<PathBuf>,
         progress: Option<Py<PyAny>>,
         language: Option<&str>,
+        lo: Option<String>,
+        hi: Option<String>,
     ) -> PyResult<PyBundle> {
         let language = language_of(py, language)?;
         let through_cache = cache_file.is_some();
+        let range = IdRange::new(lo, hi);
         let (b, r) = watched(py, progress, move |p| {
-            let loaded = okfast_core::Bundle::load_with(&path, cache_file.as_deref(), language, p);
+            let loaded =
+                okfast_core::Bundle::load_range(&path, cache_file.as_deref(), language, &range, p);
             release_freed_memory();
             loaded
         })?;
@@ -201,6 +208,14 @@ impl PyBundle {
     #[getter]
     fn language(&self) -> Option<&'static str> {
         self.inner.index.bm25f.language.map(|l| l.name())
+    }
+
+    /// The ids this snapshot holds of its directory, `(lo, hi)`: `lo <= id <
+    /// hi` in id order, `None` an open bound (docs/spec.md §1.10).
+    #[getter]
+    fn id_range(&self) -> (Option<String>, Option<String>) {
+        let r = &self.inner.range;
+        (r.lo.clone(), r.hi.clone())
     }
 
     /// How this snapshot was made: `load`, `walk`, `events` or

@@ -16,6 +16,7 @@ use crate::concept::{
 };
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
+use crate::fs::range::IdRange;
 use crate::fs::stamp::{stamp, Stamp};
 use crate::fs::walk::FileEntry;
 use crate::fs::watch::Watch;
@@ -282,6 +283,7 @@ pub(super) fn finish(
         watch,
         last_full_check: std::sync::Mutex::new(std::time::Instant::now()),
         made_by: MadeBy::Load,
+        range: IdRange::default(),
     }
 }
 

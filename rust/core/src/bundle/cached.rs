@@ -16,6 +16,7 @@ use crate::concept::source::{SourceText, TextStore};
 use crate::concept::ConceptRow;
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
+use crate::fs::range::IdRange;
 use crate::fs::read::{read_found, read_some};
 use crate::fs::stamp::{Stamp, RACY_NS};
 use crate::fs::walk::{listings, walk_sorted, DirRecord, FileEntry, Prior, Stamps, WalkResult};
@@ -340,12 +341,13 @@ impl Bundle {
         root: &Path,
         cache_file: &Path,
         language: Option<Language>,
+        range: &IdRange,
         progress: &Progress,
         wave: usize,
     ) -> Result<(Bundle, CacheReport), Error> {
         let started = now_ns();
         let watch = Watch::new(root);
-        let root_key = root.to_string_lossy();
+        let root_key = range.cache_key(&root.to_string_lossy());
         let mut report = CacheReport {
             status: CacheStatus::Hit,
             detail: String::new(),
@@ -391,12 +393,14 @@ impl Bundle {
             Some(_) => Stamps::All,
             None => Stamps::Unopened,
         };
+        let mut walk = walk_sorted(root, &watch, progress, prior.as_ref(), stamps)?;
+        range.restrict(&mut walk);
         let WalkResult {
             found,
             diagnostics: walk_diagnostics,
             dirs,
             listed,
-        } = walk_sorted(root, &watch, progress, prior.as_ref(), stamps)?;
+        } = walk;
         drop(listings);
         if report.status == CacheStatus::Rebuilt {
             opened = None;

@@ -16,6 +16,7 @@ use crate::array::Array;
 use crate::concept::ConceptColumns;
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
+use crate::fs::range::IdRange;
 use crate::fs::read::read_all;
 use crate::fs::stamp::Stamp;
 use crate::fs::walk::{walk_sorted, Stamps, WalkResult};
@@ -59,6 +60,9 @@ pub struct Bundle {
     last_full_check: std::sync::Mutex<std::time::Instant>,
     /// How this snapshot came to be.
     pub made_by: MadeBy,
+    /// The ids it holds of its directory (docs/spec.md §1.10); a refresh
+    /// keeps the same range.
+    pub range: IdRange,
 }
 
 /// How a snapshot came to be.
@@ -156,14 +160,41 @@ impl Bundle {
         language: Option<Language>,
         progress: &Progress,
     ) -> Result<(Bundle, CacheReport), Error> {
+        Bundle::load_range(root, cache_file, language, &IdRange::default(), progress)
+    }
+
+    /// [`Bundle::load_with`] keeping only the concept files whose ids fall in
+    /// `range`, and the walk's diagnostics whose paths do (docs/spec.md §1.10).
+    pub fn load_range(
+        root: &Path,
+        cache_file: Option<&Path>,
+        language: Option<Language>,
+        range: &IdRange,
+        progress: &Progress,
+    ) -> Result<(Bundle, CacheReport), Error> {
+        let (mut b, report) =
+            Bundle::load_range_inner(root, cache_file, language, range, progress)?;
+        b.range = range.clone();
+        Ok((b, report))
+    }
+
+    fn load_range_inner(
+        root: &Path,
+        cache_file: Option<&Path>,
+        language: Option<Language>,
+        range: &IdRange,
+        progress: &Progress,
+    ) -> Result<(Bundle, CacheReport), Error> {
         let Some(cache_file) = cache_file else {
             let watch = Watch::new(root);
+            let mut walk = walk_sorted(root, &watch, progress, None, Stamps::Unopened)?;
+            range.restrict(&mut walk);
             let WalkResult {
                 found,
                 diagnostics: walk_diagnostics,
                 listed,
                 ..
-            } = walk_sorted(root, &watch, progress, None, Stamps::Unopened)?;
+            } = walk;
             let reads = read_all(root, &found, &|_| None, progress)?;
             let b = assemble_with(
                 root,
@@ -187,7 +218,7 @@ impl Bundle {
         };
         // Never fails on a damaged stored text: texts kept from an old cache
         // file are read back (checked) into memory, or their files re-read.
-        Bundle::load_through(root, cache_file, language, progress, WAVE)
+        Bundle::load_through(root, cache_file, language, range, progress, WAVE)
     }
 
     pub fn load(root: impl AsRef<Path>) -> Result<Bundle, Error> {

@@ -61,11 +61,13 @@ impl Bundle {
             }
         }
         let watch = Watch::new(&self.root);
+        let mut walk = walk_sorted(&self.root, &watch, &Progress::default(), None, Stamps::All)?;
+        self.range.restrict(&mut walk);
         let WalkResult {
             found,
             diagnostics: walk_diagnostics,
             ..
-        } = walk_sorted(&self.root, &watch, &Progress::default(), None, Stamps::All)?;
+        } = walk;
         let stamps: Vec<Stamp> = found.iter().map(|f| f.stamp).collect();
         // Both lists are in id order: compare them in step, no lookups.
         let same = found.len() == self.files.len()
@@ -107,6 +109,7 @@ impl Bundle {
         let language = self.index.bm25f.language;
         let mut b = assemble(&self.root, found, reads, walk_diagnostics, watch, language)?;
         b.made_by = MadeBy::Walk;
+        b.range = self.range.clone();
         Ok(Some(b))
     }
     /// A refresh that looks only at `paths` (what the change queue named):
@@ -140,7 +143,11 @@ impl Bundle {
             {
                 return None;
             }
-            changed.push(rel[..rel.len() - 3].to_string());
+            let id = &rel[..rel.len() - 3];
+            if !self.range.contains(id) {
+                continue; // another part's file (docs/spec.md §1.10)
+            }
+            changed.push(id.to_string());
         }
         changed.sort_by(|a, b| id_cmp(a, b));
         changed.dedup();
@@ -271,6 +278,7 @@ impl Bundle {
         } else {
             MadeBy::Events
         };
+        b.range = self.range.clone();
         Some(Ok(Some(b)))
     }
 }

@@ -1,7 +1,9 @@
 //! The file system side of a bundle: file and directory stamps, the walk of
-//! its tree, reading its concept files, and watching it for changes.
+//! its tree, the part of it a load keeps, reading its concept files, and
+//! watching it for changes.
 
 pub mod dir;
+pub mod range;
 pub mod read;
 pub mod stamp;
 pub mod walk;

@@ -1,0 +1,116 @@
+//! The part of a bundle a load keeps (docs/spec.md §1.10): the concept files
+//! whose ids fall in a half-open range in id order, so that several
+//! processes can each hold a share of one large bundle and together hold it
+//! exactly once.
+
+use super::walk::WalkResult;
+use crate::text::id_cmp;
+
+/// The ids `lo <= id < hi` in id order (docs/spec.md §1.2); a missing bound
+/// is open. The default range holds every id.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IdRange {
+    pub lo: Option<String>,
+    pub hi: Option<String>,
+}
+
+impl IdRange {
+    pub fn new(lo: Option<String>, hi: Option<String>) -> IdRange {
+        IdRange { lo, hi }
+    }
+
+    /// Whether the range holds every id.
+    pub fn is_all(&self) -> bool {
+        self.lo.is_none() && self.hi.is_none()
+    }
+
+    /// Whether the range is empty whatever the bundle holds (`lo >= hi`).
+    pub fn is_empty(&self) -> bool {
+        match (&self.lo, &self.hi) {
+            (Some(lo), Some(hi)) => id_cmp(lo, hi).is_ge(),
+            _ => false,
+        }
+    }
+
+    /// Whether `path` (an id, or a diagnostic's path) falls in the range.
+    pub fn contains(&self, path: &str) -> bool {
+        self.lo.as_deref().is_none_or(|lo| id_cmp(path, lo).is_ge())
+            && self.hi.as_deref().is_none_or(|hi| id_cmp(path, hi).is_lt())
+    }
+
+    /// Keep of a walk what the range holds: its concept files by id, its own
+    /// diagnostics by path (so every diagnostic of the walk lands in exactly
+    /// one part). A part records no directory listing: its files are no
+    /// longer all of a directory's entries, which a recorded listing replays.
+    pub fn restrict(&self, w: &mut WalkResult) {
+        if self.is_all() {
+            return;
+        }
+        w.found.retain(|f| self.contains(&f.id));
+        w.diagnostics.retain(|d| self.contains(&d.path));
+        w.dirs.clear();
+    }
+
+    /// The key a cache file records for the bundle at `root` loaded with this
+    /// range (docs/spec.md §9.1): the root alone for the whole bundle, so a
+    /// part's file is never taken for the whole bundle's, nor the reverse.
+    pub fn cache_key(&self, root: &str) -> String {
+        if self.is_all() {
+            return root.to_string();
+        }
+        let bound = |b: &Option<String>| {
+            b.as_deref()
+                .map_or("\u{1}".to_string(), |s| format!("={s}"))
+        };
+        format!("{root}\0{}\0{}", bound(&self.lo), bound(&self.hi))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(lo: Option<&str>, hi: Option<&str>) -> IdRange {
+        IdRange::new(lo.map(str::to_string), hi.map(str::to_string))
+    }
+
+    #[test]
+    fn bounds_are_half_open_in_id_order() {
+        let x = r(Some("a/b"), Some("a-b"));
+        assert!(x.contains("a/b"));
+        assert!(x.contains("a/b/c")); // under a/b, before a-b in id order
+        assert!(!x.contains("a-b"));
+        assert!(!x.contains("a"));
+        assert!(r(None, None).contains(""));
+        assert!(r(None, Some("m")).contains(""));
+        assert!(!r(Some("m"), None).contains(""));
+    }
+
+    #[test]
+    fn consecutive_ranges_partition_every_id() {
+        let cuts = [None, Some("b"), Some("b/x"), Some("c"), None];
+        let ranges: Vec<IdRange> = cuts.windows(2).map(|w| r(w[0], w[1])).collect();
+        for id in ["", "a", "b", "b/a", "b/x", "b/x/y", "b-", "c", "zz", "b.md"] {
+            let n = ranges.iter().filter(|x| x.contains(id)).count();
+            assert_eq!(n, 1, "{id}");
+        }
+    }
+
+    #[test]
+    fn the_cache_key_tells_parts_apart() {
+        assert_eq!(r(None, None).cache_key("/r"), "/r");
+        let keys = [
+            r(None, Some("m")).cache_key("/r"),
+            r(Some("m"), None).cache_key("/r"),
+            r(Some("a"), Some("m")).cache_key("/r"),
+            r(Some(""), None).cache_key("/r"),
+        ];
+        for (i, a) in keys.iter().enumerate() {
+            for b in &keys[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        assert!(r(Some("b"), Some("a")).is_empty());
+        assert!(!r(None, Some("a")).is_empty());
+    }
+}
