@@ -5,7 +5,9 @@ equal to the local one.
 
 Knobs: ``OKFAST_BENCH_RAY_SHARDS`` (default 4), ``OKFAST_BENCH_RAY_SIZE``
 (concepts per shard; default 250000 as a script, the smallest of
-``OKFAST_BENCH_SIZES`` under pytest), ``OKFAST_BENCH_QUERIES`` (rounds).
+``OKFAST_BENCH_SIZES`` under pytest), ``OKFAST_BENCH_QUERIES`` (rounds),
+``OKFAST_BENCH_RAY_SPLIT`` (``k``: instead of one source per shard, one
+source of ``SHARDS × SIZE`` concepts split ``k`` ways, docs/spec.md §15.5).
 
 Run as a script for the table quoted in docs/scale-out.md (p50/p90 per
 scorer, one process and Ray, and the shards' resident memory)::
@@ -48,10 +50,17 @@ SIZE = int(
     ).replace("_", "")
 )
 ROUNDS = int(os.environ.get("OKFAST_BENCH_QUERIES", "100"))
+SPLIT = int(os.environ.get("OKFAST_BENCH_RAY_SPLIT", "0"))
 MODES = {"weighted_count": "merged", "bm25f": "merged"}
 
 
 def catalog_path() -> Path:
+    if SPLIT:
+        root = corpus.ensure_corpus(SIZE * SHARDS, SEED)
+        doc = {"version": 1, "sources": [{"id": "whole", "path": f"./{root.name}"}]}
+        p = corpus.CORPUS_DIR / f"catalog-ray-{SIZE * SHARDS}-split.json"
+        p.write_text(json.dumps(doc))
+        return p
     roots = [corpus.ensure_corpus(SIZE, SEED + i) for i in range(SHARDS)]
     doc = {
         "version": 1,
@@ -94,7 +103,8 @@ def start() -> tuple[Any, Any]:
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     cat = okfast.Catalog.load(catalog_path())
     local = okfast.Resolver(cat, max_staleness=3600)
-    remote = RayResolver(cat, shards=SHARDS, max_staleness=3600, timeout=120)
+    split = {"whole": SPLIT} if SPLIT else None
+    remote = RayResolver(cat, shards=SHARDS, split=split, max_staleness=3600, timeout=120)
     for scorer in MODES:
         q = okfast.Query("warm up", strategy="merged", scorer=scorer)
         local.search(q)
@@ -111,22 +121,30 @@ def search(r: Any, text: str, scorer: str) -> Any:
     return ctx.digest
 
 
-def shard_memory() -> int:
-    """Resident bytes of the shard actors' processes."""
+def shard_memory() -> list[int]:
+    """Resident bytes of each shard actor's process."""
     import psutil
 
-    total = 0
+    out = []
     for p in psutil.process_iter(["cmdline"]):
         if any("ray::Shard" in part for part in p.info["cmdline"] or []):
-            total += p.memory_info().rss
-    return total
+            out.append(p.memory_info().rss)
+    return sorted(out)
 
 
 def main() -> None:
     local, remote = start()
     texts = queries()
-    print(f"{SHARDS} shards x {SIZE} concepts, {len(texts)} queries, merged, limit 10")
-    print(f"shards' resident memory: {shard_memory() / 2**20:.0f} MiB")
+    shape = f"one source of {SHARDS * SIZE} split {SPLIT} ways" if SPLIT else f"x {SIZE}"
+    print(f"{SHARDS} shards {shape} concepts, {len(texts)} queries, merged, limit 10")
+    rss = shard_memory()
+    each = ", ".join(f"{m / 2**20:.0f}" for m in rss)
+    print(f"shards' resident memory: {sum(rss) / 2**20:.0f} MiB ({each})")
+    import psutil
+
+    print(
+        f"the driver (one process's resolver too): {psutil.Process().memory_info().rss / 2**20:.0f} MiB"
+    )
     import ray
 
     empty = []

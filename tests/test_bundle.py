@@ -364,3 +364,22 @@ def test_a_bad_id_range_is_refused(make_bundle: MakeBundle, bad: object) -> None
     root = make_bundle({"a.md": FM.format(t="a")})
     with pytest.raises(InvalidArgumentError, match="id_range"):
         Bundle.load(root, id_range=bad, cache=False)  # type: ignore[arg-type]
+
+
+def test_split_ranges_cut_a_bundle_into_nearly_equal_parts(make_bundle: MakeBundle) -> None:
+    from okfast.bundle import split_ranges
+
+    root = make_bundle({f"d{i % 3}/c{i:02d}.md": FM.format(t=i) for i in range(20)})
+    whole = Bundle.load(root, cache=False).concept_ids
+    for k in (1, 2, 3, 7, 20, 25):
+        ranges = split_ranges(root, k)
+        assert len(ranges) == k and ranges[0][0] is None and ranges[-1][1] is None
+        assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+        sizes = [len(Bundle.load(root, id_range=r, cache=False)) for r in ranges]
+        assert sum(sizes) == len(whole) and max(sizes) - min(sizes) <= 1
+    assert split_ranges(make_bundle({}), 2) == [(None, ""), ("", None)]
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(InvalidArgumentError, match="parts"):
+            split_ranges(root, bad)  # type: ignore[arg-type]
+    with pytest.raises(BundleNotFoundError):
+        split_ranges(root / "missing", 2)

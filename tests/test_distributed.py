@@ -29,7 +29,8 @@ from okfast.settings import Settings
 
 ray = require("ray", "ray")
 
-from okfast.distributed import RayResolver  # noqa: E402  (after the skip)
+from okfast.distributed import RayResolver  # noqa: E402
+from okfast.distributed.shard import Unit  # noqa: E402  (after the skip)
 
 STRATEGIES = [s.value for s in Strategy]
 SCORERS = ["weighted_count", "bm25f", "fusion"]
@@ -170,6 +171,10 @@ BUNDLES = {
         "y.md": concept("Cache y", "cache y cache", authority="reference"),
         "stale.md": concept("Cache stale", "cache stale", stale_after="2026-01-01"),
         "broken.md": concept("Cache broken", "cache", supersedes="ghost"),
+        # Declarations across the parts of the split source (ids at both ends).
+        "aa-rule.md": concept("Cache rule", "cache rule", conflicts_with="x"),
+        "zz-new.md": concept("Cache zz", "cache final", supersedes="draft"),
+        "zz-odd.md": concept("Cache odd", "cache odd", conflicts_with="aa-ghost"),
         **{f"n{i:02d}.md": concept(f"Note {i}", "cache " * (i % 4 + 1)) for i in range(40)},
     },
     "b": {f"m{i:02d}.md": concept(f"Memo {i}", "cache memo " * (i % 3 + 1)) for i in range(30)},
@@ -229,6 +234,51 @@ def test_a_split_source_is_one_bundle(governed: tuple[Resolver, RayResolver]) ->
     assert len(set(fused)) == len(fused) > 10
     owners = {int(o) for e in got.passages._searched for o in e.bundle._owner}
     assert owners == {0, 1}
+    # Each actor holds its part only (docs/spec.md §15.5): the parts' sizes
+    # add up to the bundle, and each is about half of it.
+    key = next(k for k, v in remote._place.items() if len(v) == 2)
+    source_a = local.catalog.source("a")
+    assert source_a is not None
+    sizes = [
+        part_size(remote, sh, Unit(source_a, None, k, 2, *remote._ranges[key][k]))
+        for k, sh in enumerate(remote._place[key])
+    ]
+    assert sum(sizes) == len(local.snapshot("a")) and max(sizes) - min(sizes) <= 1
+    # Governance declared across the parts: supersession, conflict, broken names.
+    ctx = same(local, remote, Query("cache", permitted_source_ids=["a"]))
+    why = {(e.concept_id, e.reason) for e in ctx.exclusions}
+    assert {("draft", "superseded"), ("old-cache", "superseded")} <= why
+    assert ("aa-rule", "conflict") in why or ("x", "conflict") in why
+    broken = {d.path for d in ctx.diagnostics if d.code in ("BrokenSupersession", "BrokenConflict")}
+    assert broken >= {"broken.md", "zz-odd.md"}
+
+
+def part_size(remote: RayResolver, shard: int, u: Unit) -> int:
+    """How many concepts a shard holds of a unit: ``N`` of its own statistics."""
+    n = remote._pool.number(shard, u)
+    reply = remote._pool.call({shard: ("stats", ([n], []))})[shard]
+    version_and_stats = reply[0]
+    assert not isinstance(version_and_stats, str), version_and_stats
+    return int(version_and_stats[1].n)
+
+
+def test_a_split_source_refreshes_part_by_part(tmp_path: Path) -> None:
+    files = {f"n{i:02d}.md": concept(f"Note {i}", "memo " * (i % 5 + 1)) for i in range(30)}
+    cat = make_catalog(tmp_path, {"a": files}, [{"id": "a", "path": "a"}])
+    local = Resolver(cat, max_staleness=0, clock=lambda: NOW)
+    remote = RayResolver(cat, shards=3, split={"a": 3}, max_staleness=0, clock=lambda: NOW)
+    qs = [Query("memo", strategy=st, scorer=sc) for st in STRATEGIES for sc in SCORERS]
+    for q in qs:
+        same(local, remote, q)
+    # An edit in the first part, a file added to the second, one removed from the last.
+    (tmp_path / "a" / "n01.md").write_text(concept("Note 1", "memo memo memo memo memo memo"))
+    (tmp_path / "a" / "n15b.md").write_text(concept("Note 15b", "memo " * 9))
+    (tmp_path / "a" / "n29.md").unlink()
+    for q in qs:
+        got = same(local, remote, q)
+        assert "n15b" in [p.concept_id for p in got.passages] and "n29" not in [
+            p.concept_id for p in got.passages
+        ]
 
 
 # -- refresh and faults --------------------------------------------------------------

@@ -35,6 +35,7 @@ __all__ = [
     "fairness_order",
     "fused_order",
     "read_concept",
+    "split_ranges",
     "stop_words",
 ]
 
@@ -366,6 +367,7 @@ class Bundle:
     ) -> list[Bm25fTermPart]: ...
 
 def read_concept(path: str, data: bytes) -> ConceptRead: ...
+def split_ranges(path: str, parts: int) -> list[tuple[str | None, str | None]]: ...
 def stop_words(language: str) -> list[str]: ...
 def fused_order(
     strategy: str,

@@ -540,6 +540,17 @@ def read_concept(path: str, data: bytes) -> tuple[Concept | None, tuple[Diagnost
     return concept, tuple(diagnostic_of(d) for d in r.diagnostics)
 
 
+def split_ranges(path: str | os.PathLike[str], parts: int) -> list[tuple[str | None, str | None]]:
+    """``parts`` consecutive id ranges that cut the bundle at ``path`` into
+    parts of nearly equal numbers of concept files, for
+    ``Bundle.load(id_range=…)`` (docs/spec.md §1.10). Only the directories are
+    listed, no file is read; raises :class:`okfast.BundleNotFoundError` when
+    ``path`` is not a readable directory."""
+    if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
+        raise InvalidArgumentError(f"parts must be an int >= 1, got {parts!r}")
+    return _native.split_ranges(os.path.abspath(os.fspath(path)), parts)
+
+
 def _id_range(r: tuple[str | None, str | None] | None) -> tuple[str | None, str | None]:
     """``Bundle.load``'s ``id_range`` checked: two ids or ``None`` s."""
     if r is None:

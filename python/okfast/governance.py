@@ -26,7 +26,7 @@ Decisions beyond the SPEC, in one place:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -82,41 +82,70 @@ def declarations(bundle: Bundle) -> Declarations:
     if isinstance(cached, Declarations):
         return cached
     ids = bundle.concept_ids
+    decls = [
+        Declared(d.position, ids[d.position], d.supersedes, d.superseded_by, d.conflicts_with)
+        for d in bundle.governance()
+    ]
+    auth = bundle.authority_ranks()
+    d = graph(decls, bundle.position, auth, bool((auth == UNKNOWN).any()))
+    bundle.__dict__["_declarations"] = d
+    return d
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What one concept declares about others: its position and id, and the
+    names it gives under each key."""
+
+    position: int
+    concept_id: str
+    supersedes: Sequence[str]
+    superseded_by: Sequence[str]
+    conflicts_with: Sequence[str]
+
+
+def graph(
+    decls: Sequence[Declared],
+    find: Callable[[str], int | None],
+    auth: npt.NDArray[np.uint8],
+    any_unknown: bool,
+) -> Declarations:
+    """The supersession and conflict graph of ``decls`` (in position order),
+    ``find`` giving the position of a concept id of the same bundle. A source
+    loaded in parts (docs/spec.md §15.5) builds its graph from every part's
+    declarations, positions counted across the parts, with the same code."""
     sup: dict[int, set[str]] = {}
     con: dict[int, set[int]] = {}
     broken: list[tuple[int, str, str]] = []
 
-    def find(pos: int, key: str, name: str) -> int | None:
-        t = bundle.position(name)
+    def target(pos: int, key: str, name: str) -> int | None:
+        t = find(name)
         if t is None or t == pos:
             broken.append((pos, key, name))
             return None
         return t
 
-    for decl in bundle.governance():
+    for decl in decls:
         pos = decl.position
         for name in decl.supersedes:
-            t = find(pos, "supersedes", name)
+            t = target(pos, "supersedes", name)
             if t is not None:
-                sup.setdefault(t, set()).add(ids[pos])
+                sup.setdefault(t, set()).add(decl.concept_id)
         for name in decl.superseded_by:
-            if find(pos, "superseded_by", name) is not None:
+            if target(pos, "superseded_by", name) is not None:
                 sup.setdefault(pos, set()).add(name)
         for name in decl.conflicts_with:
-            t = find(pos, "conflicts_with", name)
+            t = target(pos, "conflicts_with", name)
             if t is not None:
                 con.setdefault(pos, set()).add(t)
                 con.setdefault(t, set()).add(pos)
-    auth = bundle.authority_ranks()
-    d = Declarations(
+    return Declarations(
         {p: tuple(sorted(v, key=id_key)) for p, v in sup.items()},
         {p: tuple(sorted(v)) for p, v in con.items()},
         tuple(broken),
         auth,
-        bool((auth == UNKNOWN).any()),
+        any_unknown,
     )
-    bundle.__dict__["_declarations"] = d
-    return d
 
 
 def id_key(concept_id: str) -> list[str]:

@@ -18,6 +18,9 @@ from okfast.paths import directory_key
 from okfast.scoring import language_of
 from okfast.settings import Settings
 
+#: ``(lo, hi)``: the ids ``lo <= id < hi`` (docs/spec.md §1.10)
+IdRange = tuple[str | None, str | None]
+
 
 @dataclass
 class CachedBundle:
@@ -39,19 +42,30 @@ class Snapshots:
         self.max_staleness = max_staleness
         self.progress = progress
         self._lock = threading.Lock()
-        self._snaps: dict[str, CachedBundle] = {}
+        #: (directory key, language, id range) → its snapshot
+        self._snaps: dict[tuple[str, str | None, IdRange], CachedBundle] = {}
 
-    def get(self, source: Source, language: str | None, *, force: bool = False) -> CachedBundle:
-        """The source's snapshot analysed for ``language`` (docs/spec.md §12.2)."""
+    def get(
+        self,
+        source: Source,
+        language: str | None,
+        *,
+        force: bool = False,
+        id_range: IdRange = (None, None),
+    ) -> CachedBundle:
+        """The source's snapshot analysed for ``language`` (docs/spec.md §12.2),
+        of the concepts in ``id_range`` (docs/spec.md §1.10)."""
         assert source.directory is not None
-        key = f"{directory_key(source.directory)}\0{language}"
+        key = (directory_key(source.directory), language, id_range)
         with self._lock:
             snap = self._snaps.get(key)
         now = time.monotonic()
         if snap is not None and not force and now - snap.checked < self.max_staleness:
             return snap
         if snap is None:
-            bundle = Bundle.load(source.directory, progress=self.progress, language=language)
+            bundle = Bundle.load(
+                source.directory, progress=self.progress, language=language, id_range=id_range
+            )
         else:
             changed = snap.bundle.refresh()
             if changed is None:
@@ -65,11 +79,11 @@ class Snapshots:
 
     def refresh(self, sources: Sequence[Source], language: Callable[[Source], str | None]) -> None:
         with self._lock:
-            languages = {k.rsplit("\0", 1)[1] for k in self._snaps}
+            languages = {k[1] for k in self._snaps}
         for s in sources:
             if s.directory is not None and s.directory.is_dir():
-                for lang in languages | {str(language(s))}:
-                    self.get(s, None if lang == "None" else lang, force=True)
+                for lang in languages | {language(s)}:
+                    self.get(s, lang, force=True)
 
 
 def source_language(

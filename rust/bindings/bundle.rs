@@ -148,6 +148,19 @@ fn check_limit(py: Python<'_>, limit: Option<i64>) -> PyResult<Option<usize>> {
     }
 }
 
+/// `parts` consecutive id ranges `(lo, hi)` that cut the bundle at `path`
+/// into parts of nearly equal numbers of concept files (docs/spec.md §1.10);
+/// only directories are listed.
+#[pyfunction]
+pub fn split_ranges(
+    py: Python<'_>,
+    path: PathBuf,
+    parts: usize,
+) -> PyResult<Vec<(Option<String>, Option<String>)>> {
+    let ranges = detached(py, move || okfast_core::fs::range::split(&path, parts))?;
+    Ok(ranges.into_iter().map(|r| (r.lo, r.hi)).collect())
+}
+
 #[pymethods]
 impl PyBundle {
     /// Load and index the bundle at `path` (GIL released, parallel), through

@@ -41,6 +41,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<bm25f::PyFieldPart>()?;
     m.add_function(wrap_pyfunction!(convert::read_concept, m)?)?;
     m.add_function(wrap_pyfunction!(bm25f::stop_words, m)?)?;
+    m.add_function(wrap_pyfunction!(bundle::split_ranges, m)?)?;
     m.add_function(wrap_pyfunction!(order::fused_order, m)?)?;
     m.add_function(wrap_pyfunction!(order::fairness_order, m)?)?;
     // Constants both sides need, defined once, here (docs/spec.md §3.3, §7, §2.2).

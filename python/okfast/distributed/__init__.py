@@ -35,22 +35,22 @@ Ray is imported when a ``RayResolver`` is made, never by ``import okfast``.
 
 from __future__ import annotations
 
-import importlib
 import os
-import pickle
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from okfast.bundle import Bm25fQuery, Bm25fStats
+from okfast import governance
+from okfast.bundle import Bm25fQuery, Bm25fStats, split_ranges
 from okfast.catalog import Catalog, Source
+from okfast.distributed.parts import declarations
+from okfast.distributed.pool import Failed, Pool, ray_module
 from okfast.distributed.remote import PAGE, RemotePassages, merge
-from okfast.distributed.shard import Found, Request, Shard, Stale, Unavailable, Unit
-from okfast.errors import InvalidArgumentError, MissingDependencyError, OkfastError
-from okfast.governance import pin_keys
+from okfast.distributed.shard import Found, Request, Stale, Unavailable, Unit
+from okfast.errors import InvalidArgumentError
+from okfast.governance import id_key, pin_keys
 from okfast.model import Diagnostic
 from okfast.passages import Context, SourceSnapshot
 from okfast.paths import directory_key
@@ -67,137 +67,24 @@ __all__ = ["RayResolver"]
 PREFETCH = 16
 
 
-def _ray() -> Any:
-    try:
-        return importlib.import_module("ray")
-    except ImportError as e:
-        raise MissingDependencyError(
-            f"RayResolver needs Ray ({e}): pip install 'okfast[ray]'"
-        ) from None
-
-
-class _Failed:
-    """A shard that died or did not answer in time."""
-
-    def __init__(self, why: str) -> None:
-        self.why = why
-
-
-class _Pool:
-    """The shard actors: calls fanned out with a timeout, a failed actor
-    replaced by a fresh one (docs/spec.md §15.4).
-
-    A call crosses as the bytes of the C pickler (:meth:`Shard.call`), and
-    names units by number: each unit is numbered once, and sent to a shard
-    with every call until the shard has answered one."""
-
-    def __init__(
-        self, n: int, preload: list[list[Unit]], max_staleness: float, options: dict[str, Any]
-    ) -> None:
-        self.ray = _ray()
-        self.timeout = 30.0
-        self._mu = threading.Lock()  # the numbering; passage reads run beside searches
-        self._numbers: dict[Unit, int] = {}
-        #: per shard: the units it was given, and the numbers it has
-        self._given: list[dict[int, Unit]] = [{} for _ in range(n)]
-        self._known: list[set[int]] = [set() for _ in range(n)]
-        self._preload = [{self.number(i, u): u for u in units} for i, units in enumerate(preload)]
-        self._max_staleness = max_staleness
-        # Task events feed Ray's dashboard and state API; recording them costs
-        # each call time on both ends (docs/scale-out.md), so they are off
-        # unless ``actor_options`` turn them on.
-        options = {"enable_task_events": False, **options}
-        self._actor = self.ray.remote(Shard).options(max_restarts=0, **options)
-        self.actors = [self._start(i) for i in range(n)]
-
-    def _start(self, i: int) -> Any:
-        self._known[i] = set(self._preload[i])
-        return self._actor.remote(self._preload[i], self._max_staleness)
-
-    def replace(self, i: int) -> None:
-        self.ray.kill(self.actors[i], no_restart=True)
-        with self._mu:
-            self.actors[i] = self._start(i)
-
-    def number(self, i: int, u: Unit) -> int:
-        """``u``'s number, which shard ``i`` is sent with its calls until it knows it."""
-        with self._mu:
-            n = self._numbers.setdefault(u, len(self._numbers))
-            self._given[i][n] = u
-            return n
-
-    def call(self, calls: dict[int, tuple[str, tuple[Any, ...]]]) -> dict[int, Any]:
-        """Each shard's reply to its call, or :class:`_Failed`; never waits
-        longer than :attr:`timeout` seconds in all."""
-        ray = self.ray
-        if not calls:
-            return {}
-        deadline = time.monotonic() + self.timeout
-        refs = {}
-        sent: dict[int, list[int]] = {}
-        for i, (m, a) in calls.items():
-            with self._mu:
-                new = {n: u for n, u in self._given[i].items() if n not in self._known[i]}
-            sent[i] = list(new)
-            blob = pickle.dumps((new, m, a), protocol=pickle.HIGHEST_PROTOCOL)
-            refs[i] = self.actors[i].call.remote(blob)
-        try:  # the common case in one call: every shard answers in time
-            got = ray.get(list(refs.values()), timeout=self.timeout)
-            return {i: self._answer(i, sent[i], r) for i, r in zip(refs, got, strict=True)}
-        except ray.exceptions.RayTaskError as e:
-            raise e.as_instanceof_cause() from None  # a bug, not a fault
-        except ray.exceptions.RayError:
-            pass  # a shard failed or is late: which one, below
-        left = max(0.0, deadline - time.monotonic())  # the others may still answer in time
-        ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=left)
-        done = set(ready)
-        out: dict[int, Any] = {}
-        for i, ref in refs.items():
-            if ref not in done:
-                out[i] = _Failed(f"shard {i} did not answer within {self.timeout:g} s")
-                self.replace(i)
-                continue
-            try:
-                out[i] = self._answer(i, sent[i], ray.get(ref))
-            except ray.exceptions.RayTaskError as e:
-                raise e.as_instanceof_cause() from None  # a bug, not a fault
-            except ray.exceptions.RayError as e:
-                out[i] = _Failed(f"shard {i} failed ({type(e).__name__})")
-                self.replace(i)
-        return out
-
-    def _answer(self, i: int, sent: list[int], reply: bytes) -> Any:
-        with self._mu:
-            self._known[i].update(sent)
-        return pickle.loads(reply)
-
-    def fanout(self, calls: dict[int, tuple[str, tuple[Any, ...]]]) -> dict[int, Any]:
-        """:meth:`call` for reads after a search: a failure raises."""
-        out = self.call(calls)
-        for r in out.values():
-            if isinstance(r, _Failed):
-                raise OkfastError(f"passages could not be read: {r.why}")
-        return out
-
-
 class _Stats:
     """Each shard unit's BM25F statistics, per snapshot version: ``N``, field
     totals and the df of every token asked so far (docs/spec.md §12.4)."""
 
     def __init__(self) -> None:
-        self.at: dict[tuple[int, str], tuple[str, int, list[int], dict[str, int]]] = {}
+        self.at: dict[UnitKey, tuple[str, int, list[int], dict[str, int]]] = {}
 
-    def put(self, key: tuple[int, str], version: str, st: Bm25fStats) -> None:
+    def put(self, key: UnitKey, version: str, st: Bm25fStats) -> None:
         old = self.at.get(key)
         df = dict(old[3]) if old is not None and old[0] == version else {}
         df.update(st.df)
         self.at[key] = (version, st.n, list(st.totals), df)
 
-    def knows(self, key: tuple[int, str], tokens: list[str]) -> bool:
+    def knows(self, key: UnitKey, tokens: list[str]) -> bool:
         e = self.at.get(key)
         return e is not None and all(t in e[3] for t in tokens)
 
-    def of(self, key: tuple[int, str], tokens: list[str]) -> Bm25fStats:
+    def of(self, key: UnitKey, tokens: list[str]) -> Bm25fStats:
         _, n, totals, df = self.at[key]
         return Bm25fStats(n, totals, [(t, df[t]) for t in tokens])
 
@@ -208,7 +95,9 @@ class RayResolver:
     ``shards`` actors (default: one per bundle directory, at most the
     cluster's CPUs) hold the catalog's enabled knowledge bundles, spread in
     directory order; ``split={source_id: k}`` serves a source from ``k``
-    actors, each scoring its share of the positions. ``address`` is handed
+    actors, each loading only its share of the concepts (``k`` consecutive
+    id ranges of nearly equal size, chosen when the resolver is made:
+    docs/spec.md §15.5). ``address`` is handed
     to ``ray.init`` when Ray is not initialised yet. ``timeout`` (seconds)
     bounds every round trip: a shard that dies or does not answer in time
     leaves its sources ``SourceUnavailable`` in that context and is
@@ -251,7 +140,7 @@ class RayResolver:
         )
         if timeout <= 0:
             raise InvalidArgumentError(f"timeout must be > 0, got {timeout}")
-        ray = _ray()
+        ray = ray_module()
         if not ray.is_initialized():
             ray.init(address=address)
         units = self._units(catalog, dict(split or {}))
@@ -263,6 +152,10 @@ class RayResolver:
             raise InvalidArgumentError(f"a source split {widest} ways needs {widest} shards")
         #: directory key → the shard of each part
         self._place: dict[str, list[int]] = {}
+        #: directory key → the id range of each part
+        self._ranges = {key: [(u.lo, u.hi) for u in parts] for key, parts in units.items()}
+        #: a split source's declarations, per its parts' snapshot versions
+        self._declared: dict[tuple[str, tuple[str, ...]], governance.Declarations] = {}
         preload: list[list[Unit]] = [[] for _ in range(shards)]
         turn = 0
         for key, parts in units.items():
@@ -271,7 +164,7 @@ class RayResolver:
                 preload[(turn + k) % shards].append(u)
             turn += len(parts)
         self._turn = turn
-        self._pool = _Pool(shards, preload, max_staleness, dict(actor_options or {}))
+        self._pool = Pool(shards, preload, max_staleness, dict(actor_options or {}))
         self._pool.timeout = 600.0  # the first load of every bundle
         self._pool.call({i: ("ready", ()) for i in range(shards)})
         self._pool.timeout = timeout
@@ -293,7 +186,12 @@ class RayResolver:
                 key = directory_key(s.directory)
                 k = max(split.get(s.id, 1), len(out.get(key, [])))
                 language = source_language(s, lang, self.local.settings)
-                out[key] = [Unit(s, language, part, k) for part in range(k)]
+                ranges: list[tuple[str | None, str | None]] = [(None, None)]
+                if k > 1:
+                    ranges = split_ranges(s.directory, k)
+                out[key] = [
+                    Unit(s, language, part, k, lo, hi) for part, (lo, hi) in enumerate(ranges)
+                ]
         return dict(sorted(out.items()))
 
     @property
@@ -339,6 +237,7 @@ class RayResolver:
         key = directory_key(s.directory)
         if key not in self._place:  # a source the catalog gained since: the next shard
             self._place[key] = [self._turn % len(self._pool.actors)]
+            self._ranges[key] = [(None, None)]
             self._turn += 1
         return self._place[key]
 
@@ -365,30 +264,49 @@ class RayResolver:
                 continue
             language = source_language(s, how.bm25f.language, self.local.settings)
             where = self._where(s)
-            plan[s.id] = [(sh, Unit(s, language, k, len(where))) for k, sh in enumerate(where)]
+            ranges = self._ranges[directory_key(s.directory)]
+            plan[s.id] = [
+                (sh, Unit(s, language, k, len(where), *ranges[k])) for k, sh in enumerate(where)
+            ]
             if bm25f:
                 queries[s.id] = Bm25fQuery(q.text, language_of(language), how.bm25f.stop_words)
-        pinned: dict[tuple[int, str], str] = {}  # versions a search must use
+        pinned: dict[UnitKey, str] = {}  # versions a search must use
         replies: dict[str, list[Found]] = {}
+        summed: dict[str, Bm25fStats] = {}
         for _round in range(len(sources) + 2):
             live = [s for s in sources if s.id not in failed]
             tokens = list(dict.fromkeys(t for s in live for t in queries.get(s.id, _NONE).tokens))
-            stats: Bm25fStats | str | None = "own" if bm25f else None
-            if catalog_stats:
-                self._gather(live, plan, tokens, pinned, failed)
+            # Statistics the driver sums (docs/spec.md §12.4, §15.5): the
+            # catalog's, and a split source's own over its parts.
+            gathered = [s for s in live if catalog_stats or (bm25f and len(plan[s.id]) > 1)]
+            summed = {}
+            if gathered:
+                self._gather(gathered, plan, tokens, pinned, failed)
                 live = [s for s in sources if s.id not in failed]
-                stats = Bm25fStats.sum([self._stats.of(_key(*plan[s.id][0]), tokens) for s in live])
-            replies, retry = self._search(q, how, stats, tokens, live, plan, pinned, failed, now_us)
-            if not (catalog_stats and retry):
+                of = self._stats.of
+                if catalog_stats:
+                    every = [of(_key(sh, u), tokens) for s in live for sh, u in plan[s.id]]
+                    total = Bm25fStats.sum(every)
+                    summed = {s.id: total for s in live}
+                else:
+                    for s in gathered:
+                        if s.id not in failed:
+                            own = queries[s.id].tokens
+                            parts = [of(_key(sh, u), own) for sh, u in plan[s.id]]
+                            summed[s.id] = Bm25fStats.sum(parts)
+            replies, retry = self._search(
+                q, how, bm25f, summed, tokens, live, plan, pinned, failed, now_us
+            )
+            if not (summed and retry):
                 break
-        return self._matches(q, how, sources, plan, queries, replies, failed, stats)
+        return self._matches(q, how, sources, plan, queries, replies, failed, summed)
 
     def _gather(
         self,
         live: list[Source],
         plan: dict[str, list[tuple[int, Unit]]],
         tokens: list[str],
-        pinned: dict[tuple[int, str], str],
+        pinned: dict[UnitKey, str],
         failed: dict[str, str],
     ) -> None:
         """Statistics of the units whose cached ones miss a token (docs/spec.md §12.4)."""
@@ -403,7 +321,7 @@ class RayResolver:
         calls = {sh: ("stats", ([number(sh, u) for _, u in us], tokens)) for sh, us in ask.items()}
         for sh, reply in self._pool.call(calls).items():
             for k, (sid, u) in enumerate(ask[sh]):
-                r = reply.why if isinstance(reply, _Failed) else reply[k]
+                r = reply.why if isinstance(reply, Failed) else reply[k]
                 if isinstance(r, str):
                     failed.setdefault(sid, r)
                 else:
@@ -414,16 +332,17 @@ class RayResolver:
         self,
         q: Query,
         how: _Scoring,
-        stats: Bm25fStats | str | None,
+        bm25f: bool,
+        summed: dict[str, Bm25fStats],
         tokens: list[str],
         live: list[Source],
         plan: dict[str, list[tuple[int, Unit]]],
-        pinned: dict[tuple[int, str], str],
+        pinned: dict[UnitKey, str],
         failed: dict[str, str],
         now_us: int,
     ) -> tuple[dict[str, list[Found]], bool]:
-        """One search round trip; ``True`` when the catalog statistics it
-        was sent with turned out wrong (a source failed or had refreshed)."""
+        """One search round trip; ``True`` when the summed statistics it was
+        sent with turned out wrong (a source failed or had refreshed)."""
         per: dict[int, list[tuple[str, Unit]]] = {}
         for s in live:
             for sh, u in plan[s.id]:
@@ -431,14 +350,18 @@ class RayResolver:
         pin = pin_keys(q.text) if q.pin_exact_title else None
 
         def versions(sh: int, us: list[tuple[str, Unit]]) -> tuple[tuple[str, bool] | None, ...]:
-            if not isinstance(stats, Bm25fStats):
-                return tuple(None for _ in us)
-            out = []
-            for _, u in us:
+            out: list[tuple[str, bool] | None] = []
+            for sid, u in us:
                 k = _key(sh, u)
-                out.append((pinned[k], False) if k in pinned else (self._stats.at[k][0], True))
+                if sid not in summed:
+                    out.append(None)
+                elif k in pinned:
+                    out.append((pinned[k], False))
+                else:
+                    out.append((self._stats.at[k][0], True))
             return tuple(out)
 
+        own = "own" if bm25f else None
         calls = {
             sh: (
                 "search",
@@ -446,8 +369,8 @@ class RayResolver:
                     Request(
                         q.text,
                         q.tag,
-                        how.bm25f if stats is not None else None,
-                        stats,
+                        how.bm25f if bm25f else None,
+                        tuple(summed.get(sid, own) for sid, _ in us),
                         q.stale_policy,
                         now_us,
                         pin,
@@ -467,7 +390,7 @@ class RayResolver:
         retry = False
         for sh, reply in self._pool.call(calls).items():
             for k, (sid, u) in enumerate(per[sh]):
-                r = Unavailable(reply.why) if isinstance(reply, _Failed) else reply[k]
+                r = Unavailable(reply.why) if isinstance(reply, Failed) else reply[k]
                 if isinstance(r, Unavailable):
                     failed.setdefault(sid, r.error)
                     retry = True
@@ -490,34 +413,46 @@ class RayResolver:
         queries: dict[str, Bm25fQuery],
         replies: dict[str, list[Found]],
         failed: dict[str, str],
-        stats: Bm25fStats | str | None,
+        summed: dict[str, Bm25fStats],
     ) -> _Matches:
         """What ``_Engine.search`` returns, from the shards' replies: sources
         unavailable first, then each searched one's diagnostics (as there)."""
+        split = {sid: parts for sid, parts in replies.items() if len(parts) > 1}
+        declared = declarations(self._pool, self._declared, split, plan, failed) if split else {}
         f = _Matches([], [], [], [], [], [], [], False)
         for s in sources:
             if s.id in failed:
                 f.unavailable(s.id, failed[s.id])
+        fusion = how.scorer is Scorer.FUSION
         for s in sources:
             parts = replies.get(s.id)
-            if parts is None:
+            if parts is None or s.id in failed:
                 continue
             f.any_searched = True
+            # A split source's parts each report their own files' diagnostics;
+            # merged by path they are the whole bundle's (docs/spec.md §1.10).
+            diagnostics = [d for r in parts for d in r.diagnostics]
+            if len(parts) > 1:
+                diagnostics.sort(key=lambda d: id_key(d.path or ""))
             f.diagnostics.extend(
-                Diagnostic(d.code, d.message, d.path, s.id, d.severity)
-                for d in parts[0].diagnostics
+                Diagnostic(d.code, d.message, d.path, s.id, d.severity) for d in diagnostics
             )
             for r in parts:
                 f.exclusions.extend(r.stale)
-            own = parts[0].stats
-            st = own if own is not None else stats if isinstance(stats, Bm25fStats) else None
+            st = summed.get(s.id, parts[0].stats)
             versions = [
                 (sh, self._pool.number(sh, u), r.version)
                 for (sh, u), r in zip(plan[s.id], parts, strict=True)
             ]
-            fusion = how.scorer is Scorer.FUSION
             read = (q.text, how.bm25f if st is not None else None, st, q.explain, fusion)
-            rb, order, score, ordinal = merge(self._pool.fanout, versions, parts, read)
+            rb, order, score, ordinal = merge(
+                self._pool.fanout,
+                versions,
+                parts,
+                read,
+                declared.get(s.id),
+                how.rrf_k if fusion else None,
+            )
             k = len(f.searched)
             counting = how.terms if fusion else None
             f.searched.append(SourceSnapshot(s, rb, queries.get(s.id, how.terms), st, counting))
@@ -531,9 +466,13 @@ class RayResolver:
 _NONE = Bm25fQuery("", None, False)
 
 
-def _key(shard: int, u: Unit) -> tuple[int, str]:
+#: A unit's place in the statistics cache: its shard, directory, language and range.
+UnitKey = tuple[int, str, str | None, str | None, str | None]
+
+
+def _key(shard: int, u: Unit) -> UnitKey:
     assert u.source.directory is not None
-    return shard, f"{directory_key(u.source.directory)}\0{u.language}"
+    return shard, directory_key(u.source.directory), u.language, u.lo, u.hi
 
 
 def _engine(base: type[_Engine], rr: RayResolver) -> _Engine:

@@ -145,52 +145,68 @@ def merge(
     versions: list[tuple[int, int, str]],
     parts: list[Found],
     read: tuple[str, BM25FParams | None, Bm25fStats | None, bool, bool],
+    declared: Declarations | None = None,
+    rrf_k: int | None = None,
 ) -> tuple[RemoteBundle, Any, Any, Any]:
     """One source's parts (``versions``: each one's shard, unit number and
     snapshot) as one list in its own order (score desc, then
     position: docs/spec.md §3.4), renumbered ``0..m-1`` in position order.
     Each part lists its matches in position order and the parts are
     consecutive ranges of positions, so their matches simply follow each
-    other; only a split source's lists are merged."""
+    other. A split source's lists are merged by score then position across
+    its parts (``Scorer.FUSION``, ``rrf_k`` given: its parts' scorer lists
+    fused by their ranks in the whole source's lists), its concept ranks
+    taken among its matches, and its governance from ``declared``, the graph
+    over the whole source (docs/spec.md §15.5)."""
     sizes = [len(r.pos) for r in parts]
     offset = [sum(sizes[:k]) for k in range(len(sizes))]
+    ids = tuple(i for r in parts if r.ids for i in r.ids.split("\n"))
+    owner = np.repeat(np.arange(len(parts), dtype=np.intp), sizes)
+    raw: dict[int, str | None]
     if len(parts) == 1:
         r = parts[0]
         real, auth, ordinal, pinned = r.pos, r.auth, r.ordinal, r.pinned
         order, score = r.order, r.score
+
+        def at(p: int) -> int:
+            return int(np.searchsorted(real, p))
+
+        def matched(p: int) -> bool:
+            k = at(p)
+            return k < len(real) and int(real[k]) == p
+
+        raw = {at(p): a for p, a in r.raw_authority.items()}
+        decl = Declarations(
+            {at(p): v for p, v in r.superseded.items()},
+            {at(p): tuple(at(t) for t in v if matched(t)) for p, v in r.conflicts.items()},
+            tuple((at(b[0]), b[1], b[2]) for b in r.broken),
+            auth,
+            r.any_unknown,
+        )
     else:
         real = np.concatenate([r.pos for r in parts])
         auth = np.concatenate([r.auth for r in parts])
-        ordinal = np.concatenate([r.ordinal for r in parts])
         pinned = None
         if parts[0].pinned is not None:
             pinned = np.concatenate([r.pinned for r in parts if r.pinned is not None])
-        order = np.concatenate([r.order + o for r, o in zip(parts, offset, strict=True)])
-        score = np.concatenate([r.score for r in parts])
-        by = np.lexsort((real[order], -score.astype(np.float64)))
-        order, score = order[by], score[by]
-    ids = tuple(i for r in parts if r.ids for i in r.ids.split("\n"))
-    owner = np.repeat(np.arange(len(parts), dtype=np.intp), sizes)
-
-    def at(p: int) -> int:
-        return int(np.searchsorted(real, p))
-
-    def matched(p: int) -> bool:
-        k = at(p)
-        return k < len(real) and int(real[k]) == p
-
-    raw = {at(p): a for r in parts for p, a in r.raw_authority.items()}
-    decl = Declarations(
-        {at(p): v for r in parts for p, v in r.superseded.items()},
-        {
-            at(p): tuple(at(t) for t in v if matched(t))
-            for r in parts
-            for p, v in r.conflicts.items()
-        },
-        tuple((at(b[0]), b[1], b[2]) for r in parts for b in r.broken),
-        auth,
-        parts[0].any_unknown,
-    )
+        # Positions in the whole source: each part's concepts follow the
+        # previous parts' (its range comes after theirs in id order).
+        base = np.cumsum([0] + [r.size for r in parts[:-1]]).astype(np.int64)
+        whole = real.astype(np.int64) + base[owner]
+        # Concept ranks in ordinal order, among the matches: only their
+        # relative order is ever compared (docs/spec.md §5.4).
+        ordinal = np.empty(len(ids), np.uint32)
+        ordinal[sorted(range(len(ids)), key=ids.__getitem__)] = np.arange(len(ids), dtype=np.uint32)
+        if rrf_k is not None:
+            order, score = _fused(parts, base, whole, ordinal, rrf_k)
+        else:
+            order = np.concatenate([r.order + o for r, o in zip(parts, offset, strict=True)])
+            score = np.concatenate([r.score for r in parts])
+            by = np.lexsort((whole[order], -score.astype(np.float64)))
+            order, score = order[by], score[by]
+        assert declared is not None
+        raw = {o + p: a for r, o in zip(parts, offset, strict=True) for p, a in _local(r).items()}
+        decl = _restricted(declared, whole, auth, any(r.any_unknown for r in parts))
     rb = RemoteBundle(fanout, versions, real, owner, ids, pinned, raw, read)
     rb.__dict__["_declarations"] = decl
     for r, o in zip(parts, offset, strict=True):
@@ -199,6 +215,62 @@ def merge(
             if explained is not None:
                 rb._explained[k + o] = explained
     return rb, order, score, ordinal
+
+
+def _local(r: Found) -> dict[int, str | None]:
+    """A part's raw authorities by its own match index."""
+    return {int(np.searchsorted(r.pos, p)): a for p, a in r.raw_authority.items()}
+
+
+def _restricted(
+    d: Declarations, whole: npt.NDArray[np.int64], auth: npt.NDArray[np.uint8], any_unknown: bool
+) -> Declarations:
+    """The graph ``d`` of a whole source (positions ``whole`` of its matches)
+    as its matches see it: renumbered, only the matched concepts' entries,
+    conflicts only with matched concepts (as :func:`merge` keeps them for a
+    source in one part)."""
+    at = {int(p): k for k, p in enumerate(whole.tolist())} if not d.empty else {}
+    return Declarations(
+        {at[p]: v for p, v in d.superseded.items() if p in at},
+        {at[p]: tuple(at[t] for t in v if t in at) for p, v in d.conflicts.items() if p in at},
+        tuple((at[b[0]], b[1], b[2]) for b in d.broken if b[0] in at),
+        auth,
+        any_unknown,
+    )
+
+
+def _fused(
+    parts: list[Found],
+    base: npt.NDArray[np.int64],
+    whole: npt.NDArray[np.int64],
+    ordinal: npt.NDArray[np.uint32],
+    k: int,
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]:
+    """docs/spec.md §12.10 over a split source: each scorer's list of the
+    whole source (its parts' lists merged by score desc, then position), a
+    matched concept scoring ``1/(k + r)`` for each list it is in, as
+    :func:`okfast.scoring.fuse` adds the shares; the matches (indices into
+    ``whole``) by that score desc, then ordinal rank."""
+
+    def shares(pos: str, score: str) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
+        p = np.concatenate(
+            [getattr(r, pos).astype(np.int64) + b for r, b in zip(parts, base, strict=True)]
+        )
+        sc = np.concatenate([getattr(r, score).astype(np.float64) for r in parts])
+        listed = p[np.lexsort((p, -sc))]
+        share = 1.0 / (k + np.arange(1, len(listed) + 1, dtype=np.float64))
+        i = np.searchsorted(whole, listed)
+        hit = i < len(whole)
+        hit[hit] = whole[i[hit]] == listed[hit]
+        return i[hit], share[hit]
+
+    total = np.zeros(len(whole), np.float64)
+    i, share = shares("counted_pos", "counted_score")
+    total[i] = share
+    i, share = shares("ranked_pos", "ranked_score")
+    total[i] += share
+    order = np.lexsort((ordinal, -total))
+    return order.astype(np.int32), total[order]
 
 
 class RemotePassages(PassageList):

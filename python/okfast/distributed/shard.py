@@ -29,6 +29,7 @@ from okfast.bundle import Bm25fQuery, Bm25fStats, Bundle, QueryTerms
 from okfast.catalog import Source
 from okfast.errors import BundleNotFoundError, OkfastError
 from okfast.exclusions import iso
+from okfast.governance import Declared
 from okfast.model import Diagnostic, Exclusion
 from okfast.paths import directory_key
 from okfast.query import StalePolicy
@@ -36,6 +37,9 @@ from okfast.scoring import BM25FParams, fuse
 from okfast.snapshots import CachedBundle, Snapshots
 
 _V = TypeVar("_V")
+
+#: A held snapshot and the version the driver knows it by.
+Held = tuple[str, CachedBundle]
 
 #: How many snapshots of one bundle a shard holds: the current one and the
 #: one before, so a context keeps reading the passages it was given while
@@ -46,12 +50,15 @@ HELD = 2
 @dataclass(frozen=True)
 class Unit:
     """What a shard searches for one source: the source, the analyzer
-    language, and which of ``parts`` equal position ranges it serves."""
+    language, and which of the source's ``parts`` it holds — the concepts
+    whose ids are in ``[lo, hi)`` (docs/spec.md §1.10, §15.5)."""
 
     source: Source
     language: str | None
     part: int = 0
     parts: int = 1
+    lo: str | None = None
+    hi: str | None = None
 
 
 @dataclass(frozen=True)
@@ -59,18 +66,20 @@ class Request:
     """One search, as every shard receives it (docs/spec.md §15.2).
 
     ``units`` are the numbers the driver gave them (:meth:`Shard.call`).
-    ``stats`` is ``None`` for the weighted count, ``"own"`` for a source's
-    own BM25F statistics (``grouped``), else the catalog's. ``versions[i]``
-    is the snapshot ``units[i]`` must be searched in: ``None`` takes the
-    current one (after the freshness check); with catalog statistics, a
-    ``(version, True)`` pair is only expected, and a shard whose current
-    snapshot differs answers :class:`Stale` instead of searching.
+    ``stats[i]`` is what ``units[i]`` scores with: ``None`` for the weighted
+    count, ``"own"`` for its bundle's own BM25F statistics (``grouped``),
+    else statistics the driver summed — the catalog's, or a split source's
+    over its parts. ``versions[i]`` is the snapshot ``units[i]`` must be
+    searched in: ``None`` takes the current one (after the freshness
+    check); with summed statistics, a ``(version, True)`` pair is only
+    expected, and a shard whose current snapshot differs answers
+    :class:`Stale` instead of searching.
     """
 
     text: str
     tag: str | None
     bm25f: BM25FParams | None
-    stats: Bm25fStats | str | None
+    stats: tuple[Bm25fStats | str | None, ...]
     stale_policy: StalePolicy
     now_us: int
     pin: tuple[str, str] | None
@@ -112,9 +121,13 @@ class Found:
     ordinal and authority ranks and pinned mask (when pinning was asked);
     ``order`` and ``score`` give the unit's own list (score desc, then
     position: docs/spec.md §3.4); and what governance needs of the matched
-    concepts."""
+    concepts — for a part of a split source only the authorities, as its
+    declarations may name concepts of other parts (the driver resolves
+    them: :meth:`Shard.declared`)."""
 
     version: str
+    #: how many concepts the unit's snapshot holds
+    size: int
     #: the matched positions, ascending
     pos: npt.NDArray[np.int32]
     #: the unit's list in its own order, as indices into ``pos``
@@ -137,6 +150,15 @@ class Found:
     any_unknown: bool
     #: the fields (and explanation) of the list's first ``Request.prefetch``
     rows: list[tuple[Row, Explained | None]]
+    #: ``Scorer.FUSION`` on a part of a split source: the part's weighted-count
+    #: and BM25F lists (positions and scores, each in its order, before the
+    #: stale filter), which the driver fuses by their ranks in the whole
+    #: source's lists (docs/spec.md §12.10); ``order`` and ``score`` are then
+    #: the part's own and unused
+    counted_pos: npt.NDArray[np.int32] | None = None
+    counted_score: npt.NDArray[np.uint32] | None = None
+    ranked_pos: npt.NDArray[np.int32] | None = None
+    ranked_score: npt.NDArray[np.float64] | None = None
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         # numpy pickles an array through Python code, which costs more than
@@ -160,7 +182,20 @@ def _found(*values: Any) -> Found:
 
 
 _FOUND = tuple(f.name for f in fields(Found))
-_ARRAYS = frozenset({"pos", "order", "score", "ordinal", "auth", "pinned"})
+_ARRAYS = frozenset(
+    {
+        "pos",
+        "order",
+        "score",
+        "ordinal",
+        "auth",
+        "pinned",
+        "counted_pos",
+        "counted_score",
+        "ranked_pos",
+        "ranked_score",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -242,7 +277,7 @@ class Shard:
         #: the units by the driver's numbers
         self._units = dict(units)
         #: bundle key → [(version, snapshot)], newest last
-        self._held: dict[str, list[tuple[str, CachedBundle]]] = {}
+        self._held: dict[tuple[str, str | None, str | None, str | None], list[Held]] = {}
         for u in units.values():
             if u.source.directory is not None and u.source.directory.is_dir():
                 self._current(u)
@@ -263,15 +298,15 @@ class Shard:
     # -- snapshots -------------------------------------------------------------------
 
     @staticmethod
-    def _key(u: Unit) -> str:
+    def _key(u: Unit) -> tuple[str, str | None, str | None, str | None]:
         assert u.source.directory is not None
-        return f"{directory_key(u.source.directory)}\0{u.language}"
+        return directory_key(u.source.directory), u.language, u.lo, u.hi
 
     def _current(self, u: Unit) -> tuple[str, CachedBundle]:
         """The unit's snapshot after the freshness check (docs/spec.md §5.10)."""
         if u.source.directory is None or not u.source.directory.is_dir():
             raise BundleNotFoundError(f"{u.source.directory} is not a directory")
-        snap = self._bundles.get(u.source, u.language)
+        snap = self._bundles.get(u.source, u.language, id_range=(u.lo, u.hi))
         held = self._held.setdefault(self._key(u), [])
         if held and held[-1][1] is snap:
             return held[-1]
@@ -304,7 +339,7 @@ class Shard:
 
     def search(self, r: Request) -> list[Found | Stale | Unavailable]:
         out: list[Found | Stale | Unavailable] = []
-        for n, want in zip(r.units, r.versions, strict=True):
+        for n, want, stats in zip(r.units, r.versions, r.stats, strict=True):
             u = self._units[n]
             try:
                 if want is None or want[1]:
@@ -317,36 +352,41 @@ class Shard:
             if want is not None and want[1] and want[0] != version:
                 out.append(Stale(version, snap.bundle.bm25f_stats(list(r.tokens))))
                 continue
-            out.append(self._search(r, u, version, snap))
+            out.append(self._search(r, u, stats, version, snap))
         return out
 
-    def _search(self, r: Request, u: Unit, version: str, snap: CachedBundle) -> Found:
-        """docs/spec.md §5.4 for one source: search, keep this part's
-        positions, apply the stale filter (as ``_Engine.search`` does)."""
+    def _search(
+        self,
+        r: Request,
+        u: Unit,
+        stats: Bm25fStats | str | None,
+        version: str,
+        snap: CachedBundle,
+    ) -> Found:
+        """docs/spec.md §5.4 for one source (or one part of it): search,
+        apply the stale filter (as ``_Engine.search`` does)."""
         b = snap.bundle
         own: Bm25fStats | None = None
         used: Bm25fStats | None = None
         terms: QueryTerms | Bm25fQuery
-        if r.stats is None:
+        lists: tuple[Any, ...] = (None, None, None, None)
+        if stats is None:
             terms = QueryTerms(r.text)
             pos, score = b.search_arrays(terms, tag=r.tag)
         else:
             assert r.bm25f is not None
             terms = b.bm25f_query(r.text, r.bm25f)
-            own = b.bm25f_stats(terms.tokens) if isinstance(r.stats, str) else None
-            used = own if own is not None else r.stats if isinstance(r.stats, Bm25fStats) else None
+            own = b.bm25f_stats(terms.tokens) if isinstance(stats, str) else None
+            used = own if own is not None else stats if isinstance(stats, Bm25fStats) else None
             assert used is not None
             pos, score = b.search_bm25f(terms, used, r.bm25f, tag=r.tag)
             if r.fusion:
                 # docs/spec.md §12.10: the scorer's own lists, before the
                 # stale filter, as the other scorers' are.
-                counted, _ = b.search_arrays(QueryTerms(r.text), tag=r.tag)
+                counted, counted_score = b.search_arrays(QueryTerms(r.text), tag=r.tag)
+                if u.parts > 1:
+                    lists = (counted, counted_score, pos, score)
                 pos, score = fuse(counted, pos, snap.ordinal, r.rrf_k)
-        if u.parts > 1:
-            n = len(b)
-            lo, hi = u.part * n // u.parts, (u.part + 1) * n // u.parts
-            mine = (pos >= lo) & (pos < hi)
-            pos, score = pos[mine], score[mine]
         ids = b.concept_ids
         admit = r.stale_policy.admits_us(snap.stale_us[pos], r.now_us)
         stale: list[Exclusion] = []
@@ -356,7 +396,8 @@ class Shard:
                 stale.append(Exclusion(u.source.id, ids[p], "stale", f"stale_after {when}"))
             pos, score = pos[admit], score[admit]
         d = governance.declarations(b)
-        here = set(pos.tolist()) if not d.empty else set()
+        whole = u.parts == 1
+        here = set(pos.tolist()) if whole and not d.empty else set()
         first = pos[: r.prefetch].tolist()
         by_pos = np.argsort(pos, kind="stable")
         order = np.empty(len(pos), np.int32)
@@ -365,6 +406,7 @@ class Shard:
         auth = d.auth[pos]
         return Found(
             version=version,
+            size=len(b),
             pos=pos,
             order=order,
             score=score,
@@ -376,14 +418,49 @@ class Shard:
                 int(p): b.authority_at(int(p)) for p in pos[auth == governance.UNKNOWN].tolist()
             },
             stale=stale,
-            diagnostics=b.diagnostics if u.part == 0 else (),
+            diagnostics=b.diagnostics,
             stats=own,
             superseded=_within(d.superseded, here),
             conflicts=_within(d.conflicts, here),
             broken=tuple(x for x in d.broken if x[0] in here),
             any_unknown=d.any_unknown,
             rows=_rows(b, first, r.text, terms, used, r.bm25f, r.explain, r.fusion),
+            counted_pos=lists[0],
+            counted_score=lists[1],
+            ranked_pos=lists[2],
+            ranked_score=lists[3],
         )
+
+    def declared(self, asks: list[tuple[int, str]]) -> list[list[Declared]]:
+        """For each ``(unit, version)``: what its concepts declare, in position
+        order (docs/spec.md §7), for the driver to resolve across the parts
+        of a split source."""
+        out = []
+        for n, version in asks:
+            b = self._at(self._units[n], version).bundle
+            ids = b.concept_ids
+            out.append(
+                [
+                    Declared(
+                        d.position,
+                        ids[d.position],
+                        tuple(d.supersedes),
+                        tuple(d.superseded_by),
+                        tuple(d.conflicts_with),
+                    )
+                    for d in b.governance()
+                ]
+            )
+        return out
+
+    def present(self, asks: list[tuple[int, str, list[str]]]) -> list[list[int | None]]:
+        """For each ``(unit, version, names)``: each name's position in that
+        snapshot, or ``None``."""
+        out = []
+        for n, version, names in asks:
+            b = self._at(self._units[n], version).bundle
+            out.append([b.position(name) for name in names])
+        return out
 
     def read(self, reads: list[Read]) -> list[list[tuple[Row, Explained | None]]]:
         """Each asked passage's fields and, when asked, its explanation parts."""
@@ -405,7 +482,7 @@ class Shard:
 
 
 #: What :meth:`Shard.call` answers.
-_METHODS = frozenset({"ready", "stats", "search", "read", "body"})
+_METHODS = frozenset({"ready", "stats", "search", "read", "body", "declared", "present"})
 
 
 def _within(m: dict[int, _V], here: set[int]) -> dict[int, _V]:

@@ -3,7 +3,12 @@
 //! processes can each hold a share of one large bundle and together hold it
 //! exactly once.
 
-use super::walk::WalkResult;
+use std::path::Path;
+
+use super::walk::{walk_sorted, Stamps, WalkResult};
+use super::watch::Watch;
+use crate::error::Error;
+use crate::progress::Progress;
 use crate::text::id_cmp;
 
 /// The ids `lo <= id < hi` in id order (docs/spec.md §1.2); a missing bound
@@ -66,6 +71,46 @@ impl IdRange {
     }
 }
 
+/// `parts` consecutive ranges covering every id, which cut the bundle at
+/// `root` into parts of as equal a number of concept files as ids allow
+/// (docs/spec.md §1.10): the bounds are the ids at positions `j·n/parts` of
+/// its `n` concept files in id order. Only the directories are listed; no
+/// file is read. An empty bundle gets the bound `""` (so every part but the
+/// last is empty, and the last holds every id).
+pub fn split(root: &Path, parts: usize) -> Result<Vec<IdRange>, Error> {
+    let walk = walk_sorted(
+        root,
+        &Watch::none(),
+        &Progress::default(),
+        None,
+        Stamps::Unopened,
+    )?;
+    let ids: Vec<&str> = walk
+        .found
+        .iter()
+        .filter(|f| f.bad_id.is_none())
+        .map(|f| f.id.as_str())
+        .collect();
+    Ok(cut(&ids, parts))
+}
+
+/// [`split`] of the ids `ids` (in id order).
+pub fn cut(ids: &[&str], parts: usize) -> Vec<IdRange> {
+    let n = ids.len();
+    let mut bounds: Vec<Option<String>> = vec![None];
+    for j in 1..parts.max(1) {
+        bounds.push(Some(
+            ids.get(j * n / parts)
+                .map_or(String::new(), |s| s.to_string()),
+        ));
+    }
+    bounds.push(None);
+    bounds
+        .windows(2)
+        .map(|w| IdRange::new(w[0].clone(), w[1].clone()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,6 +139,28 @@ mod tests {
             let n = ranges.iter().filter(|x| x.contains(id)).count();
             assert_eq!(n, 1, "{id}");
         }
+    }
+
+    #[test]
+    fn a_cut_covers_every_id_once_in_nearly_equal_parts() {
+        let ids: Vec<String> = (0..10).map(|i| format!("c{i}")).collect();
+        let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+        for parts in 1..=12 {
+            let rs = cut(&refs, parts);
+            assert_eq!(rs.len(), parts);
+            let sizes: Vec<usize> = rs
+                .iter()
+                .map(|r| refs.iter().filter(|i| r.contains(i)).count())
+                .collect();
+            assert_eq!(sizes.iter().sum::<usize>(), 10, "{parts}: {sizes:?}");
+            if parts <= 10 {
+                let (lo, hi) = (sizes.iter().min(), sizes.iter().max());
+                assert!(hi.unwrap() - lo.unwrap() <= 1, "{parts}: {sizes:?}");
+            }
+        }
+        let empty = cut(&[], 3);
+        assert_eq!(empty.len(), 3);
+        assert!(empty[2].contains("anything") && !empty[0].contains("anything"));
     }
 
     #[test]

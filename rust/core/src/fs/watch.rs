@@ -177,6 +177,11 @@ impl Watch {
         Watch(imp::Watch::new(root))
     }
 
+    /// No watch at all: for a walk that keeps no snapshot.
+    pub fn none() -> Watch {
+        Watch(None)
+    }
+
     /// Watch a directory below the root (before listing it). Thread-safe.
     pub fn add_dir(&self, dir: &Path) {
         if let Some(w) = &self.0 {

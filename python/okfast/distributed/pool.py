@@ -1,0 +1,129 @@
+"""The shard actors of a :class:`~okfast.distributed.RayResolver`: calls
+fanned out with a timeout, a failed actor replaced (docs/spec.md §15.4).
+
+Ray is imported when a pool is made, never by ``import okfast``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pickle
+import threading
+import time
+from typing import Any
+
+from okfast.distributed.shard import Shard, Unit
+from okfast.errors import MissingDependencyError, OkfastError
+
+
+def ray_module() -> Any:
+    try:
+        return importlib.import_module("ray")
+    except ImportError as e:
+        raise MissingDependencyError(
+            f"RayResolver needs Ray ({e}): pip install 'okfast[ray]'"
+        ) from None
+
+
+class Failed:
+    """A shard that died or did not answer in time."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
+class Pool:
+    """The shard actors: calls fanned out with a timeout, a failed actor
+    replaced by a fresh one (docs/spec.md §15.4).
+
+    A call crosses as the bytes of the C pickler (:meth:`Shard.call`), and
+    names units by number: each unit is numbered once, and sent to a shard
+    with every call until the shard has answered one."""
+
+    def __init__(
+        self, n: int, preload: list[list[Unit]], max_staleness: float, options: dict[str, Any]
+    ) -> None:
+        self.ray = ray_module()
+        self.timeout = 30.0
+        self._mu = threading.Lock()  # the numbering; passage reads run beside searches
+        self._numbers: dict[Unit, int] = {}
+        #: per shard: the units it was given, and the numbers it has
+        self._given: list[dict[int, Unit]] = [{} for _ in range(n)]
+        self._known: list[set[int]] = [set() for _ in range(n)]
+        self._preload = [{self.number(i, u): u for u in units} for i, units in enumerate(preload)]
+        self._max_staleness = max_staleness
+        # Task events feed Ray's dashboard and state API; recording them costs
+        # each call time on both ends (docs/scale-out.md), so they are off
+        # unless ``actor_options`` turn them on.
+        options = {"enable_task_events": False, **options}
+        self._actor = self.ray.remote(Shard).options(max_restarts=0, **options)
+        self.actors = [self._start(i) for i in range(n)]
+
+    def _start(self, i: int) -> Any:
+        self._known[i] = set(self._preload[i])
+        return self._actor.remote(self._preload[i], self._max_staleness)
+
+    def replace(self, i: int) -> None:
+        self.ray.kill(self.actors[i], no_restart=True)
+        with self._mu:
+            self.actors[i] = self._start(i)
+
+    def number(self, i: int, u: Unit) -> int:
+        """``u``'s number, which shard ``i`` is sent with its calls until it knows it."""
+        with self._mu:
+            n = self._numbers.setdefault(u, len(self._numbers))
+            self._given[i][n] = u
+            return n
+
+    def call(self, calls: dict[int, tuple[str, tuple[Any, ...]]]) -> dict[int, Any]:
+        """Each shard's reply to its call, or :class:`Failed`; never waits
+        longer than :attr:`timeout` seconds in all."""
+        ray = self.ray
+        if not calls:
+            return {}
+        deadline = time.monotonic() + self.timeout
+        refs = {}
+        sent: dict[int, list[int]] = {}
+        for i, (m, a) in calls.items():
+            with self._mu:
+                new = {n: u for n, u in self._given[i].items() if n not in self._known[i]}
+            sent[i] = list(new)
+            blob = pickle.dumps((new, m, a), protocol=pickle.HIGHEST_PROTOCOL)
+            refs[i] = self.actors[i].call.remote(blob)
+        try:  # the common case in one call: every shard answers in time
+            got = ray.get(list(refs.values()), timeout=self.timeout)
+            return {i: self._answer(i, sent[i], r) for i, r in zip(refs, got, strict=True)}
+        except ray.exceptions.RayTaskError as e:
+            raise e.as_instanceof_cause() from None  # a bug, not a fault
+        except ray.exceptions.RayError:
+            pass  # a shard failed or is late: which one, below
+        left = max(0.0, deadline - time.monotonic())  # the others may still answer in time
+        ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=left)
+        done = set(ready)
+        out: dict[int, Any] = {}
+        for i, ref in refs.items():
+            if ref not in done:
+                out[i] = Failed(f"shard {i} did not answer within {self.timeout:g} s")
+                self.replace(i)
+                continue
+            try:
+                out[i] = self._answer(i, sent[i], ray.get(ref))
+            except ray.exceptions.RayTaskError as e:
+                raise e.as_instanceof_cause() from None  # a bug, not a fault
+            except ray.exceptions.RayError as e:
+                out[i] = Failed(f"shard {i} failed ({type(e).__name__})")
+                self.replace(i)
+        return out
+
+    def _answer(self, i: int, sent: list[int], reply: bytes) -> Any:
+        with self._mu:
+            self._known[i].update(sent)
+        return pickle.loads(reply)
+
+    def fanout(self, calls: dict[int, tuple[str, tuple[Any, ...]]]) -> dict[int, Any]:
+        """:meth:`call` for reads after a search: a failure raises."""
+        out = self.call(calls)
+        for r in out.values():
+            if isinstance(r, Failed):
+                raise OkfastError(f"passages could not be read: {r.why}")
+        return out
