@@ -383,3 +383,17 @@ def test_split_ranges_cut_a_bundle_into_nearly_equal_parts(make_bundle: MakeBund
             split_ranges(root, bad)  # type: ignore[arg-type]
     with pytest.raises(BundleNotFoundError):
         split_ranges(root / "missing", 2)
+
+
+def test_a_part_lists_only_the_directories_its_range_reaches(
+    make_bundle: MakeBundle, tmp_path: Path
+) -> None:
+    root = make_bundle(
+        {f"d{i}/c{j}.md": FM.format(t=f"{i}{j}") for i in range(4) for j in range(3)}
+    )
+    part = Bundle.load(root, id_range=("d1/c2", "d2/c1"), cache_dir=tmp_path / "cache")
+    assert part.concept_ids == ("d1/c2", "d2/c0")
+    # The root, d1 and d2: d0 and d3 hold nothing of the range.
+    assert part.cache_listed == 3
+    whole = Bundle.load(root, cache_dir=tmp_path / "cache")
+    assert whole.cache_listed == 5

@@ -398,3 +398,13 @@ def test_arguments_are_checked(governed: tuple[Resolver, RayResolver]) -> None:
             RayResolver(cat, **kw)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError):
         governed[1].timeout = -1
+
+
+def test_a_split_source_the_driver_cannot_list_is_refused(tmp_path: Path) -> None:
+    """docs/spec.md §15.5: the parts are cut when the resolver is made."""
+    from okfast import BundleNotFoundError
+
+    cat = make_catalog(tmp_path, {"a": BUNDLES["b"]}, [{"id": "a", "path": "a"}])
+    shutil.rmtree(tmp_path / "a")
+    with pytest.raises(BundleNotFoundError):
+        RayResolver(cat, shards=2, split={"a": 2})

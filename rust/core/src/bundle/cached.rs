@@ -19,7 +19,7 @@ use crate::error::Error;
 use crate::fs::range::IdRange;
 use crate::fs::read::{read_found, read_some};
 use crate::fs::stamp::{Stamp, RACY_NS};
-use crate::fs::walk::{listings, walk_sorted, DirRecord, FileEntry, Prior, Stamps, WalkResult};
+use crate::fs::walk::{listings, walk_range, DirRecord, FileEntry, Prior, Stamps, WalkResult};
 use crate::fs::watch::Watch;
 use crate::index::{chunk_fields, Chunks, Index};
 use crate::progress::{Phase, Progress};
@@ -393,7 +393,7 @@ impl Bundle {
             Some(_) => Stamps::All,
             None => Stamps::Unopened,
         };
-        let mut walk = walk_sorted(root, &watch, progress, prior.as_ref(), stamps)?;
+        let mut walk = walk_range(root, &watch, progress, prior.as_ref(), stamps, range)?;
         range.restrict(&mut walk);
         let WalkResult {
             found,

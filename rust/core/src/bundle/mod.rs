@@ -19,7 +19,7 @@ use crate::error::Error;
 use crate::fs::range::IdRange;
 use crate::fs::read::read_all;
 use crate::fs::stamp::Stamp;
-use crate::fs::walk::{walk_sorted, Stamps, WalkResult};
+use crate::fs::walk::{walk_range, Stamps, WalkResult};
 use crate::fs::watch::Watch;
 use crate::index::Index;
 use crate::progress::{Phase, Progress};
@@ -187,7 +187,7 @@ impl Bundle {
     ) -> Result<(Bundle, CacheReport), Error> {
         let Some(cache_file) = cache_file else {
             let watch = Watch::new(root);
-            let mut walk = walk_sorted(root, &watch, progress, None, Stamps::Unopened)?;
+            let mut walk = walk_range(root, &watch, progress, None, Stamps::Unopened, range)?;
             range.restrict(&mut walk);
             let WalkResult {
                 found,

@@ -13,7 +13,7 @@ use crate::diagnostic::Code;
 use crate::error::Error;
 use crate::fs::read::read_found;
 use crate::fs::stamp::{stamp, stamp_of, Stamp};
-use crate::fs::walk::{walk_sorted, FileEntry, Stamps, WalkResult};
+use crate::fs::walk::{walk_range, FileEntry, Stamps, WalkResult};
 use crate::fs::watch::{Changes, Watch};
 use crate::progress::Progress;
 use crate::text::id_cmp;
@@ -61,7 +61,15 @@ impl Bundle {
             }
         }
         let watch = Watch::new(&self.root);
-        let mut walk = walk_sorted(&self.root, &watch, &Progress::default(), None, Stamps::All)?;
+        let progress = Progress::default();
+        let mut walk = walk_range(
+            &self.root,
+            &watch,
+            &progress,
+            None,
+            Stamps::All,
+            &self.range,
+        )?;
         self.range.restrict(&mut walk);
         let WalkResult {
             found,

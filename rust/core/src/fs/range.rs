@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::walk::{walk_sorted, Stamps, WalkResult};
+use super::walk::{walk_range, Stamps, WalkResult};
 use super::watch::Watch;
 use crate::error::Error;
 use crate::progress::Progress;
@@ -43,6 +43,21 @@ impl IdRange {
             && self.hi.as_deref().is_none_or(|hi| id_cmp(path, hi).is_lt())
     }
 
+    /// Whether the directory at `dir` (its path, `a/b`) and every path below
+    /// it are out of the range, so a walk for it need not list it: the ids
+    /// below `dir` sort after `dir` and, unless `lo` is below `dir` too, on
+    /// the same side of `lo` as `dir` (docs/spec.md §1.2).
+    pub fn excludes_tree(&self, dir: &str) -> bool {
+        let under =
+            |b: &str| b.len() > dir.len() && b.starts_with(dir) && b.as_bytes()[dir.len()] == b'/';
+        let below_lo = self
+            .lo
+            .as_deref()
+            .is_some_and(|lo| id_cmp(dir, lo).is_lt() && !under(lo));
+        let from_hi = self.hi.as_deref().is_some_and(|hi| id_cmp(dir, hi).is_ge());
+        below_lo || from_hi
+    }
+
     /// Keep of a walk what the range holds: its concept files by id, its own
     /// diagnostics by path (so every diagnostic of the walk lands in exactly
     /// one part). A part records no directory listing: its files are no
@@ -78,12 +93,13 @@ impl IdRange {
 /// file is read. An empty bundle gets the bound `""` (so every part but the
 /// last is empty, and the last holds every id).
 pub fn split(root: &Path, parts: usize) -> Result<Vec<IdRange>, Error> {
-    let walk = walk_sorted(
+    let walk = walk_range(
         root,
         &Watch::none(),
         &Progress::default(),
         None,
         Stamps::Unopened,
+        &IdRange::default(),
     )?;
     let ids: Vec<&str> = walk
         .found
@@ -161,6 +177,22 @@ mod tests {
         let empty = cut(&[], 3);
         assert_eq!(empty.len(), 3);
         assert!(empty[2].contains("anything") && !empty[0].contains("anything"));
+    }
+
+    #[test]
+    fn a_tree_is_excluded_only_when_nothing_in_it_is_in_range() {
+        let x = r(Some("b/c"), Some("d"));
+        // Some id below is in range, or the directory's own path is.
+        for dir in ["b", "b/c", "b/c/d", "c", "b/d", "b-"] {
+            assert!(!x.excludes_tree(dir), "{dir}");
+        }
+        // Everything below sorts before `b/c`, or from `d` on.
+        for dir in ["a", "b/a", "b/b", "d", "d/x", "e"] {
+            assert!(x.excludes_tree(dir), "{dir}");
+        }
+        assert!(!r(None, None).excludes_tree("anything"));
+        // The bound `b/` (below every id under b): b's own path is in range.
+        assert!(!r(Some("a"), Some("b/")).excludes_tree("b"));
     }
 
     #[test]

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use super::dir::{Dir, Kind};
+use super::range::IdRange;
 use super::stamp::{DirStamp, Stamp};
 use super::watch::Watch;
 use crate::diagnostic::{Code, Diagnostic};
@@ -175,6 +176,9 @@ struct Ctx<'a> {
     progress: &'a Progress,
     prior: Option<&'a Prior<'a>>,
     stamps: Stamps,
+    /// The ids the walk is for: a directory holding none of them (nor
+    /// named by one) is not walked, a file out of it is not stamped.
+    range: &'a IdRange,
 }
 
 /// Which files the walk stamps (stats).
@@ -200,6 +204,22 @@ pub fn walk_sorted(
     prior: Option<&Prior<'_>>,
     stamps: Stamps,
 ) -> Result<WalkResult, Error> {
+    walk_range(root, watch, progress, prior, stamps, &IdRange::default())
+}
+
+/// [`walk_sorted`] for a part of the bundle (docs/spec.md §1.10): what it
+/// finds in `range` is what the whole walk finds there, but a directory whose
+/// path and every path below it are out of `range` is not listed, and a file
+/// out of it is not stamped. The caller keeps only what is in `range`
+/// ([`IdRange::restrict`]): the rest of the result is incomplete.
+pub fn walk_range(
+    root: &Path,
+    watch: &Watch,
+    progress: &Progress,
+    prior: Option<&Prior<'_>>,
+    stamps: Stamps,
+    range: &IdRange,
+) -> Result<WalkResult, Error> {
     progress.start(Phase::Walk, 0);
     let not_found = |reason: String| Error::BundleNotFound {
         path: root.display().to_string(),
@@ -214,6 +234,7 @@ pub fn walk_sorted(
         progress,
         prior,
         stamps,
+        range,
     };
     let dir = Dir::open(root).map_err(|e| not_found(e.to_string()))?;
     let part = walk_open(dir, root, "", None, &ctx);
@@ -294,7 +315,7 @@ fn walk_open(
     };
     let (items, plain, listed) = match reused {
         Some(entries) => {
-            let items = from_listing(&dir, path, prefix, &entries, &mut subdirs);
+            let items = from_listing(&dir, path, prefix, &entries, &mut subdirs, ctx.range);
             (items, true, 0)
         }
         None => {
@@ -303,7 +324,7 @@ fn walk_open(
                 path,
                 prefix,
                 bad,
-                ctx.stamps,
+                (ctx.stamps, ctx.range),
                 &mut subdirs,
                 &mut diagnostics,
             );
@@ -312,7 +333,16 @@ fn walk_open(
         }
     };
     drop(dir);
-    let below: Vec<Part> = subdirs.into_par_iter().map(|d| walk_dir(d, ctx)).collect();
+    let below: Vec<Part> = subdirs
+        .into_par_iter()
+        .map(|d| {
+            if ctx.range.excludes_tree(d.1.trim_end_matches('/')) {
+                Part::default()
+            } else {
+                walk_dir(d, ctx)
+            }
+        })
+        .collect();
     let mut below: Vec<Option<Part>> = below.into_iter().map(Some).collect();
     let mut run = Vec::with_capacity(items.len() - below.len());
     let mut w = Part {
@@ -356,6 +386,7 @@ fn from_listing(
     prefix: &str,
     entries: &[(bool, &str)],
     subdirs: &mut Vec<Pending>,
+    range: &IdRange,
 ) -> Vec<Item> {
     let mut items: Vec<Item> = entries
         .iter()
@@ -383,7 +414,9 @@ fn from_listing(
         .with_min_len(256)
         .for_each(|(it, (_, name))| {
             if let Item::File(f) = it {
-                f.stamp = dir.stat(OsStr::new(name));
+                if range.contains(&f.id) {
+                    f.stamp = dir.stat(OsStr::new(name));
+                }
             }
         });
     items
@@ -398,7 +431,7 @@ fn list(
     path: &Path,
     prefix: &str,
     bad: Option<&'static str>,
-    stamps: Stamps,
+    (stamps, range): (Stamps, &IdRange),
     subdirs: &mut Vec<Pending>,
     diags: &mut Vec<Diagnostic>,
 ) -> (Vec<Item>, bool) {
@@ -460,7 +493,7 @@ fn list(
     files
         .par_iter_mut()
         .with_min_len(256)
-        .filter(|(_, f)| stamps == Stamps::All || f.bad_id.is_some())
+        .filter(|(_, f)| (stamps == Stamps::All || f.bad_id.is_some()) && range.contains(&f.id))
         .for_each(|(name, f)| f.stamp = dir.stat(name));
     items.extend(files.into_iter().map(|(_, f)| Item::File(f)));
     (items, plain)
@@ -636,6 +669,7 @@ mod tests {
             progress: &progress,
             prior: None,
             stamps: Stamps::All,
+            range: &IdRange::default(),
         };
         let ok = walk_dir((d.join("ok"), "ok/".into(), None), &ctx);
         let gone = walk_dir((d.join("gone"), "gone/".into(), None), &ctx);
