@@ -234,26 +234,40 @@ impl Lists {
         }
         let lists = &self.fields;
         let total: usize = lists.iter().map(|l| l.len() - 1).sum();
-        let mut m = Merged::with_capacity(total);
+        let mut m = Merged {
+            min_len: [u32::MAX; 4],
+            docs: Vec::with_capacity(total),
+            tfs: Vec::with_capacity(4 * total),
+            ..Merged::default()
+        };
         let mut at = [0usize; 4];
+        let mut block_from = 0;
         loop {
             let heads: [(u32, u16); 4] = std::array::from_fn(|f| lists[f][at[f]]);
             let d = heads.iter().map(|h| h.0).min().unwrap_or(u32::MAX);
             if d == u32::MAX {
                 break;
             }
-            let tfs = std::array::from_fn(|f| {
+            m.docs.push(d);
+            for f in 0..4 {
                 let here = heads[f].0 == d;
+                m.tfs.push(if here { heads[f].1 } else { 0 });
                 at[f] += usize::from(here);
-                if here {
-                    heads[f].1
-                } else {
-                    0
-                }
-            });
-            m.push(d, tfs, lengths);
+            }
+            if m.docs.len() - block_from == BLOCK {
+                m.close_block(block_from, lengths);
+                block_from = m.docs.len();
+            }
         }
-        m.end(lengths);
+        if m.docs.len() > block_from {
+            m.close_block(block_from, lengths);
+        }
+        if m.docs.len() <= BLOCK {
+            // One block: the token's own bounds say it all.
+            m.block_last.clear();
+            m.block_max_tf.clear();
+            m.block_min_len.clear();
+        }
         m
     }
 }
@@ -262,7 +276,7 @@ impl Lists {
 /// largest frequency and smallest length, and per block of a long list its
 /// last position and bounds.
 #[derive(Default)]
-pub(super) struct Merged {
+struct Merged {
     docs: Vec<u32>,
     tfs: Vec<u16>,
     max_tf: [u16; 4],
@@ -273,44 +287,6 @@ pub(super) struct Merged {
 }
 
 impl Merged {
-    /// An empty list with room for `entries`.
-    pub(super) fn with_capacity(entries: usize) -> Merged {
-        Merged {
-            min_len: [u32::MAX; 4],
-            docs: Vec::with_capacity(entries),
-            tfs: Vec::with_capacity(4 * entries),
-            ..Merged::default()
-        }
-    }
-
-    pub(super) fn is_empty(&self) -> bool {
-        self.docs.is_empty()
-    }
-
-    /// Append concept `d` (past every one before) with its four frequencies;
-    /// every [`BLOCK`] entries close a block. `lengths` as in [`Bm25fIndex`].
-    pub(super) fn push(&mut self, d: u32, tfs: [u16; 4], lengths: &[u32]) {
-        self.docs.push(d);
-        self.tfs.extend(tfs);
-        if self.docs.len() % BLOCK == 0 {
-            self.close_block(self.docs.len() - BLOCK, lengths);
-        }
-    }
-
-    /// Close the last block; a list of one block keeps only the token's
-    /// own bounds, which say it all.
-    pub(super) fn end(&mut self, lengths: &[u32]) {
-        let from = self.docs.len() / BLOCK * BLOCK;
-        if self.docs.len() > from {
-            self.close_block(from, lengths);
-        }
-        if self.docs.len() <= BLOCK {
-            self.block_last.clear();
-            self.block_max_tf.clear();
-            self.block_min_len.clear();
-        }
-    }
-
     /// Record the bounds of the entries pushed since `from`, per field.
     fn close_block(&mut self, from: usize, lengths: &[u32]) {
         let mut max_tf = [0u16; 4];
@@ -335,7 +311,7 @@ impl Merged {
 }
 
 /// The index from each token's merged list, laid end to end.
-pub(super) fn assemble(
+fn assemble(
     language: Option<Language>,
     vocab: Vec<u8>,
     token_starts: Vec<u32>,
