@@ -5,7 +5,13 @@ waits out the racy window, and reopens it in a new process; prints the median
 of 5 rounds of the unchanged reopen and of the reopen after the touch, and
 what the last one did (status, ``made_by``, files re-read).
 
-    python benches/reopen_touched.py 100000 [1000000]
+With ``--edit``, each round appends a word to the body of those 10 files
+instead (indexed text changes: the saved index is spliced, or rebuilt by a
+version that cannot splice); their first contents are put back at the end.
+The reopen "before the edit" then already differs from the cache file in the
+files edited by the rounds before.
+
+    python benches/reopen_touched.py [--edit] 100000 [1000000]
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ LOAD = (
 )
 
 
-def main(sizes: list[int]) -> None:
+def main(sizes: list[int], edit: bool = False) -> None:
     for n in sizes:
         root = corpus.ensure_corpus(n, 42)
         with tempfile.TemporaryDirectory() as cache:
@@ -45,21 +51,33 @@ def main(sizes: list[int]) -> None:
             load()  # writes the cache file
             files = sorted(root.glob("*/*.md"))
             files = files[:: max(1, len(files) // 10)][:10]
+            first = {f: f.read_bytes() for f in files}
             same, touched, last = [], [], [""]
-            for _ in range(5):
-                same.append(float(load()[0]))
-                for f in files:
-                    os.utime(f)
-                # Out of the racy window: a stamp equal to the cache's clock is
-                # not trusted (docs/spec.md §9.4) and would force a rebuild.
-                time.sleep(2.1)
-                last = load()
-                touched.append(float(last[0]))
+            try:
+                for round in range(5):
+                    same.append(float(load()[0]))
+                    for f in files:
+                        if edit:
+                            with f.open("a", encoding="utf-8") as out:
+                                out.write(f" spliced{round}\n")
+                        else:
+                            os.utime(f)
+                    # Out of the racy window: a stamp equal to the cache's clock is
+                    # not trusted (docs/spec.md §9.4) and would force a rebuild.
+                    time.sleep(2.1)
+                    last = load()
+                    touched.append(float(last[0]))
+            finally:
+                for f, data in first.items():
+                    f.write_bytes(data)
+            what = "editing" if edit else "touching"
             print(
-                f"{n} concepts: unchanged reopen {statistics.median(same):.3f} s, "
-                f"after touching 10 files {statistics.median(touched):.3f} s ({last[1].strip()})"
+                f"{n} concepts: reopen before the round's {what[:-3]} "
+                f"{statistics.median(same):.3f} s, "
+                f"after {what} 10 files {statistics.median(touched):.3f} s ({last[1].strip()})"
             )
 
 
 if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:]] or [100_000])
+    args = sys.argv[1:]
+    main([int(a) for a in args if a != "--edit"] or [100_000], edit="--edit" in args)

@@ -208,9 +208,12 @@ class Bundle:
 
     @property
     def made_by(self) -> str:
-        """How this snapshot was made: ``load``, or ``load, index kept`` (a load
+        """How this snapshot was made: ``load``, ``load, index kept`` (a load
         through the cache that read some files again, none with changed indexed
-        text, and used the saved index; docs/spec.md §9.4); by :meth:`refresh`, ``walk``
+        text, and used the saved index; docs/spec.md §9.4) or ``load, index
+        spliced`` (a few files read again with changed indexed text, added or
+        removed, and the saved index spliced with theirs: the results of a
+        rebuild, without one); by :meth:`refresh`, ``walk``
         (every file compared), ``events`` (only the files the change queue
         named were looked at) or ``events, index kept`` (and no indexed text
         changed, so the index is shared with the previous snapshot)."""

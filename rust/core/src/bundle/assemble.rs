@@ -138,19 +138,31 @@ impl SnapshotParts {
 
     pub fn add(&mut self, found: Vec<FileEntry>, reads: Vec<(Outcome, Stamp)>) {
         for (f, (r, st)) in found.into_iter().zip(reads) {
-            let position = r.cell.is_some().then_some(self.concepts.len() as u32);
-            self.diagnostics.extend(r.diagnostics.iter().cloned());
-            if let Some(c) = r.cell {
-                self.columns.push(c.columns());
-                self.concepts.push(c);
-            }
-            self.files.push(FileState {
-                id: f.id,
-                stamp: st,
-                position,
-                diagnostics: r.diagnostics.into(),
-            });
+            self.push(f.id, st, r.cell, r.diagnostics);
         }
+    }
+
+    /// The next file (in id order): its concept, if it has one, and its
+    /// diagnostics.
+    pub fn push(
+        &mut self,
+        id: String,
+        stamp: Stamp,
+        cell: Option<ConceptCell>,
+        diagnostics: Vec<Diagnostic>,
+    ) {
+        let position = cell.is_some().then_some(self.concepts.len() as u32);
+        self.diagnostics.extend(diagnostics.iter().cloned());
+        if let Some(c) = cell {
+            self.columns.push(c.columns());
+            self.concepts.push(c);
+        }
+        self.files.push(FileState {
+            id,
+            stamp,
+            position,
+            diagnostics: diagnostics.into(),
+        });
     }
 
     /// Files taken whole from the cache file `from` (into an empty

@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use super::assemble::{finish, ordinal_ranks, same_indexed_text, Outcome, SnapshotParts};
 use super::cell::ConceptCell;
-use super::{Bundle, CacheReport, CacheStatus, MadeBy};
+use super::{spliced, Bundle, CacheReport, CacheStatus, MadeBy};
 use crate::cache::{self, CacheFile, Rejected};
 use crate::concept::source::{SourceText, TextStore};
 use crate::concept::ConceptRow;
@@ -275,8 +275,9 @@ fn match_records(
 }
 
 /// At most this many files read again (or one in 32, if more) still let a
-/// reopen keep the saved index when they turn out to give it the same input.
-const KEEP_INDEX_READS: usize = 64;
+/// reopen keep the saved index when they turn out to give it the same input,
+/// or splice it when they do not (with the files added and removed).
+pub(super) const KEEP_INDEX_READS: usize = 64;
 
 /// The files no record vouches for, read again, when the bundle holds the
 /// recorded files (the same ids, in the same places), each changed since its
@@ -493,6 +494,43 @@ impl Bundle {
                         report.reread = found.len();
                         record.fill(None);
                     }
+                }
+            }
+        }
+        // A few files give the index other input, or were added or removed:
+        // the saved index spliced with theirs (docs/spec.md §9.4). The cache
+        // file stays as it is, as when the index is kept (§9.5).
+        if let Some(planned) = opened
+            .as_ref()
+            .and_then(|o| spliced::plan(root, &found, &record, o, language))
+        {
+            match planned {
+                Ok(plan) => {
+                    if let Some(o) = opened.take().map(Arc::new) {
+                        report.status = CacheStatus::Partial;
+                        progress.start(Phase::Index, 0);
+                        let b = spliced::assemble(
+                            root,
+                            found,
+                            &record,
+                            &o,
+                            plan,
+                            walk_diagnostics,
+                            watch,
+                            language,
+                        )?;
+                        progress.check()?;
+                        progress.start(Phase::Done, 0);
+                        return Ok((b, report));
+                    }
+                }
+                Err(why) => {
+                    // Start again from the files alone, with a new cache file.
+                    report.status = CacheStatus::Rebuilt;
+                    report.detail = why.to_string();
+                    report.reread = found.len();
+                    record.fill(None);
+                    opened = None;
                 }
             }
         }

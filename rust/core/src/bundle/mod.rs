@@ -6,6 +6,7 @@ mod assemble;
 mod cached;
 pub mod cell;
 mod refresh;
+mod spliced;
 #[cfg(test)]
 mod tests;
 
@@ -73,6 +74,9 @@ pub enum MadeBy {
     /// A load through a cache file that read some files again, all with the
     /// indexed text their records had, so the saved index is used.
     LoadIndexKept,
+    /// A load through a cache file that read a few files again, added or
+    /// removed some, and spliced the saved index with theirs.
+    LoadIndexSpliced,
     /// A refresh that compared every file.
     Walk,
     /// A refresh that looked only at the files the change queue named.
@@ -82,12 +86,13 @@ pub enum MadeBy {
 }
 
 impl MadeBy {
-    /// `load`, `load, index kept`, `walk`, `events` or `events, index kept`
-    /// (docs/spec.md §1.9, §9.4).
+    /// `load`, `load, index kept`, `load, index spliced`, `walk`, `events`
+    /// or `events, index kept` (docs/spec.md §1.9, §9.4).
     pub fn as_str(self) -> &'static str {
         match self {
             MadeBy::Load => "load",
             MadeBy::LoadIndexKept => "load, index kept",
+            MadeBy::LoadIndexSpliced => "load, index spliced",
             MadeBy::Walk => "walk",
             MadeBy::Events => "events",
             MadeBy::EventsIndexKept => "events, index kept",

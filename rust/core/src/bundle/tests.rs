@@ -514,3 +514,108 @@ mod parts {
         let _ = fs::remove_dir_all(&d);
     }
 }
+
+mod spliced {
+    use super::*;
+    use crate::bm25f::{explain, QueryTokens, Stats};
+    use crate::text::analyze::Analyzer;
+
+    /// What a snapshot answers: its concepts, diagnostics, columns and
+    /// ordinal ranks, and both scorers' rankings (score bits) and
+    /// explanations.
+    #[allow(clippy::type_complexity)]
+    fn answers(b: &Bundle) -> Vec<String> {
+        let mut out: Vec<String> = b
+            .concepts
+            .iter()
+            .map(|c| format!("{:?} {:?} {:?} {:?}", c.id, c.title, c.tags, c.body()))
+            .collect();
+        out.push(format!("{:?}", b.diagnostics));
+        out.push(format!("{:?} {:?}", b.columns, b.ordinal_rank.to_vec()));
+        let analyzer = Analyzer::new(b.index.bm25f.language);
+        let params = crate::bm25f::Params {
+            k1: 1.2,
+            weights: [3.0, 2.0, 1.5, 1.0],
+            b: [0.5, 0.3, 0.6, 0.75],
+        };
+        for q in ["body", "edited", "w3 body", "added", "gone", "t7", "zzz"] {
+            for tag in [None, Some("k2")] {
+                let r = crate::score::search(b, &QueryTerms::new(q), tag, Some(5));
+                out.push(format!("{q} {tag:?} {:?} {:?}", r.positions, r.scores));
+            }
+            let tokens = QueryTokens::new(&analyzer, q, false);
+            let stats = Stats::of(&b.index.bm25f, &tokens.tokens);
+            for limit in [Some(3), None] {
+                let r = crate::bm25f::search(b, &tokens, &stats, &params, None, limit);
+                let bits: Vec<u64> = r.scores.iter().map(|s| s.to_bits()).collect();
+                out.push(format!("{q} {stats:?} {:?} {bits:?}", r.positions));
+            }
+            for p in 0..b.len() as u32 {
+                let e = explain(&b.index.bm25f, &tokens, &stats, &params, p);
+                out.push(format!("{q} {p} {e:?}"));
+            }
+        }
+        out
+    }
+
+    /// A reopen after two files' bodies changed, one was added and one
+    /// removed splices the saved index, answers as a fresh load does, and
+    /// leaves the cache file as it was (the next reopen splices again).
+    #[test]
+    fn a_reopen_after_a_few_edits_splices_the_saved_index() {
+        let d = crate::testing::scratch_dir("bundle", "spliced");
+        fs::create_dir_all(d.join("root/sub")).unwrap();
+        let root = d.join("root");
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        let write_old = |name: &str, text: &str| {
+            let p = root.join(name);
+            fs::write(&p, text).unwrap();
+            let f = fs::File::options().write(true).open(&p).unwrap();
+            f.set_modified(old).unwrap();
+        };
+        for i in 0..40 {
+            let dir = if i % 3 == 0 { "sub/" } else { "" };
+            let text = match i % 9 {
+                8 => "---\ntitle: [broken\n---\n".to_string(),
+                k => {
+                    format!("---\ntype: T\ntitle: t{i}\ntags: [k{k}]\n---\nbody {i} w{k} gone{i}\n")
+                }
+            };
+            write_old(&format!("{dir}c{i:02}.md"), &text);
+        }
+        let file = d.join("c.okfc");
+        let (_, report) = Bundle::load_cached(&root, &file).unwrap();
+        assert_eq!(report.status, CacheStatus::Miss);
+        let written = fs::read(&file).unwrap();
+        // Two bodies edited, one file added, one removed.
+        let edit = |name: &str, text: &str| fs::write(root.join(name), text).unwrap();
+        edit(
+            "c04.md",
+            "---\ntype: T\ntitle: t4\ntags: [k4]\n---\nedited body w3\n",
+        );
+        edit("sub/c09.md", "---\ntype: T\ntitle: t9\n---\nedited\n");
+        edit(
+            "c05b.md",
+            "---\ntype: T\ntitle: added\ntags: [k2]\n---\nadded body\n",
+        );
+        fs::remove_file(root.join("c07.md")).unwrap();
+        let plain = Bundle::load(&root).unwrap();
+        for _ in 0..2 {
+            let (b, report) = Bundle::load_cached(&root, &file).unwrap();
+            assert_eq!(b.made_by, MadeBy::LoadIndexSpliced);
+            assert_eq!(b.made_by.as_str(), "load, index spliced");
+            assert_eq!((report.status, report.reread), (CacheStatus::Partial, 3));
+            assert_eq!(answers(&b), answers(&plain));
+            // The others' texts stay in the cache file, which is left as it was.
+            let in_memory: Vec<&str> = b
+                .concepts
+                .iter()
+                .filter(|c| !c.source.is_stored())
+                .map(|c| c.id.as_str())
+                .collect();
+            assert_eq!(in_memory, ["c04", "c05b", "sub/c09"]);
+            assert_eq!(fs::read(&file).unwrap(), written);
+        }
+        let _ = fs::remove_dir_all(&d);
+    }
+}

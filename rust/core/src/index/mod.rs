@@ -11,6 +11,7 @@
 pub mod bm25f;
 mod build;
 pub mod intern;
+pub mod splice;
 pub mod trigram;
 
 pub use build::{chunk_fields, Chunks};

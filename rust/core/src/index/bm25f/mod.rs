@@ -7,8 +7,10 @@
 //! Built in `build.rs`; checked here when read back from a cache file.
 
 mod build;
+mod splice;
 
 pub use build::build;
+pub use splice::splice;
 
 use crate::array::Array;
 use crate::text::analyze::Language;

@@ -1,0 +1,295 @@
+//! Splicing the BM25F index (docs/spec.md §9.4): the old index's lists with
+//! the concepts that went away dropped and the rest renumbered, merged with
+//! a small index of the concepts read again or added. Each token's list then
+//! holds exactly the entries a build over the new concepts gives it, and the
+//! lengths, totals, bounds and blocks are computed from them as a build
+//! computes them, so the index is the one a build makes, array for array: a
+//! token no concept holds any more is dropped (a build never lists one), so
+//! the vocabulary, and with it every token id, is the build's too.
+
+use rayon::prelude::*;
+
+use super::{Bm25fIndex, BLOCK};
+use crate::index::splice::{Remap, GONE};
+
+/// The BM25F index of `n` concepts: `old`'s, with the changes of `map`, and
+/// `small`'s (the index of the concepts `map.fresh_at` places).
+pub fn splice(old: &Bm25fIndex, small: &Bm25fIndex, map: &Remap<'_>, n: usize) -> Bm25fIndex {
+    let mut lengths = vec![0u32; 4 * n];
+    for (o, &p) in map.old_to_new.iter().enumerate() {
+        if p != GONE {
+            lengths[4 * p as usize..][..4].copy_from_slice(&old.lengths[4 * o..][..4]);
+        }
+    }
+    for (s, &p) in map.fresh_at.iter().enumerate() {
+        lengths[4 * p as usize..][..4].copy_from_slice(&small.lengths[4 * s..][..4]);
+    }
+    // Integer sums: the same whatever the order (docs/spec.md §12.4).
+    let totals: [u64; 4] = std::array::from_fn(|f| {
+        lengths
+            .iter()
+            .skip(f)
+            .step_by(4)
+            .map(|&l| u64::from(l))
+            .sum()
+    });
+    let pairs = tokens_in_order(old, small);
+    // Each token's number of entries; a token no concept holds any more is
+    // left out, as a build never lists one.
+    let counts: Vec<usize> = pairs
+        .par_iter()
+        .map(|&(a, b)| {
+            let kept = if a == GONE {
+                0
+            } else {
+                let docs = old.list(a).docs;
+                docs.iter().filter(|&&d| map.old(d).is_some()).count()
+            };
+            kept + if b == GONE { 0 } else { small.df(b) as usize }
+        })
+        .collect();
+    let listed: Vec<usize> = (0..pairs.len()).filter(|&t| counts[t] > 0).collect();
+    let mut vocab = Vec::new();
+    let mut token_starts = Vec::with_capacity(listed.len() + 1);
+    let mut starts = Vec::with_capacity(listed.len() + 1);
+    let mut long_tokens = Vec::new();
+    let mut block_starts = vec![0u64];
+    let (mut entries, mut blocks) = (0u64, 0u64);
+    for (id, &t) in listed.iter().enumerate() {
+        let (a, b) = pairs[t];
+        let token = if a != GONE {
+            old.token(a)
+        } else {
+            small.token(b)
+        };
+        token_starts.push(vocab.len() as u32);
+        vocab.extend_from_slice(token);
+        vocab.push(b'\n');
+        starts.push(entries);
+        entries += counts[t] as u64;
+        if counts[t] > BLOCK {
+            long_tokens.push(id as u32);
+            blocks += counts[t].div_ceil(BLOCK) as u64;
+            block_starts.push(blocks);
+        }
+    }
+    token_starts.push(vocab.len() as u32);
+    starts.push(entries);
+    let (entries, blocks, tokens) = (entries as usize, blocks as usize, listed.len());
+    let mut docs = vec![0u32; entries];
+    let mut tfs = vec![0u16; 4 * entries];
+    let mut max_tf = vec![0u16; 4 * tokens];
+    let mut min_len = vec![u32::MAX; 4 * tokens];
+    let mut block_last = vec![0u32; blocks];
+    let mut block_max_tf = vec![0u16; 4 * blocks];
+    let mut block_min_len = vec![u32::MAX; 4 * blocks];
+    // Each token's share of every array, filled in parallel.
+    let mut outs: Vec<Out<'_>> = Vec::with_capacity(tokens);
+    {
+        let mut rest = Out {
+            a: GONE,
+            b: GONE,
+            docs: &mut docs,
+            tfs: &mut tfs,
+            max_tf: &mut max_tf,
+            min_len: &mut min_len,
+            block_last: &mut block_last,
+            block_max_tf: &mut block_max_tf,
+            block_min_len: &mut block_min_len,
+        };
+        for &t in &listed {
+            let c = counts[t];
+            let nb = if c > BLOCK { c.div_ceil(BLOCK) } else { 0 };
+            let (a, b) = pairs[t];
+            outs.push(rest.take(a, b, c, nb));
+        }
+    }
+    outs.into_par_iter()
+        .for_each(|mut out| out.fill(old, small, map, &lengths));
+    Bm25fIndex {
+        language: small.language,
+        vocab: vocab.into(),
+        token_starts: token_starts.into(),
+        starts: starts.into(),
+        docs: docs.into(),
+        tfs: tfs.into(),
+        lengths: lengths.into(),
+        totals,
+        max_tf: max_tf.into(),
+        min_len: min_len.into(),
+        long_tokens: long_tokens.into(),
+        block_starts: block_starts.into(),
+        block_last: block_last.into(),
+        block_max_tf: block_max_tf.into(),
+        block_min_len: block_min_len.into(),
+    }
+}
+
+/// One token's part of the new index's arrays: its entries, its bounds and
+/// (for a long list) its blocks; and its ids in the old and small indexes.
+struct Out<'o> {
+    a: u32,
+    b: u32,
+    docs: &'o mut [u32],
+    tfs: &'o mut [u16],
+    max_tf: &'o mut [u16],
+    min_len: &'o mut [u32],
+    block_last: &'o mut [u32],
+    block_max_tf: &'o mut [u16],
+    block_min_len: &'o mut [u32],
+}
+
+/// The first `n` items of `rest`, which keeps the others.
+fn cut<'o, T>(rest: &mut &'o mut [T], n: usize) -> &'o mut [T] {
+    let (head, tail) = std::mem::take(rest).split_at_mut(n);
+    *rest = tail;
+    head
+}
+
+impl<'o> Out<'o> {
+    /// The part of a token with `entries` entries in `blocks` blocks, cut
+    /// from the front of `self`.
+    fn take(&mut self, a: u32, b: u32, entries: usize, blocks: usize) -> Out<'o> {
+        Out {
+            a,
+            b,
+            docs: cut(&mut self.docs, entries),
+            tfs: cut(&mut self.tfs, 4 * entries),
+            max_tf: cut(&mut self.max_tf, 4),
+            min_len: cut(&mut self.min_len, 4),
+            block_last: cut(&mut self.block_last, blocks),
+            block_max_tf: cut(&mut self.block_max_tf, 4 * blocks),
+            block_min_len: cut(&mut self.block_min_len, 4 * blocks),
+        }
+    }
+
+    /// The token's entries: old token `a`'s still there, renumbered, and
+    /// small token `b`'s placed, in position order (the two never share a
+    /// concept: one read again is gone from the old side); then its bounds
+    /// and blocks, as a build computes them (docs/spec.md §12.3).
+    fn fill(&mut self, old: &Bm25fIndex, small: &Bm25fIndex, map: &Remap<'_>, lengths: &[u32]) {
+        let empty = || super::TokenList {
+            docs: &[],
+            tfs: &[],
+        };
+        let x = if self.a != GONE {
+            old.list(self.a)
+        } else {
+            empty()
+        };
+        let y = if self.b != GONE {
+            small.list(self.b)
+        } else {
+            empty()
+        };
+        let all_kept = self.a != GONE && y.docs.is_empty() && x.docs.len() == self.docs.len();
+        let blocks = if all_kept {
+            old.blocks(self.a)
+        } else {
+            super::Blocks {
+                last: &[],
+                max_tf: &[],
+                min_len: &[],
+            }
+        };
+        let same_blocks = self.block_last.is_empty() || blocks.last.len() == self.block_last.len();
+        if all_kept && same_blocks {
+            // Every entry kept, in the same blocks: only the positions change.
+            for (to, &d) in self.docs.iter_mut().zip(x.docs) {
+                *to = map.old(d).unwrap_or(GONE);
+            }
+            self.tfs.copy_from_slice(x.tfs);
+            self.max_tf
+                .copy_from_slice(&old.max_tf[4 * self.a as usize..][..4]);
+            self.min_len
+                .copy_from_slice(&old.min_len[4 * self.a as usize..][..4]);
+            if !self.block_last.is_empty() {
+                for (to, &d) in self.block_last.iter_mut().zip(blocks.last) {
+                    *to = map.old(d).unwrap_or(GONE);
+                }
+                self.block_max_tf.copy_from_slice(blocks.max_tf);
+                self.block_min_len.copy_from_slice(blocks.min_len);
+            }
+            return;
+        }
+        let (mut i, mut j, mut k) = (0usize, 0usize, 0usize);
+        let fresh = |j: usize| {
+            y.docs
+                .get(j)
+                .map_or(u32::MAX, |&s| map.fresh_at[s as usize])
+        };
+        let mut next = fresh(0);
+        while k < self.docs.len() {
+            let p = x.docs.get(i).map(|&d| map.old(d));
+            match p {
+                Some(None) => i += 1,
+                Some(Some(p)) if p < next => {
+                    self.docs[k] = p;
+                    self.tfs[4 * k..4 * k + 4].copy_from_slice(&x.tfs[4 * i..4 * i + 4]);
+                    (i, k) = (i + 1, k + 1);
+                }
+                _ => {
+                    self.docs[k] = next;
+                    self.tfs[4 * k..4 * k + 4].copy_from_slice(&y.tfs[4 * j..4 * j + 4]);
+                    (j, k) = (j + 1, k + 1);
+                    next = fresh(j);
+                }
+            }
+        }
+        for (blk, from) in (0..self.docs.len()).step_by(BLOCK).enumerate() {
+            let to = (from + BLOCK).min(self.docs.len());
+            let mut mx = [0u16; 4];
+            let mut mn = [u32::MAX; 4];
+            for e in from..to {
+                let d = self.docs[e] as usize;
+                for f in 0..4 {
+                    let tf = self.tfs[4 * e + f];
+                    if tf > 0 {
+                        mx[f] = mx[f].max(tf);
+                        mn[f] = mn[f].min(lengths[4 * d + f]);
+                    }
+                }
+            }
+            for f in 0..4 {
+                self.max_tf[f] = self.max_tf[f].max(mx[f]);
+                self.min_len[f] = self.min_len[f].min(mn[f]);
+            }
+            if !self.block_last.is_empty() {
+                self.block_last[blk] = self.docs[to - 1];
+                self.block_max_tf[4 * blk..4 * blk + 4].copy_from_slice(&mx);
+                self.block_min_len[4 * blk..4 * blk + 4].copy_from_slice(&mn);
+            }
+        }
+    }
+}
+
+/// Every token of `old` and `small` once, in byte order (both vocabularies
+/// are): its id in each, [`GONE`] where it is missing.
+fn tokens_in_order(old: &Bm25fIndex, small: &Bm25fIndex) -> Vec<(u32, u32)> {
+    let (na, nb) = (old.token_count() as u32, small.token_count() as u32);
+    let mut out = Vec::with_capacity(na as usize + nb as usize);
+    let (mut a, mut b) = (0u32, 0u32);
+    while a < na || b < nb {
+        let order = match (a < na, b < nb) {
+            (true, true) => old.token(a).cmp(small.token(b)),
+            (true, false) => std::cmp::Ordering::Less,
+            _ => std::cmp::Ordering::Greater,
+        };
+        match order {
+            std::cmp::Ordering::Less => {
+                out.push((a, GONE));
+                a += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                out.push((GONE, b));
+                b += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                out.push((a, b));
+                a += 1;
+                b += 1;
+            }
+        }
+    }
+    out
+}
