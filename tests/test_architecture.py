@@ -36,7 +36,7 @@ def _module_of(path: Path) -> str:
 def _code_before_tests(path: Path) -> str:
     """A source file's code, without its unit tests (which may use anything)
     and without comments (a doc link is not a use)."""
-    if path.name == "tests.rs":
+    if path.name == "tests.rs" or path.name.endswith("_tests.rs"):
         return ""
     text = path.read_text(encoding="utf-8").split("#[cfg(test)]", 1)[0]
     return "\n".join(line.split("//", 1)[0] for line in text.splitlines())

@@ -251,6 +251,34 @@ def test_a_reopen_after_a_few_edits_splices_the_saved_index(tmp_path: Path) -> N
         assert _same_file(first.cache_file.stat(), written)  # not rewritten
 
 
+def test_a_part_has_its_own_cache_file_and_splices_it_after_edits(tmp_path: Path) -> None:
+    """docs/spec.md §1.10, §9.4: a part of a bundle reopens through its own
+    cache file; an edit in its range splices its saved index, an edit in
+    another range is not even looked at."""
+    files = {
+        f"c{i:02}.md": f"---\ntype: T\ntitle: T{i}\n---\nbody {i} w{i % 3}\n" for i in range(30)
+    }
+    root = write_bundle(tmp_path / "kb", files)
+    age(root)
+    cache = tmp_path / "cache"
+    whole = Bundle.load(root, cache_dir=cache)
+    part = Bundle.load(root, id_range=(None, "c15"), cache_dir=cache)
+    assert part.cache_status == "miss" and part.cache_file != whole.cache_file
+    (root / "c05.md").write_text("---\ntype: T\ntitle: T5\n---\nedited w2 w2\n")
+    (root / "c20.md").write_text("---\ntype: T\ntitle: T20\n---\nedited elsewhere\n")
+    again = Bundle.load(root, id_range=(None, "c15"), cache_dir=cache)
+    assert (again.cache_status, again.made_by, again.cache_reread) == (
+        "partial",
+        "load, index spliced",
+        1,
+    )
+    plain = Bundle.load(root, id_range=(None, "c15"), cache=False)
+    assert again.concept_ids == plain.concept_ids == tuple(f"c{i:02}" for i in range(15))
+    for q in ("edited", "w2", "body", "elsewhere"):
+        assert again.search(q) == plain.search(q), q
+        assert bm25f_answers(again, q) == bm25f_answers(plain, q), q
+
+
 def test_a_reopen_lists_only_the_directories_that_changed(bundle: Path, tmp_path: Path) -> None:
     """``cache_reread`` and ``cache_listed`` say what a load through the cache
     read from disk: an unchanged reopen lists no directory and reads no file;

@@ -5,6 +5,8 @@
 mod assemble;
 mod cached;
 pub mod cell;
+#[cfg(test)]
+mod parts_tests;
 mod refresh;
 mod spliced;
 #[cfg(test)]
