@@ -274,6 +274,16 @@ fn match_records(
         })
 }
 
+/// A cache file that turned out not to hold together while it was used:
+/// the load starts again from the files alone and writes a new file
+/// (docs/spec.md §9.2, `rebuilt`).
+fn start_again(report: &mut CacheReport, why: &Rejected, record: &mut [Option<usize>]) {
+    report.status = CacheStatus::Rebuilt;
+    report.detail = why.to_string();
+    report.reread = record.len();
+    record.fill(None);
+}
+
 /// At most this many files read again (or one in 32, if more) still let a
 /// reopen keep the saved index when they turn out to give it the same input,
 /// or splice it when they do not (with the files added and removed).
@@ -487,13 +497,7 @@ impl Bundle {
                         progress.start(Phase::Done, 0);
                         return Ok((b, report));
                     }
-                    Err(why) => {
-                        // Start again from the files alone, with a new cache file.
-                        report.status = CacheStatus::Rebuilt;
-                        report.detail = why.to_string();
-                        report.reread = found.len();
-                        record.fill(None);
-                    }
+                    Err(why) => start_again(&mut report, &why, &mut record),
                 }
             }
         }
@@ -525,11 +529,7 @@ impl Bundle {
                     }
                 }
                 Err(why) => {
-                    // Start again from the files alone, with a new cache file.
-                    report.status = CacheStatus::Rebuilt;
-                    report.detail = why.to_string();
-                    report.reread = found.len();
-                    record.fill(None);
+                    start_again(&mut report, &why, &mut record);
                     opened = None;
                 }
             }
