@@ -1,6 +1,7 @@
-"""``Bundle.refresh`` driven by the change queue (issue 6): only the files the
-queue names are looked at, the index is shared when no indexed text changed,
-and the result is always exactly a fresh load."""
+"""``Bundle.refresh`` driven by the change queue (docs/spec.md §1.9): only the
+files the queue names are looked at, the index is shared when no indexed
+text changed and spliced when a few concepts changed, and the result is
+always exactly a fresh load."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ def same(a: Bundle, b: Bundle, queries: tuple[str, ...] = ("a", "order", "x", "n
     assert [a.concept(cid) for cid in a.concept_ids] == [b.concept(cid) for cid in b.concept_ids]
     for q in queries:
         assert a.search(q) == b.search(q), q
+        assert a.search(q, scorer="bm25f") == b.search(q, scorer="bm25f"), q
     assert list(a.ordinal_ranks()) == list(b.ordinal_ranks())
 
 
@@ -52,7 +54,7 @@ def test_an_edit_is_read_from_the_named_file_alone(root: Path) -> None:
     b = load(root)
     (root / "d" / "b.md").write_text(c("Beta", "new words here"))
     r = b.refresh()
-    assert r is not None and r.made_by == "events"
+    assert r is not None and r.made_by == "events, index spliced"
     same(r, load(root))
     assert r.refresh() is None
 
@@ -82,6 +84,17 @@ def test_added_and_removed_files(root: Path) -> None:
     b = load(root)
     (root / "d" / "new.md").write_text(c("New", "order"))
     (root / "a.md").unlink()
+    r = b.refresh()
+    assert r is not None and r.made_by == "events, index spliced"
+    same(r, load(root))
+
+
+@linux
+def test_many_new_files_build_the_index_again(root: Path) -> None:
+    """More than a few concepts changed (docs/spec.md §9.4's 64): a build."""
+    b = load(root)
+    for i in range(70):
+        (root / "d" / f"n{i:02d}.md").write_text(c(f"New {i}", "order new"))
     r = b.refresh()
     assert r is not None and r.made_by == "events"
     same(r, load(root))

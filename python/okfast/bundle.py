@@ -215,8 +215,10 @@ class Bundle:
         removed, and the saved index spliced with theirs: the results of a
         rebuild, without one); by :meth:`refresh`, ``walk``
         (every file compared), ``events`` (only the files the change queue
-        named were looked at) or ``events, index kept`` (and no indexed text
-        changed, so the index is shared with the previous snapshot)."""
+        named were looked at), ``events, index kept`` (and no indexed text
+        changed, so the index is shared with the previous snapshot) or
+        ``events, index spliced`` (a few concepts changed, and the previous
+        snapshot's index was spliced with theirs)."""
         return self._native.made_by
 
     @property

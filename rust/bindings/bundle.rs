@@ -231,8 +231,9 @@ impl PyBundle {
         (r.lo.clone(), r.hi.clone())
     }
 
-    /// How this snapshot was made: `load`, `walk`, `events` or
-    /// `events, index kept` (docs/spec.md §1.9).
+    /// How this snapshot was made: `load`, `load, index kept`, `load, index
+    /// spliced`, `walk`, `events`, `events, index kept` or `events, index
+    /// spliced` (docs/spec.md §1.9).
     #[getter]
     fn made_by(&self) -> &'static str {
         self.inner.made_by.as_str()

@@ -85,6 +85,9 @@ pub enum MadeBy {
     Events,
     /// Such a refresh that changed no indexed text, so the index is shared.
     EventsIndexKept,
+    /// Such a refresh that changed the indexed text of a few concepts (or
+    /// added or removed a few), so the index was spliced.
+    EventsIndexSpliced,
 }
 
 impl MadeBy {
@@ -98,6 +101,7 @@ impl MadeBy {
             MadeBy::Walk => "walk",
             MadeBy::Events => "events",
             MadeBy::EventsIndexKept => "events, index kept",
+            MadeBy::EventsIndexSpliced => "events, index spliced",
         }
     }
 }

@@ -8,14 +8,22 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::assemble::{assemble, assemble_with, same_indexed_text, FileState, Outcome};
+use super::cached::KEEP_INDEX_READS;
+use super::cell::ConceptCell;
+use super::spliced::splice_ordinal;
 use super::{Bundle, MadeBy};
+use crate::array::Array;
+use crate::concept::source::TextError;
 use crate::diagnostic::Code;
 use crate::error::Error;
 use crate::fs::read::read_found;
 use crate::fs::stamp::{stamp, stamp_of, Stamp};
 use crate::fs::walk::{walk_range, FileEntry, Stamps, WalkResult};
 use crate::fs::watch::{Changes, Watch};
+use crate::index::splice::{Remap, GONE};
+use crate::index::Index;
 use crate::progress::Progress;
+use crate::text::analyze::Analyzer;
 use crate::text::id_cmp;
 
 /// How long an empty change queue is trusted before the files are compared
@@ -264,7 +272,24 @@ impl Bundle {
                         _ => false,
                     }
                 });
-        let saved = same_index.then(|| (Arc::clone(&self.index), self.ordinal_rank.clone()));
+        let spliced = if same_index {
+            None
+        } else {
+            match self.splice_index(&reads, &kept) {
+                Ok(s) => s,
+                Err(e) => return Some(Err(e.into())),
+            }
+        };
+        let made_by = match (same_index, &spliced) {
+            (true, _) => MadeBy::EventsIndexKept,
+            (false, Some(_)) => MadeBy::EventsIndexSpliced,
+            (false, None) => MadeBy::Events,
+        };
+        let saved = if same_index {
+            Some((Arc::clone(&self.index), self.ordinal_rank.clone()))
+        } else {
+            spliced.map(|(ix, ord)| (Arc::new(ix), ord))
+        };
         let mut b = match assemble_with(
             &self.root,
             found,
@@ -281,12 +306,50 @@ impl Bundle {
         if let Ok(mut t) = b.last_full_check.lock() {
             *t = last_full; // this was not a full comparison
         }
-        b.made_by = if same_index {
-            MadeBy::EventsIndexKept
-        } else {
-            MadeBy::Events
-        };
+        b.made_by = made_by;
         b.range = self.range.clone();
         Some(Ok(Some(b)))
+    }
+
+    /// This snapshot's index spliced for the files `reads` (in new id order;
+    /// `kept[i]` the state a carried file had here), when few concepts were
+    /// read again, added or removed (docs/spec.md §1.9, §9.4): the carried
+    /// concepts keep their entries, renumbered, and the rest are indexed
+    /// apart and merged in. `None` when more changed: a build costs less then.
+    fn splice_index(
+        &self,
+        reads: &[(Outcome, Stamp)],
+        kept: &[Option<&FileState>],
+    ) -> Result<Option<(Index, Array<u32>)>, TextError> {
+        let mut old_to_new = vec![GONE; self.concepts.len()];
+        let mut fresh_at: Vec<u32> = Vec::new();
+        let mut fresh: Vec<ConceptCell> = Vec::new();
+        let mut n = 0u32;
+        for ((r, _), old) in reads.iter().zip(kept) {
+            let Some(cell) = &r.cell else { continue };
+            match old.and_then(|o| o.position) {
+                Some(p) => old_to_new[p as usize] = n,
+                None => {
+                    fresh_at.push(n);
+                    fresh.push(cell.clone());
+                }
+            }
+            n += 1;
+        }
+        let removed = old_to_new.iter().filter(|&&p| p == GONE).count();
+        if fresh.len() + removed > KEEP_INDEX_READS.max(reads.len() / 32) {
+            return Ok(None);
+        }
+        let map = Remap {
+            old_to_new: &old_to_new,
+            fresh_at: &fresh_at,
+        };
+        let concepts: Vec<ConceptCell> = reads.iter().filter_map(|(r, _)| r.cell.clone()).collect();
+        let analyzer = Analyzer::new(self.index.bm25f.language);
+        let index = Index::splice(&self.index, &map, &fresh, n as usize, &analyzer)?;
+        Ok(Some((
+            index,
+            splice_ordinal(&self.ordinal_rank, &map, &concepts),
+        )))
     }
 }

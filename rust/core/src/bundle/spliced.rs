@@ -187,7 +187,7 @@ pub(super) fn assemble(
 /// their order (their ids did not change), and each fresh one goes where a
 /// binary search among them puts it. Ranks that do not make one order
 /// (only a damaged file could hold them) are computed again whole.
-fn splice_ordinal(old: &[u32], map: &Remap<'_>, concepts: &[ConceptCell]) -> Array<u32> {
+pub(super) fn splice_ordinal(old: &[u32], map: &Remap<'_>, concepts: &[ConceptCell]) -> Array<u32> {
     let mut kept = vec![GONE; old.len()];
     for (o, &p) in map.old_to_new.iter().enumerate() {
         if let (Some(slot), true) = (kept.get_mut(old[o] as usize), p != GONE) {
