@@ -408,3 +408,36 @@ def test_a_split_source_the_driver_cannot_list_is_refused(tmp_path: Path) -> Non
     shutil.rmtree(tmp_path / "a")
     with pytest.raises(BundleNotFoundError):
         RayResolver(cat, shards=2, split={"a": 2})
+
+
+def test_a_shard_failing_while_declarations_are_gathered_leaves_its_source_unavailable(
+    tmp_path: Path,
+) -> None:
+    """docs/spec.md §15.4, §15.5: the declarations round trips of a split
+    source fail as a search does, never raising."""
+    from okfast.distributed.parts import declarations
+    from okfast.distributed.pool import Failed
+    from okfast.distributed.shard import Found
+
+    class Pool:
+        def number(self, shard: int, u: Unit) -> int:
+            return shard
+
+        def call(self, calls: dict[int, Any]) -> dict[int, Any]:
+            return {sh: Failed(f"shard {sh} failed (test)") for sh in calls}
+
+    doc = json.dumps({"version": 1, "sources": [{"id": "a", "path": "a"}]})
+    (tmp_path / "a").mkdir()
+    source = Catalog.parse(doc, base_dir=tmp_path).sources[0]
+    units = [Unit(source, None, k, 2, *r) for k, r in enumerate([(None, "m"), ("m", None)])]
+    part = Found.__new__(Found)
+    object.__setattr__(part, "version", "v")
+    failed: dict[str, str] = {}
+    got = declarations(
+        Pool(),  # type: ignore[arg-type]
+        {},
+        {"a": [part, part]},
+        {"a": [(0, units[0]), (1, units[1])]},
+        failed,
+    )
+    assert got == {} and failed == {"a": "shard 0 failed (test)"}
