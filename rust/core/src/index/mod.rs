@@ -230,14 +230,14 @@ impl FieldIndex {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::concept::read_concept;
     use crate::text::analyze::Language;
     use crate::text::{contains_ci, fold};
 
     /// Concepts whose field `k` holds `term`, found through the index.
-    fn found(ix: &Index, k: usize, term: &str, n: usize) -> Vec<u32> {
+    pub(crate) fn found(ix: &Index, k: usize, term: &str, n: usize) -> Vec<u32> {
         let f = &ix.fields[k];
         let mut words = Vec::new();
         f.words_containing(fold(term).as_bytes(), &mut words);

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::bm25f::{explain, search_index, Params, QueryTokens, Stats};
 use crate::concept::read_concept;
+use crate::index::tests::found;
 use crate::testing::Rng;
 use crate::text::analyze::Language;
-use crate::text::fold;
 
 const WORDS: [&str; 16] = [
     "data",
@@ -105,20 +105,6 @@ fn edit(old: &[Concept], rng: &mut Rng, (change, remove, add): (usize, usize, us
         push_fresh(&mut e, concept("z", rng));
     }
     e
-}
-
-/// Concepts whose field `k` holds `term`, found through the index.
-fn found(ix: &Index, k: usize, term: &str, n: usize) -> Vec<u32> {
-    let f = &ix.fields[k];
-    let mut words = Vec::new();
-    f.words_containing(fold(term).as_bytes(), &mut words);
-    let mut bits = vec![0u64; n.div_ceil(64)];
-    for &w in &words {
-        f.mark(w, &mut bits);
-    }
-    (0..n as u32)
-        .filter(|&p| bits[p as usize >> 6] >> (p & 63) & 1 == 1)
-        .collect()
 }
 
 /// A field's words, each with its concepts.
