@@ -9,6 +9,7 @@
 
 mod explain;
 mod search;
+mod taat;
 #[cfg(test)]
 mod tests;
 

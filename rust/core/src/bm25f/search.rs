@@ -21,9 +21,9 @@ pub struct Ranked {
 /// One scored concept; the greatest is the best (score, then the smaller
 /// position).
 #[derive(Debug, Clone, Copy)]
-struct Hit {
-    score: f64,
-    position: u32,
+pub(super) struct Hit {
+    pub(super) score: f64,
+    pub(super) position: u32,
 }
 
 impl PartialEq for Hit {
@@ -70,6 +70,42 @@ impl Cursor {
             i += docs[i..end].partition_point(|&x| x < d);
         }
         self.at = i;
+    }
+
+    /// Moves past the entries up to position `to` whose weighted frequency,
+    /// bounded with `per_tf` (each field's part for a frequency of 1 at the
+    /// block's shortest length), is below `x_need`.
+    fn skip_below(&mut self, t: &Term<'_>, to: u32, per_tf: &[f64; 4], x_need: f64) {
+        let docs = t.list.docs;
+        let tfs = t.list.tfs;
+        let mut i = self.at;
+        while i < docs.len() && docs[i] <= to {
+            let tf = &tfs[4 * i..4 * i + 4];
+            let x = f64::from(tf[0]) * per_tf[0]
+                + f64::from(tf[1]) * per_tf[1]
+                + f64::from(tf[2]) * per_tf[2]
+                + f64::from(tf[3]) * per_tf[3];
+            if x >= x_need {
+                break;
+            }
+            i += 1;
+        }
+        self.at = i;
+    }
+
+    /// A bound of the token's score in the concept at `d` (0 when the
+    /// cursor is not on it) from its frequencies alone, with `per_tf` as in
+    /// [`Cursor::skip_below`]: no field length is read.
+    fn bound_at(&self, t: &Term<'_>, d: u32, params: &Params, per_tf: &[f64; 4]) -> f64 {
+        if t.list.docs.get(self.at) != Some(&d) {
+            return 0.0;
+        }
+        let tfs = &t.list.tfs[4 * self.at..4 * self.at + 4];
+        let mut x = 0.0;
+        for f in 0..4 {
+            x += f64::from(tfs[f]) * per_tf[f];
+        }
+        saturate(params, t.idf, x)
     }
 
     /// The token's weighted frequency in the concept at `d`, 0 when the
@@ -161,13 +197,21 @@ pub fn search_many(
 }
 
 /// The best `k` hits seen so far (every hit with no `k`).
-struct TopK {
+pub(super) struct TopK {
     k: Option<usize>,
     heap: BinaryHeap<std::cmp::Reverse<Hit>>,
     all: Vec<Hit>,
 }
 
 impl TopK {
+    pub(super) fn new(k: Option<usize>) -> TopK {
+        TopK {
+            k,
+            heap: BinaryHeap::new(),
+            all: Vec::new(),
+        }
+    }
+
     /// The score a concept must reach to enter (ties by position decide).
     fn threshold(&self) -> f64 {
         match self.k {
@@ -178,7 +222,7 @@ impl TopK {
         }
     }
 
-    fn offer(&mut self, hit: Hit) {
+    pub(super) fn offer(&mut self, hit: Hit) {
         match self.k {
             None => self.all.push(hit),
             Some(k) if self.heap.len() < k => self.heap.push(std::cmp::Reverse(hit)),
@@ -191,7 +235,7 @@ impl TopK {
         }
     }
 
-    fn ranked(self) -> Ranked {
+    pub(super) fn ranked(self) -> Ranked {
         let mut hits: Vec<Hit> = match self.k {
             None => self.all,
             Some(_) => self.heap.into_iter().map(|h| h.0).collect(),
@@ -212,9 +256,14 @@ impl TopK {
 /// token's block bound caps its score there. Per window, the tokens sorted
 /// by that bound; those whose bounds together cannot reach the current k-th
 /// score are non-essential, only looked at for concepts the others find; a
-/// window where no token is essential is skipped whole. Every concept kept
-/// is scored with all its tokens in query order, so scores do not depend on
-/// pruning.
+/// window where no token is essential is skipped whole. Before a concept
+/// found by the essential tokens is scored, its bound from their frequencies
+/// at the block's shortest lengths is tested (no field length read, no
+/// division when one token is essential: a frequency below what the
+/// threshold needs is passed over in a tight scan). Every concept kept is
+/// scored with all its tokens in query order, so scores do not depend on
+/// pruning. The whole ranking (no `limit`) is taken term at a time instead
+/// (`taat.rs`), which nothing can prune.
 pub fn search_index(
     index: &Bm25fIndex,
     tokens: &QueryTokens,
@@ -228,22 +277,23 @@ pub fn search_index(
     }
     let norms = Norms::new(params, stats);
     let terms = terms(index, tokens, stats);
+    if limit.is_none() {
+        return super::taat::rank(index, &terms, params, &norms, allowed, None);
+    }
     let bounds: Vec<Vec<f64>> = terms
         .iter()
         .map(|t| block_bounds(params, &norms, t.idf, &t.blocks))
         .collect();
     let m = terms.len();
-    let mut top = TopK {
-        k: limit,
-        heap: BinaryHeap::new(),
-        all: Vec::new(),
-    };
+    let mut top = TopK::new(limit);
     let mut cursors: Vec<Cursor> = terms.iter().map(|_| Cursor { at: 0 }).collect();
     let mut block = vec![0usize; m];
     let mut bound = vec![0.0f64; m];
     let mut by_bound: Vec<usize> = (0..m).collect();
     let mut rest = vec![0.0f64; m + 1];
     let mut parts = vec![0.0f64; m];
+    let mut per_tf = vec![[0.0f64; 4]; m];
+    let mut per_tf_block = vec![usize::MAX; m];
     let mut from = 0u32;
     loop {
         // The window: from `from` to the first block end among the tokens.
@@ -258,7 +308,16 @@ pub fn search_index(
                 Some(&end) => {
                     live = true;
                     to = to.min(end);
-                    bounds[t][block[t]]
+                    let j = block[t];
+                    if per_tf_block[t] != j {
+                        per_tf_block[t] = j;
+                        let b = &terms[t].blocks;
+                        per_tf[t] = std::array::from_fn(|f| match b.max_tf[4 * j + f] {
+                            0 => 0.0,
+                            _ => part(params, &norms, f, 1, b.min_len[4 * j + f]),
+                        });
+                    }
+                    bounds[t][j]
                 }
                 None => 0.0,
             };
@@ -272,6 +331,8 @@ pub fn search_index(
         }
         let mut essential = m;
         let mut started = false;
+        let mut need_for = f64::NAN;
+        let mut x_need = 0.0;
         loop {
             let threshold = top.threshold();
             while essential > 0 && rest[essential - 1] * (1.0 + SLACK) < threshold {
@@ -285,6 +346,25 @@ pub fn search_index(
                     cursors[t].seek(&terms[t], from);
                 }
                 started = true;
+            }
+            if essential == 1 {
+                // The weighted frequency `x` the one essential token needs for
+                // `idf · x / (k1 + x)` to reach the threshold with the other
+                // tokens' bounds, lowered by the slack for rounding.
+                let t = by_bound[0];
+                if need_for != threshold {
+                    need_for = threshold;
+                    let need = threshold / (1.0 + 2.0 * SLACK) - rest[1];
+                    let idf = terms[t].idf;
+                    x_need = if need > 0.0 && need < idf {
+                        need * params.k1 / (idf - need) * (1.0 - SLACK)
+                    } else {
+                        0.0
+                    };
+                }
+                if x_need > 0.0 {
+                    cursors[t].skip_below(&terms[t], to, &per_tf[t], x_need);
+                }
             }
             let d = by_bound[..essential]
                 .iter()
@@ -301,6 +381,20 @@ pub fn search_index(
                 {
                     for &t in &by_bound[..essential] {
                         cursors[t].seek(&terms[t], d + 1);
+                    }
+                    continue;
+                }
+            }
+            if threshold > f64::NEG_INFINITY && essential > 1 {
+                let mut ub = 0.0;
+                for &t in &by_bound[..essential] {
+                    ub += cursors[t].bound_at(&terms[t], d, params, &per_tf[t]);
+                }
+                if (ub + rest[essential]) * (1.0 + SLACK) < threshold {
+                    for &t in &by_bound[..essential] {
+                        if cursors[t].doc(&terms[t]) == d {
+                            cursors[t].at += 1;
+                        }
                     }
                     continue;
                 }
