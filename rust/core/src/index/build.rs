@@ -224,7 +224,9 @@ pub fn merge_vocab(chunks: &[Chunk], n: usize) -> Vocab {
 
 /// One field's index from its chunks (in position order) over `n` concepts,
 /// with its merged vocabulary (shared with the BM25F build, so copied).
-pub fn merge_field(chunks: &[Chunk], n: usize, v: &Vocab) -> FieldIndex {
+/// The field's index from its chunks, each dropped once its postings are
+/// placed: a large load does not hold every chunk until the end.
+pub fn merge_field(chunks: Vec<Chunk>, n: usize, v: &Vocab) -> FieldIndex {
     let (vocab, word_starts, remaps) = (v.vocab.clone(), v.word_starts.clone(), &v.remaps);
     let n_words = word_starts.len() - 1;
     let mut counts = vec![0u64; n_words];
@@ -352,7 +354,7 @@ fn merge_words(chunks: &[Chunk], n: usize) -> (Vec<u8>, Vec<u32>, Vec<Vec<u32>>)
 /// word `g`; each chunk's words map to global ids through its `remap`.
 #[allow(clippy::type_complexity)]
 fn place(
-    chunks: &[Chunk],
+    chunks: Vec<Chunk>,
     remaps: &[Vec<u32>],
     counts: &[u64],
     bitset_words: usize,
@@ -384,7 +386,7 @@ fn place(
     let mut postings = vec![0u32; acc as usize];
     // Chunks in order: each word's postings come out ascending.
     let mut cursor: Vec<u64> = post_starts[..n_words].to_vec();
-    for (ch, remap) in chunks.iter().zip(remaps) {
+    for (ch, remap) in chunks.into_iter().zip(remaps) {
         for (w, &g) in remap.iter().enumerate() {
             let list = &ch.postings[ch.starts[w] as usize..ch.starts[w + 1] as usize];
             let g = g as usize;

@@ -131,20 +131,24 @@ impl Index {
         if let Some(e) = chunks.0.iter().flatten().find_map(|c| c.error.clone()) {
             return Err(e);
         }
-        let [a, b, c] = &chunks.0;
+        let [a, b, c] = chunks.0;
         let (va, (vb, vc)) = rayon::join(
-            || merge_vocab(a, n),
-            || rayon::join(|| merge_vocab(b, n), || merge_vocab(c, n)),
+            || merge_vocab(&a, n),
+            || rayon::join(|| merge_vocab(&b, n), || merge_vocab(&c, n)),
         );
-        // The BM25F index needs only the vocabularies: it is built while the
-        // fields' postings, trigram lists and the tag lists are placed.
-        let bm25f_of = || bm25f::build(analyzer, n, [a, b, c], [&va, &vb, &vc]);
-        let (bm25f, ((title, tags), (tags_desc, body))) = rayon::join(bm25f_of, || {
-            rayon::join(
-                || rayon::join(|| merge_field(a, n, &va), || tag_lists(concepts)),
-                || rayon::join(|| merge_field(b, n, &vb), || merge_field(c, n, &vc)),
-            )
-        });
+        // The BM25F index takes what it needs of the chunks first; then the
+        // fields' postings are placed, each chunk dropped once placed, while
+        // the BM25F lists are laid out from what it took.
+        let prepared = bm25f::prepare(analyzer, n, [&a, &b, &c], [&va, &vb, &vc]);
+        let (bm25f, ((title, tags), (tags_desc, body))) = rayon::join(
+            || bm25f::finish(prepared),
+            || {
+                rayon::join(
+                    || rayon::join(|| merge_field(a, n, &va), || tag_lists(concepts)),
+                    || rayon::join(|| merge_field(b, n, &vb), || merge_field(c, n, &vc)),
+                )
+            },
+        );
         Ok(Index {
             fields: [title, tags_desc, body],
             bm25f,

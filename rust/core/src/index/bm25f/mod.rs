@@ -7,9 +7,11 @@
 //! Built in `build.rs`; checked here when read back from a cache file.
 
 mod build;
+mod lay;
+mod runs;
 mod splice;
 
-pub use build::build;
+pub use build::{finish, prepare, Prepared};
 pub use splice::splice;
 
 use crate::array::Array;

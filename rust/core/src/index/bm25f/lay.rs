@@ -1,0 +1,246 @@
+//! Laying the tokens' lists into the BM25F index's arrays: each token's
+//! entries from the three fields' runs merged side by side (four field
+//! frequencies per concept), counted first, then written straight into
+//! arrays of their exact size, with the pruning bounds (docs/spec.md §12.3).
+//! Counting first costs a second merge, but no list is built twice over, so
+//! a large bundle's load holds one copy of the postings, not two.
+
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use super::runs::Runs;
+use super::BLOCK;
+
+/// Token ranges laid apart, in parallel: enough that the pool's threads
+/// share them evenly, each large enough to cost little to start. A number
+/// fixed by the data alone, so the index is the same on every machine.
+const TOKEN_RANGES: usize = 64;
+
+/// The index's postings and bounds, as `Bm25fIndex` holds them.
+pub(super) struct Laid {
+    pub(super) starts: Vec<u64>,
+    pub(super) docs: Vec<u32>,
+    pub(super) tfs: Vec<u16>,
+    pub(super) max_tf: Vec<u16>,
+    pub(super) min_len: Vec<u32>,
+    pub(super) long_tokens: Vec<u32>,
+    pub(super) block_starts: Vec<u64>,
+    pub(super) block_last: Vec<u32>,
+    pub(super) block_max_tf: Vec<u16>,
+    pub(super) block_min_len: Vec<u32>,
+}
+
+/// The lists of tokens `0..n_tokens` from the runs of the fields title,
+/// `tags_desc` and body (each field's chunks in position order, so a
+/// token's entries from one chunk after another ascend), with concept
+/// `d`'s field lengths at `lengths[4d..4d + 4]`.
+pub(super) fn lay(n_tokens: usize, runs: [&[Runs]; 3], lengths: &[u32]) -> Laid {
+    let per = n_tokens.div_ceil(TOKEN_RANGES).max(1);
+    let ranges: Vec<Range<usize>> = (0..n_tokens.div_ceil(per))
+        .map(|r| r * per..((r + 1) * per).min(n_tokens))
+        .collect();
+    let counts: Vec<Vec<u32>> = ranges
+        .par_iter()
+        .map(|r| {
+            let mut m = Merger::new(runs, r.start);
+            r.clone()
+                .map(|t| {
+                    let mut c = 0u32;
+                    m.each(runs, t as u32, |_, _| c += 1);
+                    c
+                })
+                .collect()
+        })
+        .collect();
+    let mut starts = Vec::with_capacity(n_tokens + 1);
+    let mut long_tokens = Vec::new();
+    let mut block_starts = vec![0u64];
+    let (mut total, mut blocks) = (0usize, 0usize);
+    starts.push(0u64);
+    for (t, &c) in counts.iter().flatten().enumerate() {
+        total += c as usize;
+        starts.push(total as u64);
+        if c as usize > BLOCK {
+            long_tokens.push(t as u32);
+            blocks += (c as usize).div_ceil(BLOCK);
+            block_starts.push(blocks as u64);
+        }
+    }
+    let mut laid = Laid {
+        starts,
+        docs: vec![0; total],
+        tfs: vec![0; 4 * total],
+        max_tf: vec![0; 4 * n_tokens],
+        min_len: vec![0; 4 * n_tokens],
+        long_tokens,
+        block_starts,
+        block_last: vec![0; blocks],
+        block_max_tf: vec![0; 4 * blocks],
+        block_min_len: vec![0; 4 * blocks],
+    };
+    let outs = carve(&mut laid, &counts);
+    ranges
+        .into_par_iter()
+        .zip(outs)
+        .for_each(|(r, out)| fill(r, runs, lengths, out));
+    laid
+}
+
+/// One token range's share of the index's arrays.
+struct Out<'a> {
+    docs: &'a mut [u32],
+    tfs: &'a mut [u16],
+    max_tf: &'a mut [u16],
+    min_len: &'a mut [u32],
+    block_last: &'a mut [u32],
+    block_max_tf: &'a mut [u16],
+    block_min_len: &'a mut [u32],
+}
+
+/// The arrays cut into each range's share, from its tokens' counts.
+fn carve<'a>(laid: &'a mut Laid, counts: &[Vec<u32>]) -> Vec<Out<'a>> {
+    fn cut<'a, T>(rest: &mut &'a mut [T], n: usize) -> &'a mut [T] {
+        let (head, tail) = std::mem::take(rest).split_at_mut(n);
+        *rest = tail;
+        head
+    }
+    let mut docs = &mut laid.docs[..];
+    let mut tfs = &mut laid.tfs[..];
+    let mut max_tf = &mut laid.max_tf[..];
+    let mut min_len = &mut laid.min_len[..];
+    let mut block_last = &mut laid.block_last[..];
+    let mut block_max_tf = &mut laid.block_max_tf[..];
+    let mut block_min_len = &mut laid.block_min_len[..];
+    counts
+        .iter()
+        .map(|c| {
+            let entries: usize = c.iter().map(|&x| x as usize).sum();
+            let blocks: usize = c
+                .iter()
+                .map(|&x| x as usize)
+                .filter(|&x| x > BLOCK)
+                .map(|x| x.div_ceil(BLOCK))
+                .sum();
+            Out {
+                docs: cut(&mut docs, entries),
+                tfs: cut(&mut tfs, 4 * entries),
+                max_tf: cut(&mut max_tf, 4 * c.len()),
+                min_len: cut(&mut min_len, 4 * c.len()),
+                block_last: cut(&mut block_last, blocks),
+                block_max_tf: cut(&mut block_max_tf, 4 * blocks),
+                block_min_len: cut(&mut block_min_len, 4 * blocks),
+            }
+        })
+        .collect()
+}
+
+/// Writes the lists of the tokens in `range`, and their bounds, into `out`.
+fn fill(range: Range<usize>, runs: [&[Runs]; 3], lengths: &[u32], out: Out<'_>) {
+    let mut m = Merger::new(runs, range.start);
+    let (mut e, mut b) = (0usize, 0usize);
+    for (i, t) in range.enumerate() {
+        let from = e;
+        m.each(runs, t as u32, |d, tfs| {
+            out.docs[e] = d;
+            out.tfs[4 * e..4 * e + 4].copy_from_slice(&tfs);
+            e += 1;
+        });
+        let long = e - from > BLOCK;
+        let mut token_max = [0u16; 4];
+        let mut token_min = [u32::MAX; 4];
+        for x in (from..e).step_by(BLOCK) {
+            let y = (x + BLOCK).min(e);
+            let (max_tf, min_len) = bounds(&out.docs[x..y], &out.tfs[4 * x..4 * y], lengths);
+            for f in 0..4 {
+                token_max[f] = token_max[f].max(max_tf[f]);
+                token_min[f] = token_min[f].min(min_len[f]);
+            }
+            if long {
+                out.block_last[b] = out.docs[y - 1];
+                out.block_max_tf[4 * b..4 * b + 4].copy_from_slice(&max_tf);
+                out.block_min_len[4 * b..4 * b + 4].copy_from_slice(&min_len);
+                b += 1;
+            }
+        }
+        out.max_tf[4 * i..4 * i + 4].copy_from_slice(&token_max);
+        out.min_len[4 * i..4 * i + 4].copy_from_slice(&token_min);
+    }
+}
+
+/// Per field, the largest frequency and the smallest length of a concept
+/// holding the token there (`u32::MAX` when none does) among `docs`.
+fn bounds(docs: &[u32], tfs: &[u16], lengths: &[u32]) -> ([u16; 4], [u32; 4]) {
+    let mut max_tf = [0u16; 4];
+    let mut min_len = [u32::MAX; 4];
+    for (&d, tf) in docs.iter().zip(tfs.chunks_exact(4)) {
+        for f in 0..4 {
+            if tf[f] > 0 {
+                max_tf[f] = max_tf[f].max(tf[f]);
+                min_len[f] = min_len[f].min(lengths[4 * d as usize + f]);
+            }
+        }
+    }
+    (max_tf, min_len)
+}
+
+/// Merges tokens' entries from the three fields' runs, tokens ascending: a
+/// cursor per run, and one scratch list per field.
+struct Merger {
+    at: [Vec<usize>; 3],
+    lists: [Vec<(u32, u16, u16)>; 3],
+}
+
+impl Merger {
+    fn new(runs: [&[Runs]; 3], first: usize) -> Merger {
+        Merger {
+            at: std::array::from_fn(|k| runs[k].iter().map(|r| r.find(first as u32)).collect()),
+            lists: Default::default(),
+        }
+    }
+
+    /// Calls `f` with each concept holding token `t` (greater than the last
+    /// token asked) in any field, ascending, and its four field frequencies
+    /// (title, tags, description, body).
+    fn each(&mut self, runs: [&[Runs]; 3], t: u32, mut f: impl FnMut(u32, [u16; 4])) {
+        for (k, (list, at)) in self.lists.iter_mut().zip(&mut self.at).enumerate() {
+            list.clear();
+            for (r, i) in runs[k].iter().zip(at.iter_mut()) {
+                if r.tokens.get(*i) == Some(&t) {
+                    let (x, y) = (r.starts[*i] as usize, r.starts[*i + 1] as usize);
+                    if k == 1 {
+                        list.extend((x..y).map(|e| (r.positions[e], r.a[e], r.b[e])));
+                    } else {
+                        list.extend((x..y).map(|e| (r.positions[e], r.a[e], 0)));
+                    }
+                    *i += 1;
+                }
+            }
+            // A sentinel past every position: the merge needs no end tests.
+            list.push((u32::MAX, 0, 0));
+        }
+        let lists = &self.lists;
+        let mut i = [0usize; 3];
+        loop {
+            let heads: [(u32, u16, u16); 3] = std::array::from_fn(|k| lists[k][i[k]]);
+            let d = heads.iter().map(|h| h.0).min().unwrap_or(u32::MAX);
+            if d == u32::MAX {
+                break;
+            }
+            let mut tfs = [0u16; 4];
+            if heads[0].0 == d {
+                tfs[0] = heads[0].1;
+                i[0] += 1;
+            }
+            if heads[1].0 == d {
+                (tfs[1], tfs[2]) = (heads[1].1, heads[1].2);
+                i[1] += 1;
+            }
+            if heads[2].0 == d {
+                tfs[3] = heads[2].1;
+                i[2] += 1;
+            }
+            f(d, tfs);
+        }
+    }
+}

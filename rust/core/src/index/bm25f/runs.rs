@@ -1,0 +1,158 @@
+//! One chunk of one per-field index field, token by token: the first step
+//! of building the BM25F index (docs/spec.md §12), done chunk by chunk and
+//! in parallel, so that each task reads one chunk's postings, close
+//! together, rather than every chunk's for each token.
+
+use crate::index::build::Chunk;
+
+/// Where each BM25F field comes from: the per-field index's field, and which
+/// count of its postings (`None`: the whole count; `Some(true)`: the high
+/// half, the tags; `Some(false)`: the low half, the description).
+pub(super) const SOURCES: [(usize, Option<bool>); 4] =
+    [(0, None), (1, Some(true)), (1, Some(false)), (2, None)];
+
+pub(super) fn sub_tf(tf: u32, half: Option<bool>) -> u16 {
+    match half {
+        None => tf.min(u32::from(u16::MAX)) as u16,
+        Some(true) => (tf >> 16) as u16,
+        Some(false) => (tf & 0xFFFF) as u16,
+    }
+}
+
+/// One chunk of one per-field index field, token by token: the tokens its
+/// words give, ascending, each with its concepts, ascending, and its
+/// frequencies there (`a`: the field's, or the tags' for `tags_desc`; `b`:
+/// the description's). A token's frequency in a concept is its source
+/// words' frequencies, each times the token comes out of the word, summed
+/// (each stopping at `u16::MAX`).
+#[derive(Default)]
+pub(super) struct Runs {
+    pub(super) tokens: Vec<u32>,
+    pub(super) starts: Vec<u32>,
+    pub(super) positions: Vec<u32>,
+    pub(super) a: Vec<u16>,
+    /// Empty but for `tags_desc`.
+    pub(super) b: Vec<u16>,
+}
+
+impl Runs {
+    /// The runs of chunk `ch` of field `k`, whose local words are global
+    /// words `remap`; `word_tokens[g]`: global word `g`'s distinct tokens,
+    /// each with how many times it comes out of the word.
+    pub(super) fn of(ch: &Chunk, k: usize, remap: &[u32], word_tokens: &Csr<(u32, u16)>) -> Runs {
+        let mut pairs: Vec<(u32, u32, u16)> = Vec::new();
+        for (w, &g) in remap.iter().enumerate() {
+            if ch.starts[w + 1] > ch.starts[w] {
+                pairs.extend(
+                    word_tokens
+                        .row(g as usize)
+                        .iter()
+                        .map(|&(t, x)| (t, w as u32, x)),
+                );
+            }
+        }
+        pairs.sort_unstable();
+        // Room for every posting of every pair, reserved once: pages never
+        // written are never touched, and nothing is copied to grow.
+        let most: usize = pairs
+            .iter()
+            .map(|&(_, w, _)| (ch.starts[w as usize + 1] - ch.starts[w as usize]) as usize)
+            .sum();
+        let (ha, hb) = if k == 1 {
+            (Some(true), Some(false))
+        } else {
+            (None, None)
+        };
+        let mut runs = Runs {
+            positions: Vec::with_capacity(most),
+            a: Vec::with_capacity(most),
+            b: Vec::with_capacity(if k == 1 { most } else { 0 }),
+            ..Runs::default()
+        };
+        let mut scratch: Vec<(u32, u16, u16)> = Vec::new();
+        let mut i = 0;
+        while i < pairs.len() {
+            let t = pairs[i].0;
+            let j = i + pairs[i..].partition_point(|p| p.0 == t);
+            scratch.clear();
+            for &(_, w, times) in &pairs[i..j] {
+                let range = ch.starts[w as usize] as usize..ch.starts[w as usize + 1] as usize;
+                for (&p, &tf) in ch.postings[range.clone()].iter().zip(&ch.tfs[range]) {
+                    let a = sub_tf(tf, ha).saturating_mul(times);
+                    let b = if k == 1 {
+                        sub_tf(tf, hb).saturating_mul(times)
+                    } else {
+                        0
+                    };
+                    if a > 0 || b > 0 {
+                        scratch.push((p, a, b));
+                    }
+                }
+            }
+            if j - i > 1 {
+                // Each word's postings ascend; together they need a sort, and
+                // a concept holding two of the words is one entry.
+                scratch.sort_unstable_by_key(|e| e.0);
+            }
+            if !scratch.is_empty() {
+                runs.tokens.push(t);
+                runs.starts.push(runs.positions.len() as u32);
+                let from = runs.positions.len();
+                for &(p, a, b) in &scratch {
+                    if runs.positions.len() > from && runs.positions.last() == Some(&p) {
+                        let last = runs.a.len() - 1;
+                        runs.a[last] = runs.a[last].saturating_add(a);
+                        if k == 1 {
+                            runs.b[last] = runs.b[last].saturating_add(b);
+                        }
+                    } else {
+                        runs.positions.push(p);
+                        runs.a.push(a);
+                        if k == 1 {
+                            runs.b.push(b);
+                        }
+                    }
+                }
+            }
+            i = j;
+        }
+        runs.starts.push(runs.positions.len() as u32);
+        runs
+    }
+
+    /// The index of the first token `>= t`.
+    pub(super) fn find(&self, t: u32) -> usize {
+        self.tokens.partition_point(|&x| x < t)
+    }
+}
+
+/// Rows of `T` (`items[starts[i]..starts[i + 1]]`).
+pub(super) struct Csr<T> {
+    starts: Vec<u32>,
+    items: Vec<T>,
+}
+
+impl<T> Csr<T> {
+    fn row(&self, i: usize) -> &[T] {
+        &self.items[self.starts[i] as usize..self.starts[i + 1] as usize]
+    }
+}
+
+/// Each global word's distinct tokens with their counts, from its tokens
+/// listed once per occurrence.
+pub(super) fn distinct_tokens((wt_starts, wt_toks): &(Vec<u32>, Vec<u32>)) -> Csr<(u32, u16)> {
+    let mut starts = Vec::with_capacity(wt_starts.len());
+    let mut items: Vec<(u32, u16)> = Vec::with_capacity(wt_toks.len());
+    starts.push(0);
+    for g in 0..wt_starts.len() - 1 {
+        let from = items.len();
+        for &t in &wt_toks[wt_starts[g] as usize..wt_starts[g + 1] as usize] {
+            match items[from..].iter_mut().find(|p| p.0 == t) {
+                Some(p) => p.1 = p.1.saturating_add(1),
+                None => items.push((t, 1)),
+            }
+        }
+        starts.push(items.len() as u32);
+    }
+    Csr { starts, items }
+}
