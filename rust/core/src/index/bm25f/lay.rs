@@ -10,6 +10,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::runs::Runs;
+use super::share::{blocks_of, Share};
 use super::BLOCK;
 
 /// Token ranges laid apart, in parallel: enough that the pool's threads
@@ -63,7 +64,7 @@ pub(super) fn lay(n_tokens: usize, runs: [&[Runs]; 3], lengths: &[u32]) -> Laid 
         starts.push(total as u64);
         if c as usize > BLOCK {
             long_tokens.push(t as u32);
-            blocks += (c as usize).div_ceil(BLOCK);
+            blocks += blocks_of(c as usize);
             block_starts.push(blocks as u64);
         }
     }
@@ -79,109 +80,51 @@ pub(super) fn lay(n_tokens: usize, runs: [&[Runs]; 3], lengths: &[u32]) -> Laid 
         block_max_tf: vec![0; 4 * blocks],
         block_min_len: vec![0; 4 * blocks],
     };
-    let outs = carve(&mut laid, &counts);
+    let mut rest = Share {
+        docs: &mut laid.docs,
+        tfs: &mut laid.tfs,
+        max_tf: &mut laid.max_tf,
+        min_len: &mut laid.min_len,
+        block_last: &mut laid.block_last,
+        block_max_tf: &mut laid.block_max_tf,
+        block_min_len: &mut laid.block_min_len,
+    };
+    let shares: Vec<Share<'_>> = counts
+        .iter()
+        .map(|c| {
+            let entries = c.iter().map(|&x| x as usize).sum();
+            let blocks = c.iter().map(|&x| blocks_of(x as usize)).sum();
+            rest.take(c.len(), entries, blocks)
+        })
+        .collect();
     ranges
         .into_par_iter()
-        .zip(outs)
-        .for_each(|(r, out)| fill(r, runs, lengths, out));
+        .zip(shares)
+        .zip(&counts)
+        .for_each(|((r, share), c)| fill(r, c, runs, lengths, share));
     laid
 }
 
-/// One token range's share of the index's arrays.
-struct Out<'a> {
-    docs: &'a mut [u32],
-    tfs: &'a mut [u16],
-    max_tf: &'a mut [u16],
-    min_len: &'a mut [u32],
-    block_last: &'a mut [u32],
-    block_max_tf: &'a mut [u16],
-    block_min_len: &'a mut [u32],
-}
-
-/// The arrays cut into each range's share, from its tokens' counts.
-fn carve<'a>(laid: &'a mut Laid, counts: &[Vec<u32>]) -> Vec<Out<'a>> {
-    fn cut<'a, T>(rest: &mut &'a mut [T], n: usize) -> &'a mut [T] {
-        let (head, tail) = std::mem::take(rest).split_at_mut(n);
-        *rest = tail;
-        head
-    }
-    let mut docs = &mut laid.docs[..];
-    let mut tfs = &mut laid.tfs[..];
-    let mut max_tf = &mut laid.max_tf[..];
-    let mut min_len = &mut laid.min_len[..];
-    let mut block_last = &mut laid.block_last[..];
-    let mut block_max_tf = &mut laid.block_max_tf[..];
-    let mut block_min_len = &mut laid.block_min_len[..];
-    counts
-        .iter()
-        .map(|c| {
-            let entries: usize = c.iter().map(|&x| x as usize).sum();
-            let blocks: usize = c
-                .iter()
-                .map(|&x| x as usize)
-                .filter(|&x| x > BLOCK)
-                .map(|x| x.div_ceil(BLOCK))
-                .sum();
-            Out {
-                docs: cut(&mut docs, entries),
-                tfs: cut(&mut tfs, 4 * entries),
-                max_tf: cut(&mut max_tf, 4 * c.len()),
-                min_len: cut(&mut min_len, 4 * c.len()),
-                block_last: cut(&mut block_last, blocks),
-                block_max_tf: cut(&mut block_max_tf, 4 * blocks),
-                block_min_len: cut(&mut block_min_len, 4 * blocks),
-            }
-        })
-        .collect()
-}
-
-/// Writes the lists of the tokens in `range`, and their bounds, into `out`.
-fn fill(range: Range<usize>, runs: [&[Runs]; 3], lengths: &[u32], out: Out<'_>) {
+/// Writes the lists of the tokens in `range` (`counts` entries each), and
+/// their bounds, into `share`.
+fn fill(
+    range: Range<usize>,
+    counts: &[u32],
+    runs: [&[Runs]; 3],
+    lengths: &[u32],
+    mut share: Share<'_>,
+) {
     let mut m = Merger::new(runs, range.start);
-    let (mut e, mut b) = (0usize, 0usize);
-    for (i, t) in range.enumerate() {
-        let from = e;
+    for (t, &c) in range.zip(counts) {
+        let mut one = share.take(1, c as usize, blocks_of(c as usize));
+        let mut e = 0;
         m.each(runs, t as u32, |d, tfs| {
-            out.docs[e] = d;
-            out.tfs[4 * e..4 * e + 4].copy_from_slice(&tfs);
+            one.docs[e] = d;
+            one.tfs[4 * e..4 * e + 4].copy_from_slice(&tfs);
             e += 1;
         });
-        let long = e - from > BLOCK;
-        let mut token_max = [0u16; 4];
-        let mut token_min = [u32::MAX; 4];
-        for x in (from..e).step_by(BLOCK) {
-            let y = (x + BLOCK).min(e);
-            let (max_tf, min_len) = bounds(&out.docs[x..y], &out.tfs[4 * x..4 * y], lengths);
-            for f in 0..4 {
-                token_max[f] = token_max[f].max(max_tf[f]);
-                token_min[f] = token_min[f].min(min_len[f]);
-            }
-            if long {
-                out.block_last[b] = out.docs[y - 1];
-                out.block_max_tf[4 * b..4 * b + 4].copy_from_slice(&max_tf);
-                out.block_min_len[4 * b..4 * b + 4].copy_from_slice(&min_len);
-                b += 1;
-            }
-        }
-        out.max_tf[4 * i..4 * i + 4].copy_from_slice(&token_max);
-        out.min_len[4 * i..4 * i + 4].copy_from_slice(&token_min);
+        one.bound(lengths);
     }
-}
-
-/// Per field, the largest frequency and the smallest length of a concept
-/// holding the token there (`u32::MAX` when none does) among `docs`.
-fn bounds(docs: &[u32], tfs: &[u16], lengths: &[u32]) -> ([u16; 4], [u32; 4]) {
-    let mut max_tf = [0u16; 4];
-    let mut min_len = [u32::MAX; 4];
-    for (&d, tf) in docs.iter().zip(tfs.chunks_exact(4)) {
-        for f in 0..4 {
-            if tf[f] > 0 {
-                max_tf[f] = max_tf[f].max(tf[f]);
-                min_len[f] = min_len[f].min(lengths[4 * d as usize + f]);
-            }
-        }
-    }
-    (max_tf, min_len)
 }
 
 /// Merges tokens' entries from the three fields' runs, tokens ascending: a

@@ -9,6 +9,7 @@
 mod build;
 mod lay;
 mod runs;
+mod share;
 mod splice;
 
 pub use build::{finish, prepare, Prepared};

@@ -9,6 +9,7 @@
 
 use rayon::prelude::*;
 
+use super::share::{blocks_of, Share};
 use super::{Bm25fIndex, BLOCK};
 use crate::index::splice::{Remap, GONE};
 
@@ -86,9 +87,7 @@ pub fn splice(old: &Bm25fIndex, small: &Bm25fIndex, map: &Remap<'_>, n: usize) -
     // Each token's share of every array, filled in parallel.
     let mut outs: Vec<Out<'_>> = Vec::with_capacity(tokens);
     {
-        let mut rest = Out {
-            a: GONE,
-            b: GONE,
+        let mut rest = Share {
             docs: &mut docs,
             tfs: &mut tfs,
             max_tf: &mut max_tf,
@@ -99,9 +98,12 @@ pub fn splice(old: &Bm25fIndex, small: &Bm25fIndex, map: &Remap<'_>, n: usize) -
         };
         for &t in &listed {
             let c = counts[t];
-            let nb = if c > BLOCK { c.div_ceil(BLOCK) } else { 0 };
             let (a, b) = pairs[t];
-            outs.push(rest.take(a, b, c, nb));
+            outs.push(Out {
+                a,
+                b,
+                share: rest.take(1, c, blocks_of(c)),
+            });
         }
     }
     outs.into_par_iter()
@@ -130,39 +132,10 @@ pub fn splice(old: &Bm25fIndex, small: &Bm25fIndex, map: &Remap<'_>, n: usize) -
 struct Out<'o> {
     a: u32,
     b: u32,
-    docs: &'o mut [u32],
-    tfs: &'o mut [u16],
-    max_tf: &'o mut [u16],
-    min_len: &'o mut [u32],
-    block_last: &'o mut [u32],
-    block_max_tf: &'o mut [u16],
-    block_min_len: &'o mut [u32],
+    share: Share<'o>,
 }
 
-/// The first `n` items of `rest`, which keeps the others.
-fn cut<'o, T>(rest: &mut &'o mut [T], n: usize) -> &'o mut [T] {
-    let (head, tail) = std::mem::take(rest).split_at_mut(n);
-    *rest = tail;
-    head
-}
-
-impl<'o> Out<'o> {
-    /// The part of a token with `entries` entries in `blocks` blocks, cut
-    /// from the front of `self`.
-    fn take(&mut self, a: u32, b: u32, entries: usize, blocks: usize) -> Out<'o> {
-        Out {
-            a,
-            b,
-            docs: cut(&mut self.docs, entries),
-            tfs: cut(&mut self.tfs, 4 * entries),
-            max_tf: cut(&mut self.max_tf, 4),
-            min_len: cut(&mut self.min_len, 4),
-            block_last: cut(&mut self.block_last, blocks),
-            block_max_tf: cut(&mut self.block_max_tf, 4 * blocks),
-            block_min_len: cut(&mut self.block_min_len, 4 * blocks),
-        }
-    }
-
+impl Out<'_> {
     /// The token's entries: old token `a`'s still there, renumbered, and
     /// small token `b`'s placed, in position order (the two never share a
     /// concept: one read again is gone from the old side); then its bounds
@@ -182,7 +155,7 @@ impl<'o> Out<'o> {
         } else {
             empty()
         };
-        let all_kept = self.a != GONE && y.docs.is_empty() && x.docs.len() == self.docs.len();
+        let all_kept = self.a != GONE && y.docs.is_empty() && x.docs.len() == self.share.docs.len();
         let blocks = if all_kept {
             old.blocks(self.a)
         } else {
@@ -192,23 +165,26 @@ impl<'o> Out<'o> {
                 min_len: &[],
             }
         };
-        let same_blocks = self.block_last.is_empty() || blocks.last.len() == self.block_last.len();
+        let same_blocks =
+            self.share.block_last.is_empty() || blocks.last.len() == self.share.block_last.len();
         if all_kept && same_blocks {
             // Every entry kept, in the same blocks: only the positions change.
-            for (to, &d) in self.docs.iter_mut().zip(x.docs) {
+            for (to, &d) in self.share.docs.iter_mut().zip(x.docs) {
                 *to = map.old(d).unwrap_or(GONE);
             }
-            self.tfs.copy_from_slice(x.tfs);
-            self.max_tf
+            self.share.tfs.copy_from_slice(x.tfs);
+            self.share
+                .max_tf
                 .copy_from_slice(&old.max_tf[4 * self.a as usize..][..4]);
-            self.min_len
+            self.share
+                .min_len
                 .copy_from_slice(&old.min_len[4 * self.a as usize..][..4]);
-            if !self.block_last.is_empty() {
-                for (to, &d) in self.block_last.iter_mut().zip(blocks.last) {
+            if !self.share.block_last.is_empty() {
+                for (to, &d) in self.share.block_last.iter_mut().zip(blocks.last) {
                     *to = map.old(d).unwrap_or(GONE);
                 }
-                self.block_max_tf.copy_from_slice(blocks.max_tf);
-                self.block_min_len.copy_from_slice(blocks.min_len);
+                self.share.block_max_tf.copy_from_slice(blocks.max_tf);
+                self.share.block_min_len.copy_from_slice(blocks.min_len);
             }
             return;
         }
@@ -219,47 +195,24 @@ impl<'o> Out<'o> {
                 .map_or(u32::MAX, |&s| map.fresh_at[s as usize])
         };
         let mut next = fresh(0);
-        while k < self.docs.len() {
+        while k < self.share.docs.len() {
             let p = x.docs.get(i).map(|&d| map.old(d));
             match p {
                 Some(None) => i += 1,
                 Some(Some(p)) if p < next => {
-                    self.docs[k] = p;
-                    self.tfs[4 * k..4 * k + 4].copy_from_slice(&x.tfs[4 * i..4 * i + 4]);
+                    self.share.docs[k] = p;
+                    self.share.tfs[4 * k..4 * k + 4].copy_from_slice(&x.tfs[4 * i..4 * i + 4]);
                     (i, k) = (i + 1, k + 1);
                 }
                 _ => {
-                    self.docs[k] = next;
-                    self.tfs[4 * k..4 * k + 4].copy_from_slice(&y.tfs[4 * j..4 * j + 4]);
+                    self.share.docs[k] = next;
+                    self.share.tfs[4 * k..4 * k + 4].copy_from_slice(&y.tfs[4 * j..4 * j + 4]);
                     (j, k) = (j + 1, k + 1);
                     next = fresh(j);
                 }
             }
         }
-        for (blk, from) in (0..self.docs.len()).step_by(BLOCK).enumerate() {
-            let to = (from + BLOCK).min(self.docs.len());
-            let mut mx = [0u16; 4];
-            let mut mn = [u32::MAX; 4];
-            for e in from..to {
-                let d = self.docs[e] as usize;
-                for f in 0..4 {
-                    let tf = self.tfs[4 * e + f];
-                    if tf > 0 {
-                        mx[f] = mx[f].max(tf);
-                        mn[f] = mn[f].min(lengths[4 * d + f]);
-                    }
-                }
-            }
-            for f in 0..4 {
-                self.max_tf[f] = self.max_tf[f].max(mx[f]);
-                self.min_len[f] = self.min_len[f].min(mn[f]);
-            }
-            if !self.block_last.is_empty() {
-                self.block_last[blk] = self.docs[to - 1];
-                self.block_max_tf[4 * blk..4 * blk + 4].copy_from_slice(&mx);
-                self.block_min_len[4 * blk..4 * blk + 4].copy_from_slice(&mn);
-            }
-        }
+        self.share.bound(lengths);
     }
 }
 
