@@ -96,11 +96,28 @@ impl Cursor {
     /// A bound of the token's score in the concept at `d` (0 when the
     /// cursor is not on it) from its frequencies alone, with `per_tf` as in
     /// [`Cursor::skip_below`]: no field length is read.
-    fn bound_at(&self, t: &Term<'_>, d: u32, params: &Params, per_tf: &[f64; 4]) -> f64 {
+    fn bound_at(
+        &self,
+        t: &Term<'_>,
+        d: u32,
+        params: &Params,
+        per_tf: &[f64; 4],
+        memo: &mut Memo,
+    ) -> f64 {
         if t.list.docs.get(self.at) != Some(&d) {
             return 0.0;
         }
         let tfs = &t.list.tfs[4 * self.at..4 * self.at + 4];
+        // Most entries are a few occurrences in the body alone: their bounds
+        // in this block are remembered, one division each.
+        if tfs[0] == 0 && tfs[1] == 0 && tfs[2] == 0 && (tfs[3] as usize) < MEMO {
+            let k = tfs[3] as usize;
+            if memo.known & (1 << k) == 0 {
+                memo.known |= 1 << k;
+                memo.bound[k] = saturate(params, t.idf, f64::from(tfs[3]) * per_tf[3]);
+            }
+            return memo.bound[k];
+        }
         let mut x = 0.0;
         for f in 0..4 {
             x += f64::from(tfs[f]) * per_tf[f];
@@ -136,6 +153,17 @@ impl Cursor {
         }
         x
     }
+}
+
+/// Body frequencies whose bound a block remembers.
+const MEMO: usize = 16;
+
+/// A token's bounds in its current block for a body frequency below
+/// [`MEMO`] alone, as computed; `known` has a bit per one computed.
+#[derive(Clone, Copy, Default)]
+struct Memo {
+    known: u32,
+    bound: [f64; MEMO],
 }
 
 /// Relative slack of the pruning test: a concept is skipped only when its
@@ -294,6 +322,7 @@ pub fn search_index(
     let mut parts = vec![0.0f64; m];
     let mut per_tf = vec![[0.0f64; 4]; m];
     let mut per_tf_block = vec![usize::MAX; m];
+    let mut memo = vec![Memo::default(); m];
     let mut from = 0u32;
     loop {
         // The window: from `from` to the first block end among the tokens.
@@ -311,6 +340,7 @@ pub fn search_index(
                     let j = block[t];
                     if per_tf_block[t] != j {
                         per_tf_block[t] = j;
+                        memo[t].known = 0;
                         let b = &terms[t].blocks;
                         per_tf[t] = std::array::from_fn(|f| match b.max_tf[4 * j + f] {
                             0 => 0.0,
@@ -388,7 +418,7 @@ pub fn search_index(
             if threshold > f64::NEG_INFINITY && essential > 1 {
                 let mut ub = 0.0;
                 for &t in &by_bound[..essential] {
-                    ub += cursors[t].bound_at(&terms[t], d, params, &per_tf[t]);
+                    ub += cursors[t].bound_at(&terms[t], d, params, &per_tf[t], &mut memo[t]);
                 }
                 if (ub + rest[essential]) * (1.0 + SLACK) < threshold {
                     for &t in &by_bound[..essential] {
