@@ -69,35 +69,71 @@ impl Runs {
             b: Vec::with_capacity(if k == 1 { most } else { 0 }),
             ..Runs::default()
         };
+        // The chunk's positions, for a token whose words together hold many
+        // of them: their frequencies added up in one slot per position, read
+        // back in order, rather than sorted.
+        let base = ch.postings.iter().copied().min().unwrap_or(0);
+        let span = ch
+            .postings
+            .iter()
+            .copied()
+            .max()
+            .map_or(0, |x| (x - base) as usize + 1);
+        let mut dense: Vec<(u16, u16)> = Vec::new();
         let mut scratch: Vec<(u32, u16, u16)> = Vec::new();
         let mut i = 0;
         while i < pairs.len() {
             let t = pairs[i].0;
             let j = i + pairs[i..].partition_point(|p| p.0 == t);
-            scratch.clear();
-            for &(_, w, times) in &pairs[i..j] {
+            let words = &pairs[i..j];
+            let entries = |w: u32| {
                 let range = ch.starts[w as usize] as usize..ch.starts[w as usize + 1] as usize;
-                for (&p, &tf) in ch.postings[range.clone()].iter().zip(&ch.tfs[range]) {
-                    let a = sub_tf(tf, ha).saturating_mul(times);
-                    let b = if k == 1 {
-                        sub_tf(tf, hb).saturating_mul(times)
-                    } else {
-                        0
-                    };
-                    if a > 0 || b > 0 {
-                        scratch.push((p, a, b));
+                ch.postings[range.clone()].iter().zip(&ch.tfs[range])
+            };
+            let tf_of = |tf: u32, times: u16| {
+                let a = sub_tf(tf, ha).saturating_mul(times);
+                let b = if k == 1 {
+                    sub_tf(tf, hb).saturating_mul(times)
+                } else {
+                    0
+                };
+                (a, b)
+            };
+            let held: usize = words
+                .iter()
+                .map(|&(_, w, _)| (ch.starts[w as usize + 1] - ch.starts[w as usize]) as usize)
+                .sum();
+            let from = runs.positions.len();
+            if words.len() > 1 && held >= span / 8 {
+                dense.resize(span, (0, 0));
+                for &(_, w, times) in words {
+                    for (&p, &tf) in entries(w) {
+                        let (a, b) = tf_of(tf, times);
+                        let slot = &mut dense[(p - base) as usize];
+                        *slot = (slot.0.saturating_add(a), slot.1.saturating_add(b));
                     }
                 }
-            }
-            if j - i > 1 {
-                // Each word's postings ascend; together they need a sort, and
-                // a concept holding two of the words is one entry.
-                scratch.sort_unstable_by_key(|e| e.0);
-            }
-            if !scratch.is_empty() {
-                runs.tokens.push(t);
-                runs.starts.push(runs.positions.len() as u32);
-                let from = runs.positions.len();
+                for (x, slot) in dense.iter_mut().enumerate() {
+                    if *slot != (0, 0) {
+                        runs.push(base + x as u32, slot.0, slot.1, k == 1);
+                        *slot = (0, 0);
+                    }
+                }
+            } else {
+                scratch.clear();
+                for &(_, w, times) in words {
+                    for (&p, &tf) in entries(w) {
+                        let (a, b) = tf_of(tf, times);
+                        if a > 0 || b > 0 {
+                            scratch.push((p, a, b));
+                        }
+                    }
+                }
+                if words.len() > 1 {
+                    // Each word's postings ascend; together they need a sort,
+                    // and a concept holding two of the words is one entry.
+                    scratch.sort_unstable_by_key(|e| e.0);
+                }
                 for &(p, a, b) in &scratch {
                     if runs.positions.len() > from && runs.positions.last() == Some(&p) {
                         let last = runs.a.len() - 1;
@@ -106,18 +142,26 @@ impl Runs {
                             runs.b[last] = runs.b[last].saturating_add(b);
                         }
                     } else {
-                        runs.positions.push(p);
-                        runs.a.push(a);
-                        if k == 1 {
-                            runs.b.push(b);
-                        }
+                        runs.push(p, a, b, k == 1);
                     }
                 }
+            }
+            if runs.positions.len() > from {
+                runs.tokens.push(t);
+                runs.starts.push(from as u32);
             }
             i = j;
         }
         runs.starts.push(runs.positions.len() as u32);
         runs
+    }
+
+    fn push(&mut self, p: u32, a: u16, b: u16, halves: bool) {
+        self.positions.push(p);
+        self.a.push(a);
+        if halves {
+            self.b.push(b);
+        }
     }
 
     /// The index of the first token `>= t`.
