@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable
@@ -17,8 +18,12 @@ if TYPE_CHECKING:
 TESTS = Path(__file__).resolve().parent
 
 # Bundles load through the persistent cache by default: keep the suite's cache
-# files out of the user's cache directory.
-os.environ.setdefault("OKFAST_CACHE_DIR", tempfile.mkdtemp(prefix="okfast-test-cache-"))
+# files out of the user's cache directory, in a directory of this run's own,
+# removed when the run ends (each run writes hundreds of megabytes there).
+_OWN_CACHE_DIR: str | None = None
+if "OKFAST_CACHE_DIR" not in os.environ:
+    _OWN_CACHE_DIR = tempfile.mkdtemp(prefix="okfast-test-cache-")
+    os.environ["OKFAST_CACHE_DIR"] = _OWN_CACHE_DIR
 REPO = TESTS.parent
 sys.path.insert(0, str(TESTS))  # so tests can `import reference`
 
@@ -31,6 +36,11 @@ requires_corpora = pytest.mark.skipif(
 )
 
 MakeBundle = Callable[[dict[str, "str | bytes"]], Path]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _OWN_CACHE_DIR is not None:
+        shutil.rmtree(_OWN_CACHE_DIR, ignore_errors=True)
 
 
 def write_bundle(root: Path, files: dict[str, str | bytes]) -> Path:
