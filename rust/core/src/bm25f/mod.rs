@@ -216,6 +216,27 @@ pub(crate) fn part(params: &Params, norms: &Norms, f: usize, tf: u16, len: u32) 
     (params.weights[f] * f64::from(tf)) / norms.norm(f, len)
 }
 
+/// `x(t, d)` (docs/spec.md §12.3): over the fields holding the token, in
+/// field order, `weight · tf / norm`, from the token's four frequencies in
+/// the concept and the concept's four field lengths.
+pub(crate) fn weighted_tf(params: &Params, norms: &Norms, tfs: &[u16], lengths: &[u32]) -> f64 {
+    let mut x = 0.0;
+    for f in 0..4 {
+        if tfs[f] > 0 {
+            x += part(params, norms, f, tfs[f], lengths[f]);
+        }
+    }
+    x
+}
+
+/// Whether position `d` is set in `allowed` (every position is without it).
+pub(crate) fn allows(allowed: Option<&[u64]>, d: u32) -> bool {
+    allowed.is_none_or(|bits| {
+        bits.get(d as usize >> 6)
+            .is_some_and(|b| b >> (d & 63) & 1 == 1)
+    })
+}
+
 /// A token's score from its weighted frequency `x`: `idf · x / (k1 + x)`.
 pub(crate) fn saturate(params: &Params, idf: f64, x: f64) -> f64 {
     if x > 0.0 {

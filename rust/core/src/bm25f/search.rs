@@ -6,7 +6,7 @@ use std::collections::BinaryHeap;
 
 use rayon::prelude::*;
 
-use super::{part, saturate, terms, Norms, Params, QueryTokens, Stats, Term};
+use super::{allows, part, saturate, terms, weighted_tf, Norms, Params, QueryTokens, Stats, Term};
 use crate::bundle::Bundle;
 use crate::index::bm25f::{Blocks, Bm25fIndex};
 use crate::score::tagged;
@@ -80,12 +80,7 @@ impl Cursor {
         let tfs = t.list.tfs;
         let mut i = self.at;
         while i < docs.len() && docs[i] <= to {
-            let tf = &tfs[4 * i..4 * i + 4];
-            let x = f64::from(tf[0]) * per_tf[0]
-                + f64::from(tf[1]) * per_tf[1]
-                + f64::from(tf[2]) * per_tf[2]
-                + f64::from(tf[3]) * per_tf[3];
-            if x >= x_need {
+            if bound_x(&tfs[4 * i..4 * i + 4], per_tf) >= x_need {
                 break;
             }
             i += 1;
@@ -118,11 +113,7 @@ impl Cursor {
             }
             return memo.bound[k];
         }
-        let mut x = 0.0;
-        for f in 0..4 {
-            x += f64::from(tfs[f]) * per_tf[f];
-        }
-        saturate(params, t.idf, x)
+        saturate(params, t.idf, bound_x(tfs, per_tf))
     }
 
     /// The token's weighted frequency in the concept at `d`, 0 when the
@@ -145,14 +136,19 @@ impl Cursor {
         let Some(lengths) = index.lengths.get(4 * d as usize..4 * d as usize + 4) else {
             return 0.0;
         };
-        let mut x = 0.0;
-        for f in 0..4 {
-            if tfs[f] > 0 {
-                x += part(params, norms, f, tfs[f], lengths[f]);
-            }
-        }
-        x
+        weighted_tf(params, norms, tfs, lengths)
     }
+}
+
+/// A bound of a weighted frequency from the token's four frequencies, with
+/// `per_tf` each field's part for a frequency of 1 at the block's shortest
+/// length (a part grows with the frequency and falls with the length).
+fn bound_x(tfs: &[u16], per_tf: &[f64; 4]) -> f64 {
+    let mut x = 0.0;
+    for f in 0..4 {
+        x += f64::from(tfs[f]) * per_tf[f];
+    }
+    x
 }
 
 /// Body frequencies whose bound a block remembers.
@@ -306,7 +302,7 @@ pub fn search_index(
     let norms = Norms::new(params, stats);
     let terms = terms(index, tokens, stats);
     if limit.is_none() {
-        return super::taat::rank(index, &terms, params, &norms, allowed, None);
+        return super::taat::rank(index, &terms, params, &norms, allowed);
     }
     let bounds: Vec<Vec<f64>> = terms
         .iter()
@@ -404,16 +400,11 @@ pub fn search_index(
             if d > to {
                 break;
             }
-            if let Some(bits) = allowed {
-                if bits
-                    .get(d as usize >> 6)
-                    .is_none_or(|b| b >> (d & 63) & 1 == 0)
-                {
-                    for &t in &by_bound[..essential] {
-                        cursors[t].seek(&terms[t], d + 1);
-                    }
-                    continue;
+            if !allows(allowed, d) {
+                for &t in &by_bound[..essential] {
+                    cursors[t].seek(&terms[t], d + 1);
                 }
+                continue;
             }
             if threshold > f64::NEG_INFINITY && essential > 1 {
                 let mut ub = 0.0;

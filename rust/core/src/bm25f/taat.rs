@@ -3,12 +3,12 @@
 //! score to its concepts' accumulators, so each concept's sum is taken in
 //! query order exactly as a concept-at-a-time walk takes it (adding the `0`
 //! of a token a concept lacks changes nothing). Then the concepts with a
-//! score are ranked, or the first `k` of them picked.
+//! score are ranked.
 
 use std::cell::RefCell;
 
 use super::search::{Hit, Ranked, TopK};
-use super::{part, saturate, Norms, Params, Term};
+use super::{allows, saturate, weighted_tf, Norms, Params, Term};
 use crate::index::bm25f::Bm25fIndex;
 
 thread_local! {
@@ -34,15 +34,14 @@ impl Drop for Accumulators<'_> {
     }
 }
 
-/// Every concept's score for `terms`, then the first `limit` by score, then
-/// position (all with `None`), among the positions set in `allowed`.
+/// Every concept with a score for `terms` among the positions set in
+/// `allowed` (all without it), by score, then position.
 pub(super) fn rank(
     index: &Bm25fIndex,
     terms: &[Term<'_>],
     params: &Params,
     norms: &Norms,
     allowed: Option<&[u64]>,
-    limit: Option<usize>,
 ) -> Ranked {
     SCORES.with(|cell| {
         let mut scores = cell.borrow_mut();
@@ -57,16 +56,8 @@ pub(super) fn rank(
         for t in terms {
             add(index, t, params, norms, &mut acc);
         }
-        let mut top = TopK::new(limit);
-        for &d in &acc.touched {
-            if let Some(bits) = allowed {
-                if bits
-                    .get(d as usize >> 6)
-                    .is_none_or(|b| b >> (d & 63) & 1 == 0)
-                {
-                    continue;
-                }
-            }
+        let mut top = TopK::new(None);
+        for &d in acc.touched.iter().filter(|&&d| allows(allowed, d)) {
             top.offer(Hit {
                 score: acc.scores[d as usize],
                 position: d,
@@ -95,13 +86,7 @@ fn add(
         ) else {
             continue;
         };
-        let mut x = 0.0;
-        for f in 0..4 {
-            if tfs[f] > 0 {
-                x += part(params, norms, f, tfs[f], len[f]);
-            }
-        }
-        let s = saturate(params, t.idf, x);
+        let s = saturate(params, t.idf, weighted_tf(params, norms, tfs, len));
         if s > 0.0 {
             if *score == 0.0 {
                 acc.touched.push(d);

@@ -85,23 +85,7 @@ pub fn finish(p: Prepared) -> Bm25fIndex {
         &p.lengths,
     );
     drop(p.runs);
-    Bm25fIndex {
-        language: p.language,
-        vocab: p.vocab.into(),
-        token_starts: p.token_starts.into(),
-        starts: laid.starts.into(),
-        docs: laid.docs.into(),
-        tfs: laid.tfs.into(),
-        lengths: p.lengths.into(),
-        totals: p.totals,
-        max_tf: laid.max_tf.into(),
-        min_len: laid.min_len.into(),
-        long_tokens: laid.long_tokens.into(),
-        block_starts: laid.block_starts.into(),
-        block_last: laid.block_last.into(),
-        block_max_tf: laid.block_max_tf.into(),
-        block_min_len: laid.block_min_len.into(),
-    }
+    laid.into_index(p.language, p.vocab, p.token_starts, p.lengths, p.totals)
 }
 
 /// Each field's length in tokens per concept: a word's frequency times its

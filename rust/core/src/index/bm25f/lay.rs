@@ -10,27 +10,12 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::runs::Runs;
-use super::share::{blocks_of, Share};
-use super::BLOCK;
+use super::share::{blocks_of, Laid, Share};
 
 /// Token ranges laid apart, in parallel: enough that the pool's threads
 /// share them evenly, each large enough to cost little to start. A number
 /// fixed by the data alone, so the index is the same on every machine.
 const TOKEN_RANGES: usize = 64;
-
-/// The index's postings and bounds, as `Bm25fIndex` holds them.
-pub(super) struct Laid {
-    pub(super) starts: Vec<u64>,
-    pub(super) docs: Vec<u32>,
-    pub(super) tfs: Vec<u16>,
-    pub(super) max_tf: Vec<u16>,
-    pub(super) min_len: Vec<u32>,
-    pub(super) long_tokens: Vec<u32>,
-    pub(super) block_starts: Vec<u64>,
-    pub(super) block_last: Vec<u32>,
-    pub(super) block_max_tf: Vec<u16>,
-    pub(super) block_min_len: Vec<u32>,
-}
 
 /// The lists of tokens `0..n_tokens` from the runs of the fields title,
 /// `tags_desc` and body (each field's chunks in position order, so a
@@ -54,41 +39,8 @@ pub(super) fn lay(n_tokens: usize, runs: [&[Runs]; 3], lengths: &[u32]) -> Laid 
                 .collect()
         })
         .collect();
-    let mut starts = Vec::with_capacity(n_tokens + 1);
-    let mut long_tokens = Vec::new();
-    let mut block_starts = vec![0u64];
-    let (mut total, mut blocks) = (0usize, 0usize);
-    starts.push(0u64);
-    for (t, &c) in counts.iter().flatten().enumerate() {
-        total += c as usize;
-        starts.push(total as u64);
-        if c as usize > BLOCK {
-            long_tokens.push(t as u32);
-            blocks += blocks_of(c as usize);
-            block_starts.push(blocks as u64);
-        }
-    }
-    let mut laid = Laid {
-        starts,
-        docs: vec![0; total],
-        tfs: vec![0; 4 * total],
-        max_tf: vec![0; 4 * n_tokens],
-        min_len: vec![0; 4 * n_tokens],
-        long_tokens,
-        block_starts,
-        block_last: vec![0; blocks],
-        block_max_tf: vec![0; 4 * blocks],
-        block_min_len: vec![0; 4 * blocks],
-    };
-    let mut rest = Share {
-        docs: &mut laid.docs,
-        tfs: &mut laid.tfs,
-        max_tf: &mut laid.max_tf,
-        min_len: &mut laid.min_len,
-        block_last: &mut laid.block_last,
-        block_max_tf: &mut laid.block_max_tf,
-        block_min_len: &mut laid.block_min_len,
-    };
+    let mut laid = Laid::sized(counts.iter().flatten().map(|&c| c as usize));
+    let mut rest = laid.share();
     let shares: Vec<Share<'_>> = counts
         .iter()
         .map(|c| {

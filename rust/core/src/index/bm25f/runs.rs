@@ -40,9 +40,12 @@ impl Runs {
     /// words `remap`; `word_tokens[g]`: global word `g`'s distinct tokens,
     /// each with how many times it comes out of the word.
     pub(super) fn of(ch: &Chunk, k: usize, remap: &[u32], word_tokens: &Csr<(u32, u16)>) -> Runs {
+        // How many of the chunk's concepts hold local word `w`.
+        let held_by = |w: usize| (ch.starts[w + 1] - ch.starts[w]) as usize;
+        let halves = k == 1;
         let mut pairs: Vec<(u32, u32, u16)> = Vec::new();
         for (w, &g) in remap.iter().enumerate() {
-            if ch.starts[w + 1] > ch.starts[w] {
+            if held_by(w) > 0 {
                 pairs.extend(
                     word_tokens
                         .row(g as usize)
@@ -54,11 +57,8 @@ impl Runs {
         pairs.sort_unstable();
         // Room for every posting of every pair, reserved once: pages never
         // written are never touched, and nothing is copied to grow.
-        let most: usize = pairs
-            .iter()
-            .map(|&(_, w, _)| (ch.starts[w as usize + 1] - ch.starts[w as usize]) as usize)
-            .sum();
-        let (ha, hb) = if k == 1 {
+        let most: usize = pairs.iter().map(|&(_, w, _)| held_by(w as usize)).sum();
+        let (ha, hb) = if halves {
             (Some(true), Some(false))
         } else {
             (None, None)
@@ -66,19 +66,21 @@ impl Runs {
         let mut runs = Runs {
             positions: Vec::with_capacity(most),
             a: Vec::with_capacity(most),
-            b: Vec::with_capacity(if k == 1 { most } else { 0 }),
+            b: Vec::with_capacity(if halves { most } else { 0 }),
             ..Runs::default()
         };
         // The chunk's positions, for a token whose words together hold many
         // of them: their frequencies added up in one slot per position, read
         // back in order, rather than sorted.
-        let base = ch.postings.iter().copied().min().unwrap_or(0);
-        let span = ch
+        let (lo, hi) = ch
             .postings
             .iter()
-            .copied()
-            .max()
-            .map_or(0, |x| (x - base) as usize + 1);
+            .fold((u32::MAX, 0), |(lo, hi), &p| (lo.min(p), hi.max(p)));
+        let (base, span) = if lo > hi {
+            (0, 0)
+        } else {
+            (lo, (hi - lo) as usize + 1)
+        };
         let mut dense: Vec<(u16, u16)> = Vec::new();
         let mut scratch: Vec<(u32, u16, u16)> = Vec::new();
         let mut i = 0;
@@ -92,17 +94,14 @@ impl Runs {
             };
             let tf_of = |tf: u32, times: u16| {
                 let a = sub_tf(tf, ha).saturating_mul(times);
-                let b = if k == 1 {
+                let b = if halves {
                     sub_tf(tf, hb).saturating_mul(times)
                 } else {
                     0
                 };
                 (a, b)
             };
-            let held: usize = words
-                .iter()
-                .map(|&(_, w, _)| (ch.starts[w as usize + 1] - ch.starts[w as usize]) as usize)
-                .sum();
+            let held: usize = words.iter().map(|&(_, w, _)| held_by(w as usize)).sum();
             let from = runs.positions.len();
             if words.len() > 1 && held >= span / 8 {
                 dense.resize(span, (0, 0));
@@ -115,7 +114,7 @@ impl Runs {
                 }
                 for (x, slot) in dense.iter_mut().enumerate() {
                     if *slot != (0, 0) {
-                        runs.push(base + x as u32, slot.0, slot.1, k == 1);
+                        runs.push(base + x as u32, slot.0, slot.1, halves);
                         *slot = (0, 0);
                     }
                 }
@@ -138,11 +137,11 @@ impl Runs {
                     if runs.positions.len() > from && runs.positions.last() == Some(&p) {
                         let last = runs.a.len() - 1;
                         runs.a[last] = runs.a[last].saturating_add(a);
-                        if k == 1 {
+                        if halves {
                             runs.b[last] = runs.b[last].saturating_add(b);
                         }
                     } else {
-                        runs.push(p, a, b, k == 1);
+                        runs.push(p, a, b, halves);
                     }
                 }
             }

@@ -1,10 +1,101 @@
-//! A share of the BM25F index's arrays — a range of tokens' entries, bounds
-//! and blocks — cut from the front of the whole, so that tokens can be
-//! written in parallel into arrays of their exact size (a build and a
-//! splice both lay their lists out this way); and a token's bounds and
-//! blocks from its written entries (docs/spec.md §12.3).
+//! The BM25F index's postings arrays sized from each token's number of
+//! entries, and shares of them — a range of tokens' entries, bounds and
+//! blocks — cut from the front of the whole, so that tokens can be written
+//! in parallel into arrays of their exact size (a build and a splice both
+//! lay their lists out this way); and a token's bounds and blocks from its
+//! written entries (docs/spec.md §12.3).
 
-use super::BLOCK;
+use super::{Bm25fIndex, BLOCK};
+use crate::text::analyze::Language;
+
+/// The index's postings and bounds, as `Bm25fIndex` holds them.
+pub(super) struct Laid {
+    starts: Vec<u64>,
+    docs: Vec<u32>,
+    tfs: Vec<u16>,
+    max_tf: Vec<u16>,
+    min_len: Vec<u32>,
+    long_tokens: Vec<u32>,
+    block_starts: Vec<u64>,
+    block_last: Vec<u32>,
+    block_max_tf: Vec<u16>,
+    block_min_len: Vec<u32>,
+}
+
+impl Laid {
+    /// Zeroed arrays for tokens with `counts` entries each, in token order,
+    /// with where each token starts, the long tokens and where their blocks
+    /// start.
+    pub(super) fn sized(counts: impl Iterator<Item = usize>) -> Laid {
+        let mut starts = vec![0u64];
+        let mut long_tokens = Vec::new();
+        let mut block_starts = vec![0u64];
+        let (mut total, mut blocks) = (0usize, 0usize);
+        for (t, c) in counts.enumerate() {
+            total += c;
+            starts.push(total as u64);
+            if c > BLOCK {
+                long_tokens.push(t as u32);
+                blocks += blocks_of(c);
+                block_starts.push(blocks as u64);
+            }
+        }
+        let tokens = starts.len() - 1;
+        Laid {
+            starts,
+            docs: vec![0; total],
+            tfs: vec![0; 4 * total],
+            max_tf: vec![0; 4 * tokens],
+            min_len: vec![0; 4 * tokens],
+            long_tokens,
+            block_starts,
+            block_last: vec![0; blocks],
+            block_max_tf: vec![0; 4 * blocks],
+            block_min_len: vec![0; 4 * blocks],
+        }
+    }
+
+    /// The whole arrays, to cut shares from.
+    pub(super) fn share(&mut self) -> Share<'_> {
+        Share {
+            docs: &mut self.docs,
+            tfs: &mut self.tfs,
+            max_tf: &mut self.max_tf,
+            min_len: &mut self.min_len,
+            block_last: &mut self.block_last,
+            block_max_tf: &mut self.block_max_tf,
+            block_min_len: &mut self.block_min_len,
+        }
+    }
+
+    /// The index, with its vocabulary and field lengths.
+    pub(super) fn into_index(
+        self,
+        language: Option<Language>,
+        vocab: Vec<u8>,
+        token_starts: Vec<u32>,
+        lengths: Vec<u32>,
+        totals: [u64; 4],
+    ) -> Bm25fIndex {
+        Bm25fIndex {
+            language,
+            vocab: vocab.into(),
+            token_starts: token_starts.into(),
+            starts: self.starts.into(),
+            docs: self.docs.into(),
+            tfs: self.tfs.into(),
+            lengths: lengths.into(),
+            totals,
+            max_tf: self.max_tf.into(),
+            min_len: self.min_len.into(),
+            long_tokens: self.long_tokens.into(),
+            block_starts: self.block_starts.into(),
+            block_last: self.block_last.into(),
+            block_max_tf: self.block_max_tf.into(),
+            block_min_len: self.block_min_len.into(),
+        }
+    }
+}
 
 pub(super) struct Share<'a> {
     pub(super) docs: &'a mut [u32],

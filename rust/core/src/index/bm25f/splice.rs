@@ -9,8 +9,8 @@
 
 use rayon::prelude::*;
 
-use super::share::{blocks_of, Share};
-use super::{Bm25fIndex, BLOCK};
+use super::share::{blocks_of, Laid, Share};
+use super::Bm25fIndex;
 use crate::index::splice::{Remap, GONE};
 
 /// The BM25F index of `n` concepts: `old`'s, with the changes of `map`, and
@@ -52,11 +52,7 @@ pub fn splice(old: &Bm25fIndex, small: &Bm25fIndex, map: &Remap<'_>, n: usize) -
     let listed: Vec<usize> = (0..pairs.len()).filter(|&t| counts[t] > 0).collect();
     let mut vocab = Vec::new();
     let mut token_starts = Vec::with_capacity(listed.len() + 1);
-    let mut starts = Vec::with_capacity(listed.len() + 1);
-    let mut long_tokens = Vec::new();
-    let mut block_starts = vec![0u64];
-    let (mut entries, mut blocks) = (0u64, 0u64);
-    for (id, &t) in listed.iter().enumerate() {
+    for &t in &listed {
         let (a, b) = pairs[t];
         let token = if a != GONE {
             old.token(a)
@@ -66,65 +62,25 @@ pub fn splice(old: &Bm25fIndex, small: &Bm25fIndex, map: &Remap<'_>, n: usize) -
         token_starts.push(vocab.len() as u32);
         vocab.extend_from_slice(token);
         vocab.push(b'\n');
-        starts.push(entries);
-        entries += counts[t] as u64;
-        if counts[t] > BLOCK {
-            long_tokens.push(id as u32);
-            blocks += counts[t].div_ceil(BLOCK) as u64;
-            block_starts.push(blocks);
-        }
     }
     token_starts.push(vocab.len() as u32);
-    starts.push(entries);
-    let (entries, blocks, tokens) = (entries as usize, blocks as usize, listed.len());
-    let mut docs = vec![0u32; entries];
-    let mut tfs = vec![0u16; 4 * entries];
-    let mut max_tf = vec![0u16; 4 * tokens];
-    let mut min_len = vec![u32::MAX; 4 * tokens];
-    let mut block_last = vec![0u32; blocks];
-    let mut block_max_tf = vec![0u16; 4 * blocks];
-    let mut block_min_len = vec![u32::MAX; 4 * blocks];
+    let mut laid = Laid::sized(listed.iter().map(|&t| counts[t]));
     // Each token's share of every array, filled in parallel.
-    let mut outs: Vec<Out<'_>> = Vec::with_capacity(tokens);
-    {
-        let mut rest = Share {
-            docs: &mut docs,
-            tfs: &mut tfs,
-            max_tf: &mut max_tf,
-            min_len: &mut min_len,
-            block_last: &mut block_last,
-            block_max_tf: &mut block_max_tf,
-            block_min_len: &mut block_min_len,
-        };
-        for &t in &listed {
-            let c = counts[t];
-            let (a, b) = pairs[t];
-            outs.push(Out {
+    let mut rest = laid.share();
+    let outs: Vec<Out<'_>> = listed
+        .iter()
+        .map(|&t| {
+            let (c, (a, b)) = (counts[t], pairs[t]);
+            Out {
                 a,
                 b,
                 share: rest.take(1, c, blocks_of(c)),
-            });
-        }
-    }
+            }
+        })
+        .collect();
     outs.into_par_iter()
         .for_each(|mut out| out.fill(old, small, map, &lengths));
-    Bm25fIndex {
-        language: small.language,
-        vocab: vocab.into(),
-        token_starts: token_starts.into(),
-        starts: starts.into(),
-        docs: docs.into(),
-        tfs: tfs.into(),
-        lengths: lengths.into(),
-        totals,
-        max_tf: max_tf.into(),
-        min_len: min_len.into(),
-        long_tokens: long_tokens.into(),
-        block_starts: block_starts.into(),
-        block_last: block_last.into(),
-        block_max_tf: block_max_tf.into(),
-        block_min_len: block_min_len.into(),
-    }
+    laid.into_index(small.language, vocab, token_starts, lengths, totals)
 }
 
 /// One token's part of the new index's arrays: its entries, its bounds and
