@@ -25,11 +25,33 @@ pub struct Chunk {
     pub(super) starts: Vec<u32>,
     pub(super) postings: Vec<u32>,
     /// Beside each posting, how often the word occurs in that concept's
-    /// field: for `tags_desc`, in its tags (high 16 bits) and in its
-    /// description (low 16 bits); each count stops at `u16::MAX`.
-    pub(super) tfs: Vec<u32>,
+    /// field (for `tags_desc`, in its description), stopping at `u16::MAX`.
+    pub(super) tfs: Vec<u16>,
+    /// For `tags_desc` only (empty elsewhere), beside each posting, how often
+    /// the word occurs in the concept's tags. Apart from `tfs`: the other
+    /// fields' counts need no second half, and every chunk is held until
+    /// the fields are merged, so two bytes a posting count at scale.
+    pub(super) tag_tfs: Vec<u16>,
     /// A body that could not be read back: the chunk stopped there.
     pub(super) error: Option<TextError>,
+}
+
+impl Chunk {
+    /// Local word `w`'s postings, each with its count in the field (for
+    /// `tags_desc`: in the tags, high 16 bits, and in the description, low
+    /// 16 bits).
+    pub(super) fn entries(&self, w: usize) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let range = self.starts[w] as usize..self.starts[w + 1] as usize;
+        let tags = self.tag_tfs.get(range.clone()).unwrap_or(&[]);
+        self.postings[range.clone()]
+            .iter()
+            .zip(&self.tfs[range])
+            .enumerate()
+            .map(move |(i, (&p, &tf))| {
+                let hi = tags.get(i).map_or(0, |&t| u32::from(t) << 16);
+                (p, hi | u32::from(tf))
+            })
+    }
 }
 
 /// `tf` with one more occurrence in sub-field `sub` (tags 0 and description
@@ -112,14 +134,20 @@ pub fn chunk_words<C: Borrow<Concept>>(
     }
     let mut cursor = starts.clone();
     let mut postings = vec![0u32; pair_word.len()];
-    let mut tfs = vec![0u32; pair_word.len()];
+    let mut tfs = vec![0u16; pair_word.len()];
+    let halves = field == Field::TagsDesc;
+    let mut tag_tfs = vec![0u16; if halves { pair_word.len() } else { 0 }];
     let mut from = 0;
     for (k, &end) in ends.iter().enumerate() {
         let pos = base + k as u32;
         for (&w, &tf) in pair_word[from..end].iter().zip(&pair_tf[from..end]) {
             let at = cursor[w as usize] as usize;
             postings[at] = pos;
-            tfs[at] = tf;
+            // `one_more` keeps each half below 2^16.
+            tfs[at] = tf as u16;
+            if halves {
+                tag_tfs[at] = (tf >> 16) as u16;
+            }
             cursor[w as usize] += 1;
         }
         from = end;
@@ -129,6 +157,7 @@ pub fn chunk_words<C: Borrow<Concept>>(
         starts,
         postings,
         tfs,
+        tag_tfs,
         error,
     }
 }

@@ -104,8 +104,7 @@ fn lengths_of(
             if toks == 0 {
                 continue;
             }
-            let range = ch.starts[w] as usize..ch.starts[w + 1] as usize;
-            for (&p, &tf) in ch.postings[range.clone()].iter().zip(&ch.tfs[range]) {
+            for (p, tf) in ch.entries(w) {
                 let l = &mut lengths[p as usize];
                 *l = l.saturating_add(u32::from(sub_tf(tf, half)).saturating_mul(toks));
             }

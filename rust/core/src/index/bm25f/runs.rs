@@ -88,10 +88,7 @@ impl Runs {
             let t = pairs[i].0;
             let j = i + pairs[i..].partition_point(|p| p.0 == t);
             let words = &pairs[i..j];
-            let entries = |w: u32| {
-                let range = ch.starts[w as usize] as usize..ch.starts[w as usize + 1] as usize;
-                ch.postings[range.clone()].iter().zip(&ch.tfs[range])
-            };
+            let entries = |w: u32| ch.entries(w as usize);
             let tf_of = |tf: u32, times: u16| {
                 let a = sub_tf(tf, ha).saturating_mul(times);
                 let b = if halves {
@@ -106,7 +103,7 @@ impl Runs {
             if words.len() > 1 && held >= span / 8 {
                 dense.resize(span, (0, 0));
                 for &(_, w, times) in words {
-                    for (&p, &tf) in entries(w) {
+                    for (p, tf) in entries(w) {
                         let (a, b) = tf_of(tf, times);
                         let slot = &mut dense[(p - base) as usize];
                         *slot = (slot.0.saturating_add(a), slot.1.saturating_add(b));
@@ -121,7 +118,7 @@ impl Runs {
             } else {
                 scratch.clear();
                 for &(_, w, times) in words {
-                    for (&p, &tf) in entries(w) {
+                    for (p, tf) in entries(w) {
                         let (a, b) = tf_of(tf, times);
                         if a > 0 || b > 0 {
                             scratch.push((p, a, b));
