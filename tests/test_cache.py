@@ -209,6 +209,39 @@ def bm25f_answers(b: Bundle, text: str) -> Any:
     return (stats.n, stats.totals, stats.df, positions.tolist(), scores.tobytes(), explained)
 
 
+def test_frequencies_of_256_and_more_reopen_as_built(tmp_path: Path) -> None:
+    """A token said 256 times or more in a concept keeps its frequencies in
+    two bytes (the others in one): a reopen from the cache file, and a splice
+    that makes a token wide or narrow, rank and explain as a fresh load."""
+    files = {
+        "a.md": "---\ntype: T\ntitle: Vacuum\n---\n" + "vacuum " * 300 + "\n",
+        "b.md": "---\ntype: T\ntitle: Logs\n---\n" + "logs vacuum " * 255 + "\n",
+        "c.md": "---\ntype: T\ntitle: Other\n---\nvacuum logs other\n",
+    }
+    root = write_bundle(tmp_path / "kb", files)
+    age(root)
+    cache = tmp_path / "cache"
+    Bundle.load(root, cache_dir=cache)
+    again = Bundle.load(root, cache_dir=cache)
+    assert again.cache_status == "hit"
+    plain = Bundle.load(root, cache=False)
+    queries = ("vacuum", "logs", "vacuum logs other")
+    for q in queries:
+        assert bm25f_answers(again, q) == bm25f_answers(plain, q), q
+    query = again.bm25f_query("vacuum", BM25FParams())
+    [vacuum] = again.explain_bm25f(0, query, again.bm25f_stats(query.tokens), BM25FParams())
+    assert [f.tf for f in vacuum.fields] == [1, 0, 0, 300]
+    # "logs" becomes wide, "vacuum" narrow.
+    (root / "a.md").write_text("---\ntype: T\ntitle: Vacuum\n---\nvacuum\n")
+    (root / "c.md").write_text("---\ntype: T\ntitle: Other\n---\n" + "logs " * 400 + "\n")
+    age(root, HOUR_AGO + 60)
+    spliced = Bundle.load(root, cache_dir=cache)
+    assert spliced.made_by == "load, index spliced"
+    plain = Bundle.load(root, cache=False)
+    for q in queries:
+        assert bm25f_answers(spliced, q) == bm25f_answers(plain, q), q
+
+
 def test_a_reopen_after_a_few_edits_splices_the_saved_index(tmp_path: Path) -> None:
     """Two bodies edited, one file added and one removed: the reopen takes
     the other files from the cache file and splices the saved index with the

@@ -57,7 +57,7 @@ pub fn explain(
                     .get(4 * position as usize + f)
                     .copied()
                     .unwrap_or(0);
-                let tf = at.as_ref().map_or(0, |(list, k)| list.tfs[4 * k + f]);
+                let tf = at.as_ref().map_or(0, |(list, k)| list.tfs(*k)[f]);
                 let weighted_tf = if tf > 0 {
                     part(params, &norms, f, tf, length)
                 } else {

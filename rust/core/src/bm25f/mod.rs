@@ -219,7 +219,7 @@ pub(crate) fn part(params: &Params, norms: &Norms, f: usize, tf: u16, len: u32) 
 /// `x(t, d)` (docs/spec.md §12.3): over the fields holding the token, in
 /// field order, `weight · tf / norm`, from the token's four frequencies in
 /// the concept and the concept's four field lengths.
-pub(crate) fn weighted_tf(params: &Params, norms: &Norms, tfs: &[u16], lengths: &[u32]) -> f64 {
+pub(crate) fn weighted_tf(params: &Params, norms: &Norms, tfs: [u16; 4], lengths: &[u32]) -> f64 {
     let mut x = 0.0;
     for f in 0..4 {
         if tfs[f] > 0 {
@@ -259,10 +259,7 @@ pub(crate) fn terms<'a>(
             let (list, blocks) = match index.token_id(t) {
                 Some(id) => (index.list(id), index.blocks(id)),
                 None => (
-                    TokenList {
-                        docs: &[],
-                        tfs: &[],
-                    },
+                    TokenList::default(),
                     Blocks {
                         last: &[],
                         max_tf: &[],

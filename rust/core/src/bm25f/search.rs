@@ -77,10 +77,9 @@ impl Cursor {
     /// block's shortest length), is below `x_need`.
     fn skip_below(&mut self, t: &Term<'_>, to: u32, per_tf: &[f64; 4], x_need: f64) {
         let docs = t.list.docs;
-        let tfs = t.list.tfs;
         let mut i = self.at;
         while i < docs.len() && docs[i] <= to {
-            if bound_x(&tfs[4 * i..4 * i + 4], per_tf) >= x_need {
+            if bound_x(t.list.tfs(i), per_tf) >= x_need {
                 break;
             }
             i += 1;
@@ -102,7 +101,7 @@ impl Cursor {
         if t.list.docs.get(self.at) != Some(&d) {
             return 0.0;
         }
-        let tfs = &t.list.tfs[4 * self.at..4 * self.at + 4];
+        let tfs = t.list.tfs(self.at);
         // Most entries are a few occurrences in the body alone: their bounds
         // in this block are remembered, one division each.
         if tfs[0] == 0 && tfs[1] == 0 && tfs[2] == 0 && (tfs[3] as usize) < MEMO {
@@ -129,7 +128,7 @@ impl Cursor {
         if t.list.docs.get(self.at) != Some(&d) {
             return 0.0;
         }
-        let tfs = &t.list.tfs[4 * self.at..4 * self.at + 4];
+        let tfs = t.list.tfs(self.at);
         self.at += 1;
         // A saved list naming a concept out of range (a tampered cache file:
         // its lists are not read at open, docs/spec.md §9.3) scores nothing.
@@ -143,7 +142,7 @@ impl Cursor {
 /// A bound of a weighted frequency from the token's four frequencies, with
 /// `per_tf` each field's part for a frequency of 1 at the block's shortest
 /// length (a part grows with the frequency and falls with the length).
-fn bound_x(tfs: &[u16], per_tf: &[f64; 4]) -> f64 {
+fn bound_x(tfs: [u16; 4], per_tf: &[f64; 4]) -> f64 {
     let mut x = 0.0;
     for f in 0..4 {
         x += f64::from(tfs[f]) * per_tf[f];

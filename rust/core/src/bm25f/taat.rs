@@ -77,7 +77,8 @@ fn add(
 ) {
     let lengths: &[u32] = &index.lengths;
     let scores = &mut acc.scores[..lengths.len() / 4];
-    for (&d, tfs) in t.list.docs.iter().zip(t.list.tfs.chunks_exact(4)) {
+    for (e, &d) in t.list.docs.iter().enumerate() {
+        let tfs = t.list.tfs(e);
         // A saved list naming a concept out of range (a tampered cache file:
         // its lists are not read at open, docs/spec.md §9.3) scores nothing.
         let (Some(len), Some(score)) = (

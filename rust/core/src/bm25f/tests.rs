@@ -31,16 +31,31 @@ fn random_text(rng: &mut Rng, max: usize) -> String {
         .join(" ")
 }
 
+/// Now and then one word said hundreds of times: frequencies that need
+/// two bytes (index/bm25f/mod.rs: `WIDE`).
+fn often(rng: &mut Rng) -> String {
+    if rng.below(12) != 0 {
+        return String::new();
+    }
+    vec![WORDS[rng.below(WORDS.len())]; 240 + rng.below(40)].join(" ")
+}
+
 fn random_concepts(n: usize, rng: &mut Rng) -> Vec<Concept> {
     (0..n)
         .map(|i| {
             let src = format!(
-                "---\ntitle: '{}'\ntags: ['{}', '{}']\ndescription: '{}'\n---\n{}\n",
+                "---\ntitle: '{} {}'\ntags: ['{}', '{}']\ndescription: '{}'\n---\n{} {}\n",
                 random_text(rng, 3),
+                if rng.below(8) == 0 {
+                    often(rng)
+                } else {
+                    String::new()
+                },
                 random_text(rng, 1),
                 random_text(rng, 2),
                 random_text(rng, 4),
                 random_text(rng, 30),
+                often(rng),
             );
             read_concept(&format!("c{i:04}"), "c.md", src.as_bytes())
                 .concept

@@ -449,7 +449,10 @@ fn index_out<W: Write>(
     p.array::<u32>(&b.token_starts)?;
     p.array::<u64>(&b.starts)?;
     p.array::<u32>(&b.docs)?;
-    p.array::<u16>(&b.tfs)?;
+    p.array::<u8>(&b.tfs)?;
+    p.array::<u32>(&b.wide_tokens)?;
+    p.array::<u64>(&b.wide_starts)?;
+    p.array::<u16>(&b.wide_tfs)?;
     p.array::<u32>(&b.lengths)?;
     b.totals.iter().try_for_each(|&t| p.u64(t))?;
     p.array::<u16>(&b.max_tf)?;

@@ -79,13 +79,20 @@ pub fn prepare(
 pub fn finish(p: Prepared) -> Bm25fIndex {
     let n_tokens = p.token_starts.len() - 1;
     let runs = &p.runs;
-    let laid = lay(
+    let (laid, wide) = lay(
         n_tokens,
         [&runs[0][..], &runs[1][..], &runs[2][..]],
         &p.lengths,
     );
     drop(p.runs);
-    laid.into_index(p.language, p.vocab, p.token_starts, p.lengths, p.totals)
+    laid.into_index(
+        wide,
+        p.language,
+        p.vocab,
+        p.token_starts,
+        p.lengths,
+        p.totals,
+    )
 }
 
 /// Each field's length in tokens per concept: a word's frequency times its

@@ -10,7 +10,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::runs::Runs;
-use super::share::{blocks_of, Laid, Share};
+use super::share::{blocks_of, Laid, Share, Wide};
 
 /// Token ranges laid apart, in parallel: enough that the pool's threads
 /// share them evenly, each large enough to cost little to start. A number
@@ -21,7 +21,7 @@ const TOKEN_RANGES: usize = 64;
 /// `tags_desc` and body (each field's chunks in position order, so a
 /// token's entries from one chunk after another ascend), with concept
 /// `d`'s field lengths at `lengths[4d..4d + 4]`.
-pub(super) fn lay(n_tokens: usize, runs: [&[Runs]; 3], lengths: &[u32]) -> Laid {
+pub(super) fn lay(n_tokens: usize, runs: [&[Runs]; 3], lengths: &[u32]) -> (Laid, Wide) {
     let per = n_tokens.div_ceil(TOKEN_RANGES).max(1);
     let ranges: Vec<Range<usize>> = (0..n_tokens.div_ceil(per))
         .map(|r| r * per..((r + 1) * per).min(n_tokens))
@@ -49,34 +49,41 @@ pub(super) fn lay(n_tokens: usize, runs: [&[Runs]; 3], lengths: &[u32]) -> Laid 
             rest.take(c.len(), entries, blocks)
         })
         .collect();
-    ranges
+    let wide: Vec<Wide> = ranges
         .into_par_iter()
         .zip(shares)
         .zip(&counts)
-        .for_each(|((r, share), c)| fill(r, c, runs, lengths, share));
-    laid
+        .map(|((r, share), c)| fill(r, c, runs, lengths, share))
+        .collect();
+    (laid, Wide::concat(wide))
 }
 
 /// Writes the lists of the tokens in `range` (`counts` entries each), and
-/// their bounds, into `share`.
+/// their bounds, into `share`; returns the wide ones' frequencies.
 fn fill(
     range: Range<usize>,
     counts: &[u32],
     runs: [&[Runs]; 3],
     lengths: &[u32],
     mut share: Share<'_>,
-) {
+) -> Wide {
     let mut m = Merger::new(runs, range.start);
+    let mut wide = Wide::default();
+    let mut full: Vec<u16> = Vec::new();
     for (t, &c) in range.zip(counts) {
         let mut one = share.take(1, c as usize, blocks_of(c as usize));
         let mut e = 0;
+        full.clear();
         m.each(runs, t as u32, |d, tfs| {
             one.docs[e] = d;
-            one.tfs[4 * e..4 * e + 4].copy_from_slice(&tfs);
+            full.extend_from_slice(&tfs);
             e += 1;
         });
-        one.bound(lengths);
+        if one.put(&full, lengths) {
+            wide.push(t as u32, &full);
+        }
     }
+    wide
 }
 
 /// Merges tokens' entries from the three fields' runs, tokens ascending: a

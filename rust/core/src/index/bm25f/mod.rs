@@ -34,10 +34,20 @@ pub struct Bm25fIndex {
     /// Token `t`'s concepts are `docs[starts[t]..starts[t + 1]]` (ascending;
     /// their number is its document frequency), concept `i` of them with its
     /// frequencies `tfs[4i..4i + 4]` in the fields title, tags, description,
-    /// body (each at most `u16::MAX`).
+    /// body — one byte each, for a token whose frequencies are all below
+    /// [`WIDE`] (nearly every one: a byte instead of two shrinks the largest
+    /// array of the index by a third, in memory, in the file and in what a
+    /// search reads). The others are wide tokens: their bytes are zero and
+    /// their frequencies (each at most `u16::MAX`) are in `wide_tfs`.
     pub starts: Array<u64>,
     pub docs: Array<u32>,
-    pub tfs: Array<u16>,
+    pub tfs: Array<u8>,
+    /// The wide tokens, ascending; the `i`-th one's frequencies are
+    /// `wide_tfs[4 * wide_starts[i]..4 * wide_starts[i + 1]]`, four per
+    /// concept of its list.
+    pub wide_tokens: Array<u32>,
+    pub wide_starts: Array<u64>,
+    pub wide_tfs: Array<u16>,
     /// Concept `d`'s four field lengths, in tokens: `lengths[4d..4d + 4]`.
     pub lengths: Array<u32>,
     /// Each field's total length (the sum of its lengths).
@@ -59,6 +69,10 @@ pub struct Bm25fIndex {
     pub block_min_len: Array<u32>,
 }
 
+/// A token with a frequency of at least `WIDE` in some concept and field
+/// keeps its frequencies in two bytes each.
+pub const WIDE: u16 = 256;
+
 /// Entries per block of a long list: small enough that a block's bounds are
 /// close to its entries' scores, large enough that the blocks cost little
 /// room and little time to pass over.
@@ -73,10 +87,28 @@ pub struct Blocks<'a> {
 }
 
 /// One token's postings.
+#[derive(Clone, Copy, Default)]
 pub struct TokenList<'a> {
     pub docs: &'a [u32],
-    /// Four per concept.
-    pub tfs: &'a [u16],
+    /// Four per concept, for a token that is not wide.
+    pub tfs: &'a [u8],
+    /// Four per concept for a wide token; empty for the others.
+    pub wide: &'a [u16],
+}
+
+impl TokenList<'_> {
+    /// The four field frequencies (title, tags, description, body) in the
+    /// `i`-th concept of the list.
+    #[inline]
+    pub fn tfs(&self, i: usize) -> [u16; 4] {
+        if self.wide.is_empty() {
+            let b = &self.tfs[4 * i..4 * i + 4];
+            [b[0], b[1], b[2], b[3]].map(u16::from)
+        } else {
+            let w = &self.wide[4 * i..4 * i + 4];
+            [w[0], w[1], w[2], w[3]]
+        }
+    }
 }
 
 impl Bm25fIndex {
@@ -107,9 +139,20 @@ impl Bm25fIndex {
             self.starts[t as usize] as usize,
             self.starts[t as usize + 1] as usize,
         );
+        let wide = match self.wide_tokens.binary_search(&t) {
+            Ok(i) => {
+                let (x, y) = (
+                    self.wide_starts[i] as usize,
+                    self.wide_starts[i + 1] as usize,
+                );
+                &self.wide_tfs[4 * x..4 * y]
+            }
+            Err(_) => &[],
+        };
         TokenList {
             docs: &self.docs[a..b],
             tfs: &self.tfs[4 * a..4 * b],
+            wide,
         }
     }
 
@@ -184,7 +227,26 @@ impl Bm25fIndex {
         if !self.blocks_fit() {
             return Err("blocks");
         }
+        if !self.wide_fits() {
+            return Err("wide frequencies");
+        }
         Ok(())
+    }
+
+    /// Whether the wide tokens' frequencies fit the postings: four per
+    /// entry of each wide token's list, one list after the other.
+    fn wide_fits(&self) -> bool {
+        self.wide_starts.len() == self.wide_tokens.len() + 1
+            && self.wide_starts.first() == Some(&0)
+            && self.wide_starts.last().map(|&e| 4 * e as usize) == Some(self.wide_tfs.len())
+            && self.wide_tokens.windows(2).all(|w| w[0] < w[1])
+            && self.wide_tokens.iter().enumerate().all(|(i, &t)| {
+                let Some(&end) = self.starts.get(t as usize + 1) else {
+                    return false;
+                };
+                let (x, y) = (self.wide_starts[i], self.wide_starts[i + 1]);
+                y >= x && end - self.starts[t as usize] == y - x
+            })
     }
 
     /// Whether the blocks fit the postings: each long token's list cut into
@@ -258,7 +320,7 @@ mod tests {
             let entries = j * BLOCK..((j + 1) * BLOCK).min(list.docs.len());
             assert_eq!(last, list.docs[entries.end - 1]);
             for f in 0..4 {
-                let tfs = entries.clone().map(|e| list.tfs[4 * e + f]);
+                let tfs = entries.clone().map(|e| list.tfs(e)[f]);
                 assert_eq!(blocks.max_tf[4 * j + f], tfs.max().unwrap());
             }
         }
@@ -266,6 +328,37 @@ mod tests {
         let short = b.token_id("C7").unwrap();
         assert_eq!(b.blocks(short).last, &[7]);
         assert_eq!(b.blocks(short).max_tf, &b.max_tf[4 * short as usize..][..4]);
+    }
+
+    #[test]
+    fn frequencies_of_256_and_more_are_kept_in_two_bytes() {
+        let bodies = ["many ".repeat(300), "many few ".repeat(255), "few".into()];
+        let concepts: Vec<_> = bodies
+            .iter()
+            .enumerate()
+            .map(|(i, body)| {
+                let src = format!("---\ntitle: c{i}\n---\n{body}\n");
+                read_concept(&format!("c{i}"), "c.md", src.as_bytes())
+                    .concept
+                    .unwrap()
+            })
+            .collect();
+        let mut b = Index::build(&concepts, &Analyzer::new(None)).bm25f;
+        assert_eq!(b.check(3), Ok(()));
+        let (many, few) = (b.token_id("MANY").unwrap(), b.token_id("FEW").unwrap());
+        assert_eq!(*b.wide_tokens, [many]);
+        let tfs = |b: &Bm25fIndex, t: u32| -> Vec<[u16; 4]> {
+            let list = b.list(t);
+            (0..list.docs.len()).map(|i| list.tfs(i)).collect()
+        };
+        assert_eq!(tfs(&b, many), [[0, 0, 0, 300], [0, 0, 0, 255]]);
+        assert_eq!(tfs(&b, few), [[0, 0, 0, 255], [0, 0, 0, 1]]);
+        assert_eq!(b.max_tf[4 * many as usize + 3], 300);
+        // The wide frequencies must cover the wide token's list exactly.
+        let mut starts = b.wide_starts.to_vec();
+        starts[1] -= 1;
+        b.wide_starts = starts.into();
+        assert_eq!(b.check(3), Err("wide frequencies"));
     }
 
     #[test]

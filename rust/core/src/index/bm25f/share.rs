@@ -12,7 +12,7 @@ use crate::text::analyze::Language;
 pub(super) struct Laid {
     starts: Vec<u64>,
     docs: Vec<u32>,
-    tfs: Vec<u16>,
+    tfs: Vec<u8>,
     max_tf: Vec<u16>,
     min_len: Vec<u32>,
     long_tokens: Vec<u32>,
@@ -68,9 +68,11 @@ impl Laid {
         }
     }
 
-    /// The index, with its vocabulary and field lengths.
+    /// The index, with its wide tokens' frequencies, vocabulary and field
+    /// lengths.
     pub(super) fn into_index(
         self,
+        wide: Wide,
         language: Option<Language>,
         vocab: Vec<u8>,
         token_starts: Vec<u32>,
@@ -84,6 +86,9 @@ impl Laid {
             starts: self.starts.into(),
             docs: self.docs.into(),
             tfs: self.tfs.into(),
+            wide_tokens: wide.tokens.into(),
+            wide_starts: wide.starts.into(),
+            wide_tfs: wide.tfs.into(),
             lengths: lengths.into(),
             totals,
             max_tf: self.max_tf.into(),
@@ -97,9 +102,47 @@ impl Laid {
     }
 }
 
+/// Wide tokens' frequencies (mod.rs: [`super::WIDE`]), in token order.
+pub(super) struct Wide {
+    tokens: Vec<u32>,
+    starts: Vec<u64>,
+    tfs: Vec<u16>,
+}
+
+impl Default for Wide {
+    fn default() -> Self {
+        Wide {
+            tokens: Vec::new(),
+            starts: vec![0],
+            tfs: Vec::new(),
+        }
+    }
+}
+
+impl Wide {
+    /// Token `t`'s frequencies, four per entry, after the tokens before it.
+    pub(super) fn push(&mut self, t: u32, tfs: &[u16]) {
+        self.tokens.push(t);
+        self.tfs.extend_from_slice(tfs);
+        self.starts.push((self.tfs.len() / 4) as u64);
+    }
+
+    /// `parts` one after the other (their tokens ascending).
+    pub(super) fn concat(parts: impl IntoIterator<Item = Wide>) -> Wide {
+        let mut all = Wide::default();
+        for p in parts {
+            let base = all.tfs.len() as u64 / 4;
+            all.tokens.extend(p.tokens);
+            all.starts.extend(p.starts[1..].iter().map(|&s| base + s));
+            all.tfs.extend(p.tfs);
+        }
+        all
+    }
+}
+
 pub(super) struct Share<'a> {
     pub(super) docs: &'a mut [u32],
-    pub(super) tfs: &'a mut [u16],
+    pub(super) tfs: &'a mut [u8],
     pub(super) max_tf: &'a mut [u16],
     pub(super) min_len: &'a mut [u32],
     pub(super) block_last: &'a mut [u32],
@@ -139,11 +182,26 @@ impl<'a> Share<'a> {
         }
     }
 
-    /// For a one-token share whose entries are written: per field the
-    /// largest frequency and the smallest length of a concept holding the
-    /// token there (`u32::MAX` when none does), over the token and over each
-    /// block of a long list, with each block's last position.
-    pub(super) fn bound(&mut self, lengths: &[u32]) {
+    /// For a one-token share whose concepts are written, their frequencies
+    /// `full` (four per entry) in one byte each, unless the token is wide
+    /// (then `true`: they belong in [`Wide`]); and the token's bounds.
+    pub(super) fn put(&mut self, full: &[u16], lengths: &[u32]) -> bool {
+        let wide = full.iter().any(|&tf| tf >= super::WIDE);
+        if !wide {
+            for (to, &tf) in self.tfs.iter_mut().zip(full) {
+                *to = tf as u8;
+            }
+        }
+        // A wide token's bytes stay zero (the arrays are zeroed).
+        self.bound(full, lengths);
+        wide
+    }
+
+    /// Per field the largest frequency and the smallest length of a concept
+    /// holding the token there (`u32::MAX` when none does), over the token
+    /// and over each block of a long list, with each block's last position,
+    /// from the token's frequencies `tfs` (four per entry).
+    fn bound(&mut self, tfs: &[u16], lengths: &[u32]) {
         let mut token_max = [0u16; 4];
         let mut token_min = [u32::MAX; 4];
         let n = self.docs.len();
@@ -154,7 +212,7 @@ impl<'a> Share<'a> {
             for e in from..to {
                 let d = self.docs[e] as usize;
                 for f in 0..4 {
-                    let tf = self.tfs[4 * e + f];
+                    let tf = tfs[4 * e + f];
                     if tf > 0 {
                         mx[f] = mx[f].max(tf);
                         mn[f] = mn[f].min(lengths[4 * d + f]);

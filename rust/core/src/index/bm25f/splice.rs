@@ -9,7 +9,7 @@
 
 use rayon::prelude::*;
 
-use super::share::{blocks_of, Laid, Share};
+use super::share::{blocks_of, Laid, Share, Wide};
 use super::Bm25fIndex;
 use crate::index::splice::{Remap, GONE};
 
@@ -78,9 +78,24 @@ pub fn splice(old: &Bm25fIndex, small: &Bm25fIndex, map: &Remap<'_>, n: usize) -
             }
         })
         .collect();
-    outs.into_par_iter()
-        .for_each(|mut out| out.fill(old, small, map, &lengths));
-    laid.into_index(small.language, vocab, token_starts, lengths, totals)
+    let wide: Vec<Option<Vec<u16>>> = outs
+        .into_par_iter()
+        .map(|mut out| out.fill(old, small, map, &lengths))
+        .collect();
+    let mut wide_all = Wide::default();
+    for (t, w) in wide.iter().enumerate() {
+        if let Some(w) = w {
+            wide_all.push(t as u32, w);
+        }
+    }
+    laid.into_index(
+        wide_all,
+        small.language,
+        vocab,
+        token_starts,
+        lengths,
+        totals,
+    )
 }
 
 /// One token's part of the new index's arrays: its entries, its bounds and
@@ -95,12 +110,16 @@ impl Out<'_> {
     /// The token's entries: old token `a`'s still there, renumbered, and
     /// small token `b`'s placed, in position order (the two never share a
     /// concept: one read again is gone from the old side); then its bounds
-    /// and blocks, as a build computes them (docs/spec.md §12.3).
-    fn fill(&mut self, old: &Bm25fIndex, small: &Bm25fIndex, map: &Remap<'_>, lengths: &[u32]) {
-        let empty = || super::TokenList {
-            docs: &[],
-            tfs: &[],
-        };
+    /// and blocks, as a build computes them (docs/spec.md §12.3). Returns a
+    /// wide token's frequencies (share.rs: [`Wide`]).
+    fn fill(
+        &mut self,
+        old: &Bm25fIndex,
+        small: &Bm25fIndex,
+        map: &Remap<'_>,
+        lengths: &[u32],
+    ) -> Option<Vec<u16>> {
+        let empty = super::TokenList::default;
         let x = if self.a != GONE {
             old.list(self.a)
         } else {
@@ -129,6 +148,7 @@ impl Out<'_> {
                 *to = map.old(d).unwrap_or(GONE);
             }
             self.share.tfs.copy_from_slice(x.tfs);
+            let wide = (!x.wide.is_empty()).then(|| x.wide.to_vec());
             self.share
                 .max_tf
                 .copy_from_slice(&old.max_tf[4 * self.a as usize..][..4]);
@@ -142,8 +162,9 @@ impl Out<'_> {
                 self.share.block_max_tf.copy_from_slice(blocks.max_tf);
                 self.share.block_min_len.copy_from_slice(blocks.min_len);
             }
-            return;
+            return wide;
         }
+        let mut full = Vec::with_capacity(4 * self.share.docs.len());
         let (mut i, mut j, mut k) = (0usize, 0usize, 0usize);
         let fresh = |j: usize| {
             y.docs
@@ -157,18 +178,18 @@ impl Out<'_> {
                 Some(None) => i += 1,
                 Some(Some(p)) if p < next => {
                     self.share.docs[k] = p;
-                    self.share.tfs[4 * k..4 * k + 4].copy_from_slice(&x.tfs[4 * i..4 * i + 4]);
+                    full.extend_from_slice(&x.tfs(i));
                     (i, k) = (i + 1, k + 1);
                 }
                 _ => {
                     self.share.docs[k] = next;
-                    self.share.tfs[4 * k..4 * k + 4].copy_from_slice(&y.tfs[4 * j..4 * j + 4]);
+                    full.extend_from_slice(&y.tfs(j));
                     (j, k) = (j + 1, k + 1);
                     next = fresh(j);
                 }
             }
         }
-        self.share.bound(lengths);
+        self.share.put(&full, lengths).then_some(full)
     }
 }
 

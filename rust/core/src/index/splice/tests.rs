@@ -48,14 +48,30 @@ fn text(rng: &mut Rng, max: usize) -> String {
         .join(" ")
 }
 
+/// Now and then one word said hundreds of times, so that some tokens are
+/// wide (index/bm25f/mod.rs: `WIDE`) and others lose or gain that.
+fn often(rng: &mut Rng) -> String {
+    if rng.below(16) != 0 {
+        return String::new();
+    }
+    let w = word(rng);
+    vec![w; 250 + rng.below(20)].join(" ")
+}
+
 fn concept(id: &str, rng: &mut Rng) -> Concept {
     let src = format!(
-        "---\ntitle: '{}'\ntags: ['{}', '{}']\ndescription: '{}'\n---\n{}\n",
+        "---\ntitle: '{}'\ntags: ['{}', '{}']\ndescription: '{} {}'\n---\n{} {}\n",
         text(rng, 3),
         text(rng, 1),
         text(rng, 2),
         text(rng, 4),
+        if rng.below(4) == 0 {
+            often(rng)
+        } else {
+            String::new()
+        },
         text(rng, 30),
+        often(rng),
     );
     read_concept(id, "c.md", src.as_bytes()).concept.unwrap()
 }
@@ -157,12 +173,20 @@ fn same_index(got: &Index, want: &Index, n: usize, rng: &mut Rng, at: &str) {
         let id = g.token_id(token).expect("every token is there");
         assert_eq!(g.df(id), w.df(t), "{at}: df of {token}");
         assert_eq!(g.list(id).docs, w.list(t).docs, "{at}: {token}");
-        assert_eq!(g.list(id).tfs, w.list(t).tfs, "{at}: {token}");
+        let tfs = |ix: &crate::index::bm25f::Bm25fIndex, t: u32| -> Vec<[u16; 4]> {
+            let list = ix.list(t);
+            (0..list.docs.len()).map(|i| list.tfs(i)).collect()
+        };
+        assert_eq!(tfs(g, id), tfs(w, t), "{at}: {token}");
     }
     assert_eq!(g.totals, w.totals, "{at}");
     assert_eq!(*g.lengths, *w.lengths, "{at}");
     assert_eq!(*g.vocab, *w.vocab, "{at}");
     assert_eq!(*g.starts, *w.starts, "{at}");
+    assert_eq!(*g.tfs, *w.tfs, "{at}");
+    assert_eq!(*g.wide_tokens, *w.wide_tokens, "{at}");
+    assert_eq!(*g.wide_starts, *w.wide_starts, "{at}");
+    assert_eq!(*g.wide_tfs, *w.wide_tfs, "{at}");
     assert_eq!(*g.max_tf, *w.max_tf, "{at}");
     assert_eq!(*g.min_len, *w.min_len, "{at}");
     assert_eq!(*g.long_tokens, *w.long_tokens, "{at}");
