@@ -153,6 +153,18 @@ impl Analyzer {
             return;
         }
         if piece.is_ascii() {
+            // Letters and digits between punctuation that joins nothing at
+            // either end (all but `_`, rules WB13a–b; the rest join only
+            // between letters or digits, WB6–WB7, WB11–WB12): one word, as
+            // in most of a vocabulary's pieces (`data,`, `(vacuum)`).
+            let core = piece.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '_');
+            if !core.is_empty() && core.bytes().all(|b| b.is_ascii_alphanumeric()) {
+                f(Token {
+                    text: self.stem(core),
+                    word: Some(core),
+                });
+                return;
+            }
             // The same words, segmented by the rules' ASCII cases (a test
             // holds it equal to the segmentation crate's on random text).
             for w in ascii_words(piece) {
@@ -247,7 +259,7 @@ enum Wb {
     Other,
 }
 
-fn wb(b: u8) -> Wb {
+const fn class_of(b: u8) -> Wb {
     match b {
         b'A'..=b'Z' | b'a'..=b'z' => Wb::Letter,
         b'0'..=b'9' => Wb::Numeric,
@@ -257,6 +269,22 @@ fn wb(b: u8) -> Wb {
         b'_' => Wb::ExtendNumLet,
         _ => Wb::Other,
     }
+}
+
+/// [`class_of`] of every byte, looked up rather than matched: the
+/// segmentation asks for up to four classes per byte.
+const CLASSES: [Wb; 256] = {
+    let mut t = [Wb::Other; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = class_of(b as u8);
+        b += 1;
+    }
+    t
+};
+
+fn wb(b: u8) -> Wb {
+    CLASSES[b as usize]
 }
 
 /// The UAX #29 words of an ASCII text without white space that hold a letter
