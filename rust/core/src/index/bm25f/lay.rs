@@ -30,13 +30,7 @@ pub(super) fn lay(n_tokens: usize, runs: [&[Runs]; 3], lengths: &[u32]) -> (Laid
         .par_iter()
         .map(|r| {
             let mut m = Merger::new(runs, r.start);
-            r.clone()
-                .map(|t| {
-                    let mut c = 0u32;
-                    m.each(runs, t as u32, |_, _| c += 1);
-                    c
-                })
-                .collect()
+            r.clone().map(|t| m.count(runs, t as u32)).collect()
         })
         .collect();
     let mut laid = Laid::sized(counts.iter().flatten().map(|&c| c as usize));
@@ -90,14 +84,62 @@ fn fill(
 /// cursor per run, and one scratch list per field.
 struct Merger {
     at: [Vec<usize>; 3],
+    /// Per field, the token's entries in each run that holds it: the run
+    /// and the range of its entries.
+    spans: [Vec<(usize, usize, usize)>; 3],
     lists: [Vec<(u32, u16, u16)>; 3],
+}
+
+/// A field's entry as four field frequencies (`tags_desc`: tags and
+/// description).
+fn tfs_of(k: usize, a: u16, b: u16) -> [u16; 4] {
+    match k {
+        0 => [a, 0, 0, 0],
+        1 => [0, a, b, 0],
+        _ => [0, 0, 0, a],
+    }
 }
 
 impl Merger {
     fn new(runs: [&[Runs]; 3], first: usize) -> Merger {
         Merger {
             at: std::array::from_fn(|k| runs[k].iter().map(|r| r.find(first as u32)).collect()),
+            spans: Default::default(),
             lists: Default::default(),
+        }
+    }
+
+    /// The number of concepts holding token `t` (greater than the last token
+    /// asked) in any field.
+    fn count(&mut self, runs: [&[Runs]; 3], t: u32) -> u32 {
+        self.find(runs, t);
+        if let Some(k) = self.only_field() {
+            return self.spans[k].iter().map(|&(_, x, y)| (y - x) as u32).sum();
+        }
+        let mut c = 0;
+        self.merge(runs, |_, _| c += 1);
+        c
+    }
+
+    /// The one field whose runs hold the token found last, if only one does.
+    fn only_field(&self) -> Option<usize> {
+        let mut held = (0..3).filter(|&k| !self.spans[k].is_empty());
+        match (held.next(), held.next()) {
+            (Some(k), None) => Some(k),
+            _ => None,
+        }
+    }
+
+    /// The runs holding token `t`, per field, the cursors moved past it.
+    fn find(&mut self, runs: [&[Runs]; 3], t: u32) {
+        for (k, (spans, at)) in self.spans.iter_mut().zip(&mut self.at).enumerate() {
+            spans.clear();
+            for (j, (r, i)) in runs[k].iter().zip(at.iter_mut()).enumerate() {
+                if r.tokens.get(*i) == Some(&t) {
+                    spans.push((j, r.starts[*i] as usize, r.starts[*i + 1] as usize));
+                    *i += 1;
+                }
+            }
         }
     }
 
@@ -105,17 +147,32 @@ impl Merger {
     /// token asked) in any field, ascending, and its four field frequencies
     /// (title, tags, description, body).
     fn each(&mut self, runs: [&[Runs]; 3], t: u32, mut f: impl FnMut(u32, [u16; 4])) {
-        for (k, (list, at)) in self.lists.iter_mut().zip(&mut self.at).enumerate() {
+        self.find(runs, t);
+        if let Some(k) = self.only_field() {
+            // One field: its runs' entries, one run after the other, ascend.
+            for &(j, x, y) in &self.spans[k] {
+                let r = &runs[k][j];
+                for e in x..y {
+                    let b = if k == 1 { r.b[e] } else { 0 };
+                    f(r.positions[e], tfs_of(k, r.a[e], b));
+                }
+            }
+            return;
+        }
+        self.merge(runs, f);
+    }
+
+    /// [`Merger::each`] for a token held in more than one field: each
+    /// field's entries gathered, then merged side by side.
+    fn merge(&mut self, runs: [&[Runs]; 3], mut f: impl FnMut(u32, [u16; 4])) {
+        for (k, (list, spans)) in self.lists.iter_mut().zip(&self.spans).enumerate() {
             list.clear();
-            for (r, i) in runs[k].iter().zip(at.iter_mut()) {
-                if r.tokens.get(*i) == Some(&t) {
-                    let (x, y) = (r.starts[*i] as usize, r.starts[*i + 1] as usize);
-                    if k == 1 {
-                        list.extend((x..y).map(|e| (r.positions[e], r.a[e], r.b[e])));
-                    } else {
-                        list.extend((x..y).map(|e| (r.positions[e], r.a[e], 0)));
-                    }
-                    *i += 1;
+            for &(j, x, y) in spans {
+                let r = &runs[k][j];
+                if k == 1 {
+                    list.extend((x..y).map(|e| (r.positions[e], r.a[e], r.b[e])));
+                } else {
+                    list.extend((x..y).map(|e| (r.positions[e], r.a[e], 0)));
                 }
             }
             // A sentinel past every position: the merge needs no end tests.

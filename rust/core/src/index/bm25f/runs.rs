@@ -115,6 +115,14 @@ impl Runs {
                         *slot = (0, 0);
                     }
                 }
+            } else if let [(_, w, times)] = *words {
+                // One word: its postings ascend and are distinct already.
+                for (p, tf) in entries(w) {
+                    let (a, b) = tf_of(tf, times);
+                    if a > 0 || b > 0 {
+                        runs.push(p, a, b, halves);
+                    }
+                }
             } else {
                 scratch.clear();
                 for &(_, w, times) in words {
