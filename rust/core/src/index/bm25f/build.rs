@@ -7,7 +7,7 @@
 
 use rayon::prelude::*;
 
-use super::lay::lay;
+use super::lay::{lay, token_ranges, RangeRuns};
 use super::runs::{distinct_tokens, sub_tf, Csr, Runs, SOURCES};
 use super::Bm25fIndex;
 use crate::index::build::{Chunk, Vocab};
@@ -20,7 +20,7 @@ pub struct Prepared {
     language: Option<Language>,
     vocab: Vec<u8>,
     token_starts: Vec<u32>,
-    runs: Vec<Vec<Runs>>,
+    runs: Vec<RangeRuns>,
     lengths: Vec<u32>,
     totals: [u64; 4],
 }
@@ -35,18 +35,28 @@ pub fn prepare(
     fields: [&Vocab; 3],
 ) -> Prepared {
     let (vocab, token_starts, word_tokens) = tokens_of_words(analyzer, fields);
-    let (runs, field_lengths): (Vec<Vec<Runs>>, Vec<Vec<u32>>) = rayon::join(
+    let ranges = token_ranges(token_starts.len() - 1);
+    let (runs, field_lengths): (Vec<RangeRuns>, Vec<Vec<u32>>) = rayon::join(
         || {
             let distinct: Vec<Csr<(u32, u16)>> =
                 word_tokens.par_iter().map(distinct_tokens).collect();
-            (0..3)
-                .map(|k| {
-                    (0..chunks[k].len())
-                        .into_par_iter()
-                        .map(|c| Runs::of(&chunks[k][c], k, &fields[k].remaps[c], &distinct[k]))
-                        .collect()
-                })
-                .collect()
+            // Per field, per chunk, per range; then regrouped by range.
+            let mut by_range: Vec<RangeRuns> = (0..ranges.1).map(|_| Default::default()).collect();
+            for k in 0..3 {
+                let per_chunk: Vec<Vec<Runs>> = (0..chunks[k].len())
+                    .into_par_iter()
+                    .map(|c| {
+                        let remap = &fields[k].remaps[c];
+                        Runs::of(&chunks[k][c], k, remap, &distinct[k], ranges)
+                    })
+                    .collect();
+                for chunk in per_chunk {
+                    for (r, runs) in chunk.into_iter().enumerate() {
+                        by_range[r][k].push(runs);
+                    }
+                }
+            }
+            by_range
         },
         || {
             SOURCES
@@ -78,13 +88,7 @@ pub fn prepare(
 /// The second half, which needs no chunk: each token's lists laid out.
 pub fn finish(p: Prepared) -> Bm25fIndex {
     let n_tokens = p.token_starts.len() - 1;
-    let runs = &p.runs;
-    let (laid, wide) = lay(
-        n_tokens,
-        [&runs[0][..], &runs[1][..], &runs[2][..]],
-        &p.lengths,
-    );
-    drop(p.runs);
+    let (laid, wide) = lay(n_tokens, p.runs, &p.lengths);
     laid.into_index(
         wide,
         p.language,

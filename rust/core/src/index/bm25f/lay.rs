@@ -17,20 +17,33 @@ use super::share::{blocks_of, Laid, Share, Wide};
 /// fixed by the data alone, so the index is the same on every machine.
 const TOKEN_RANGES: usize = 64;
 
-/// The lists of tokens `0..n_tokens` from the runs of the fields title,
-/// `tags_desc` and body (each field's chunks in position order, so a
-/// token's entries from one chunk after another ascend), with concept
-/// `d`'s field lengths at `lengths[4d..4d + 4]`.
-pub(super) fn lay(n_tokens: usize, runs: [&[Runs]; 3], lengths: &[u32]) -> (Laid, Wide) {
+/// The tokens per range, and the number of ranges, for `n_tokens` tokens.
+pub(super) fn token_ranges(n_tokens: usize) -> (usize, usize) {
     let per = n_tokens.div_ceil(TOKEN_RANGES).max(1);
-    let ranges: Vec<Range<usize>> = (0..n_tokens.div_ceil(per))
+    (per, n_tokens.div_ceil(per))
+}
+
+/// One range of tokens' runs of the fields title, `tags_desc` and body
+/// (each field's chunks in position order, so a token's entries from one
+/// chunk after another ascend).
+pub(super) type RangeRuns = [Vec<Runs>; 3];
+
+/// The lists of tokens `0..n_tokens` from their ranges' runs
+/// ([`token_ranges`]), with concept `d`'s field lengths at
+/// `lengths[4d..4d + 4]`. Each range's runs are dropped once its lists are
+/// laid out, so the memory of the runs goes as that of the lists comes.
+pub(super) fn lay(n_tokens: usize, runs: Vec<RangeRuns>, lengths: &[u32]) -> (Laid, Wide) {
+    let (per, _) = token_ranges(n_tokens);
+    let ranges: Vec<Range<usize>> = (0..runs.len())
         .map(|r| r * per..((r + 1) * per).min(n_tokens))
         .collect();
     let counts: Vec<Vec<u32>> = ranges
         .par_iter()
-        .map(|r| {
-            let mut m = Merger::new(runs, r.start);
-            r.clone().map(|t| m.count(runs, t as u32)).collect()
+        .zip(&runs)
+        .map(|(r, rr)| {
+            let rr = [&rr[0][..], &rr[1][..], &rr[2][..]];
+            let mut m = Merger::new(rr, r.start);
+            r.clone().map(|t| m.count(rr, t as u32)).collect()
         })
         .collect();
     let mut laid = Laid::sized(counts.iter().flatten().map(|&c| c as usize));
@@ -45,9 +58,12 @@ pub(super) fn lay(n_tokens: usize, runs: [&[Runs]; 3], lengths: &[u32]) -> (Laid
         .collect();
     let wide: Vec<Wide> = ranges
         .into_par_iter()
+        .zip(runs)
         .zip(shares)
         .zip(&counts)
-        .map(|((r, share), c)| fill(r, c, runs, lengths, share))
+        .map(|(((r, rr), share), c)| {
+            fill(r, c, [&rr[0][..], &rr[1][..], &rr[2][..]], lengths, share)
+        })
         .collect();
     (laid, Wide::concat(wide))
 }

@@ -38,8 +38,16 @@ pub(super) struct Runs {
 impl Runs {
     /// The runs of chunk `ch` of field `k`, whose local words are global
     /// words `remap`; `word_tokens[g]`: global word `g`'s distinct tokens,
-    /// each with how many times it comes out of the word.
-    pub(super) fn of(ch: &Chunk, k: usize, remap: &[u32], word_tokens: &Csr<(u32, u16)>) -> Runs {
+    /// each with how many times it comes out of the word. Apart per range of
+    /// `per` tokens (`ranges` of them): each range's lists are laid out on
+    /// their own, and its runs dropped then (lay.rs).
+    pub(super) fn of(
+        ch: &Chunk,
+        k: usize,
+        remap: &[u32],
+        word_tokens: &Csr<(u32, u16)>,
+        (per, ranges): (usize, usize),
+    ) -> Vec<Runs> {
         // How many of the chunk's concepts hold local word `w`.
         let held_by = |w: usize| (ch.starts[w + 1] - ch.starts[w]) as usize;
         let halves = k == 1;
@@ -57,18 +65,24 @@ impl Runs {
         pairs.sort_unstable();
         // Room for every posting of every pair, reserved once: pages never
         // written are never touched, and nothing is copied to grow.
-        let most: usize = pairs.iter().map(|&(_, w, _)| held_by(w as usize)).sum();
+        let mut most = vec![0usize; ranges];
+        for &(t, w, _) in &pairs {
+            most[t as usize / per] += held_by(w as usize);
+        }
         let (ha, hb) = if halves {
             (Some(true), Some(false))
         } else {
             (None, None)
         };
-        let mut runs = Runs {
-            positions: Vec::with_capacity(most),
-            a: Vec::with_capacity(most),
-            b: Vec::with_capacity(if halves { most } else { 0 }),
-            ..Runs::default()
-        };
+        let mut out: Vec<Runs> = most
+            .iter()
+            .map(|&most| Runs {
+                positions: Vec::with_capacity(most),
+                a: Vec::with_capacity(most),
+                b: Vec::with_capacity(if halves { most } else { 0 }),
+                ..Runs::default()
+            })
+            .collect();
         // The chunk's positions, for a token whose words together hold many
         // of them: their frequencies added up in one slot per position, read
         // back in order, rather than sorted.
@@ -86,6 +100,7 @@ impl Runs {
         let mut i = 0;
         while i < pairs.len() {
             let t = pairs[i].0;
+            let runs = &mut out[t as usize / per];
             let j = i + pairs[i..].partition_point(|p| p.0 == t);
             let words = &pairs[i..j];
             let entries = |w: u32| ch.entries(w as usize);
@@ -156,8 +171,10 @@ impl Runs {
             }
             i = j;
         }
-        runs.starts.push(runs.positions.len() as u32);
-        runs
+        for runs in &mut out {
+            runs.starts.push(runs.positions.len() as u32);
+        }
+        out
     }
 
     fn push(&mut self, p: u32, a: u16, b: u16, halves: bool) {
