@@ -52,11 +52,7 @@ pub fn explain(
                 list.docs.binary_search(&position).ok().map(|k| (list, k))
             });
             let fields: [FieldPart; 4] = std::array::from_fn(|f| {
-                let length = index
-                    .lengths
-                    .get(4 * position as usize + f)
-                    .copied()
-                    .unwrap_or(0);
+                let length = index.length(f, position).unwrap_or(0);
                 let tf = at.as_ref().map_or(0, |(list, k)| list.tfs(*k)[f]);
                 let weighted_tf = if tf > 0 {
                     part(params, &norms, f, tf, length)

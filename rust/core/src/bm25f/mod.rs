@@ -218,15 +218,23 @@ pub(crate) fn part(params: &Params, norms: &Norms, f: usize, tf: u16, len: u32) 
 
 /// `x(t, d)` (docs/spec.md §12.3): over the fields holding the token, in
 /// field order, `weight · tf / norm`, from the token's four frequencies in
-/// the concept and the concept's four field lengths.
-pub(crate) fn weighted_tf(params: &Params, norms: &Norms, tfs: [u16; 4], lengths: &[u32]) -> f64 {
+/// concept `d` and its lengths in those fields (`None` for a concept out of
+/// range, which a tampered cache file's list may name: docs/spec.md §9.3).
+#[inline]
+pub(crate) fn weighted_tf(
+    params: &Params,
+    norms: &Norms,
+    tfs: [u16; 4],
+    index: &Bm25fIndex,
+    d: u32,
+) -> Option<f64> {
     let mut x = 0.0;
-    for f in 0..4 {
-        if tfs[f] > 0 {
-            x += part(params, norms, f, tfs[f], lengths[f]);
+    for (f, &tf) in tfs.iter().enumerate() {
+        if tf > 0 {
+            x += part(params, norms, f, tf, index.length(f, d)?);
         }
     }
-    x
+    Some(x)
 }
 
 /// Whether position `d` is set in `allowed` (every position is without it).

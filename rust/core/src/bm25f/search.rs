@@ -132,10 +132,7 @@ impl Cursor {
         self.at += 1;
         // A saved list naming a concept out of range (a tampered cache file:
         // its lists are not read at open, docs/spec.md §9.3) scores nothing.
-        let Some(lengths) = index.lengths.get(4 * d as usize..4 * d as usize + 4) else {
-            return 0.0;
-        };
-        weighted_tf(params, norms, tfs, lengths)
+        weighted_tf(params, norms, tfs, index, d).unwrap_or(0.0)
     }
 }
 

@@ -75,19 +75,18 @@ fn add(
     norms: &Norms,
     acc: &mut Accumulators<'_>,
 ) {
-    let lengths: &[u32] = &index.lengths;
-    let scores = &mut acc.scores[..lengths.len() / 4];
+    let scores = &mut acc.scores[..index.len()];
     for (e, &d) in t.list.docs.iter().enumerate() {
         let tfs = t.list.tfs(e);
         // A saved list naming a concept out of range (a tampered cache file:
         // its lists are not read at open, docs/spec.md §9.3) scores nothing.
-        let (Some(len), Some(score)) = (
-            lengths.get(4 * d as usize..4 * d as usize + 4),
+        let (Some(x), Some(score)) = (
+            weighted_tf(params, norms, tfs, index, d),
             scores.get_mut(d as usize),
         ) else {
             continue;
         };
-        let s = saturate(params, t.idf, weighted_tf(params, norms, tfs, len));
+        let s = saturate(params, t.idf, x);
         if s > 0.0 {
             if *score == 0.0 {
                 acc.touched.push(d);

@@ -67,12 +67,8 @@ pub fn prepare(
                 .collect()
         },
     );
-    let mut lengths = vec![0u32; 4 * n];
-    for (f, field) in field_lengths.iter().enumerate() {
-        for (d, &l) in field.iter().enumerate() {
-            lengths[4 * d + f] = l;
-        }
-    }
+    // Field by field (mod.rs: `lengths`).
+    let lengths: Vec<u32> = field_lengths.concat();
     let totals: [u64; 4] =
         std::array::from_fn(|f| field_lengths[f].iter().map(|&l| u64::from(l)).sum());
     Prepared {

@@ -30,7 +30,7 @@ pub(super) type RangeRuns = [Vec<Runs>; 3];
 
 /// The lists of tokens `0..n_tokens` from their ranges' runs
 /// ([`token_ranges`]), with concept `d`'s field lengths at
-/// `lengths[4d..4d + 4]`. Each range's runs are dropped once its lists are
+/// `lengths[f * n + d]` (field by field). Each range's runs are dropped once its lists are
 /// laid out, so the memory of the runs goes as that of the lists comes.
 pub(super) fn lay(n_tokens: usize, runs: Vec<RangeRuns>, lengths: &[u32]) -> (Laid, Wide) {
     let (per, _) = token_ranges(n_tokens);

@@ -48,7 +48,11 @@ pub struct Bm25fIndex {
     pub wide_tokens: Array<u32>,
     pub wide_starts: Array<u64>,
     pub wide_tfs: Array<u16>,
-    /// Concept `d`'s four field lengths, in tokens: `lengths[4d..4d + 4]`.
+    /// The concepts' field lengths, in tokens, field by field: concept `d`'s
+    /// length in field `f` is `lengths[f * n + d]` for `n` concepts. Field by
+    /// field rather than concept by concept: a search reads the body length
+    /// of concepts far apart, nearly always that one alone, and a quarter of
+    /// the bytes stays in the CPU's caches four times as well.
     pub lengths: Array<u32>,
     /// Each field's total length (the sum of its lengths).
     pub totals: [u64; 4],
@@ -119,6 +123,18 @@ impl Bm25fIndex {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Concept `d`'s length in field `f` (`None` past the last concept).
+    #[inline]
+    pub fn length(&self, f: usize, d: u32) -> Option<u32> {
+        let n = self.len();
+        let d = d as usize;
+        if d < n {
+            Some(self.lengths[f * n + d])
+        } else {
+            None
+        }
     }
 
     pub fn token_count(&self) -> usize {
@@ -213,10 +229,8 @@ impl Bm25fIndex {
             && self.max_tf.len() == 4 * tokens
             && self.min_len.len() == 4 * tokens
             && (0..4).all(|f| {
-                self.lengths
+                self.lengths[f * n..(f + 1) * n]
                     .iter()
-                    .skip(f)
-                    .step_by(4)
                     .map(|&l| u64::from(l))
                     .sum::<u64>()
                     == self.totals[f]

@@ -215,7 +215,7 @@ impl<'a> Share<'a> {
                     let tf = tfs[4 * e + f];
                     if tf > 0 {
                         mx[f] = mx[f].max(tf);
-                        mn[f] = mn[f].min(lengths[4 * d + f]);
+                        mn[f] = mn[f].min(lengths[f * (lengths.len() / 4) + d]);
                     }
                 }
             }

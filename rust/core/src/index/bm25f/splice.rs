@@ -16,21 +16,24 @@ use crate::index::splice::{Remap, GONE};
 /// The BM25F index of `n` concepts: `old`'s, with the changes of `map`, and
 /// `small`'s (the index of the concepts `map.fresh_at` places).
 pub fn splice(old: &Bm25fIndex, small: &Bm25fIndex, map: &Remap<'_>, n: usize) -> Bm25fIndex {
+    // Field by field (mod.rs: `lengths`).
     let mut lengths = vec![0u32; 4 * n];
-    for (o, &p) in map.old_to_new.iter().enumerate() {
-        if p != GONE {
-            lengths[4 * p as usize..][..4].copy_from_slice(&old.lengths[4 * o..][..4]);
+    let (n_old, n_small) = (old.len(), small.len());
+    for f in 0..4 {
+        let to = &mut lengths[f * n..(f + 1) * n];
+        for (o, &p) in map.old_to_new.iter().enumerate() {
+            if p != GONE {
+                to[p as usize] = old.lengths[f * n_old + o];
+            }
         }
-    }
-    for (s, &p) in map.fresh_at.iter().enumerate() {
-        lengths[4 * p as usize..][..4].copy_from_slice(&small.lengths[4 * s..][..4]);
+        for (s, &p) in map.fresh_at.iter().enumerate() {
+            to[p as usize] = small.lengths[f * n_small + s];
+        }
     }
     // Integer sums: the same whatever the order (docs/spec.md §12.4).
     let totals: [u64; 4] = std::array::from_fn(|f| {
-        lengths
+        lengths[f * n..(f + 1) * n]
             .iter()
-            .skip(f)
-            .step_by(4)
             .map(|&l| u64::from(l))
             .sum()
     });
