@@ -83,6 +83,46 @@ impl From<Rejected> for OpenError {
     }
 }
 
+/// CRC-32 of the `len` bytes at `at` in `file`, whose map is `b`: read
+/// with `pread` into a small buffer rather than through the map, so the
+/// check maps no page of the core (every page the map touches stays mapped,
+/// counted in the process's memory and paid for with a page fault each; a
+/// search later maps only the pages it reads). In parallel slices combined
+/// in order. Through the map where reading at an offset is not at hand.
+fn crc_of_core(file: &File, b: &[u8], at: usize, len: usize) -> u32 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        const SLICE: usize = 16 << 20;
+        const BUF: usize = 1 << 20;
+        let parts: Option<Vec<crc32fast::Hasher>> = (0..len.div_ceil(SLICE))
+            .into_par_iter()
+            .map_init(
+                || vec![0u8; BUF],
+                |buf, k| {
+                    let mut h = crc32fast::Hasher::new();
+                    let (mut from, to) = (k * SLICE, ((k + 1) * SLICE).min(len));
+                    while from < to {
+                        let n = BUF.min(to - from);
+                        file.read_exact_at(&mut buf[..n], (at + from) as u64).ok()?;
+                        h.update(&buf[..n]);
+                        from += n;
+                    }
+                    Some(h)
+                },
+            )
+            .collect();
+        if let Some(parts) = parts {
+            let mut all = crc32fast::Hasher::new();
+            for p in &parts {
+                all.combine(p);
+            }
+            return all.finalize();
+        }
+    }
+    crc_parallel(&b[at..at + len])
+}
+
 /// CRC-32 of `b`, in parallel slices combined in order.
 fn crc_parallel(b: &[u8]) -> u32 {
     const SLICE: usize = 16 << 20;
@@ -115,7 +155,7 @@ impl CacheFile {
         // SAFETY: the file is only ever replaced by rename, never changed in
         // place (module docs); every view into the map is bounds-checked.
         let map = unsafe { Mmap::map(&file) }.map_err(OpenError::Unreadable)?;
-        let l = CacheFile::check(&map, root, analyzer)?;
+        let l = CacheFile::check(&map, &file, root, analyzer)?;
         let (core_at, core_len) = (l.core_at, l.core_len);
         let map = Arc::new(map);
         let n = (core_len - TAIL) / 8; // an upper bound, checked by `mapped`
@@ -153,7 +193,7 @@ impl CacheFile {
 
     /// Check the header and the core's checksum: where the core and the
     /// texts are, when the file was written, where its tables are.
-    fn check(b: &[u8], root: &str, analyzer: &str) -> R<Layout> {
+    fn check(b: &[u8], file: &File, root: &str, analyzer: &str) -> R<Layout> {
         let mut h = Reader { b, at: 0 };
         if h.take(MAGIC.len())? != MAGIC {
             return Err(Rejected::Foreign("another program (wrong magic)".into()));
@@ -201,7 +241,7 @@ impl CacheFile {
             return Err(Rejected::Corrupt("padding".into()));
         }
         let core = &b[core_at..];
-        if crc_parallel(core) != core_crc {
+        if crc_of_core(file, b, core_at, core_len) != core_crc {
             return Err(Rejected::Checksum);
         }
         let mut p = Reader { b: core, at: 0 };
