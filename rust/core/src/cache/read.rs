@@ -83,6 +83,9 @@ impl From<Rejected> for OpenError {
     }
 }
 
+/// Bytes per parallel slice of a checksum.
+const CRC_SLICE: usize = 16 << 20;
+
 /// CRC-32 of the `len` bytes at `at` in `file`, whose map is `b`: read
 /// with `pread` into a small buffer rather than through the map, so the
 /// check maps no page of the core (every page the map touches stays mapped,
@@ -93,15 +96,14 @@ fn crc_of_core(file: &File, b: &[u8], at: usize, len: usize) -> u32 {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileExt;
-        const SLICE: usize = 16 << 20;
         const BUF: usize = 1 << 20;
-        let parts: Option<Vec<crc32fast::Hasher>> = (0..len.div_ceil(SLICE))
+        let parts: Option<Vec<crc32fast::Hasher>> = (0..len.div_ceil(CRC_SLICE))
             .into_par_iter()
             .map_init(
                 || vec![0u8; BUF],
                 |buf, k| {
                     let mut h = crc32fast::Hasher::new();
-                    let (mut from, to) = (k * SLICE, ((k + 1) * SLICE).min(len));
+                    let (mut from, to) = (k * CRC_SLICE, ((k + 1) * CRC_SLICE).min(len));
                     while from < to {
                         let n = BUF.min(to - from);
                         file.read_exact_at(&mut buf[..n], (at + from) as u64).ok()?;
@@ -113,32 +115,32 @@ fn crc_of_core(file: &File, b: &[u8], at: usize, len: usize) -> u32 {
             )
             .collect();
         if let Some(parts) = parts {
-            let mut all = crc32fast::Hasher::new();
-            for p in &parts {
-                all.combine(p);
-            }
-            return all.finalize();
+            return combined(&parts);
         }
     }
     crc_parallel(&b[at..at + len])
 }
 
+/// The CRC-32 of consecutive slices' hashers, in order.
+fn combined(parts: &[crc32fast::Hasher]) -> u32 {
+    let mut all = crc32fast::Hasher::new();
+    for p in parts {
+        all.combine(p);
+    }
+    all.finalize()
+}
+
 /// CRC-32 of `b`, in parallel slices combined in order.
 fn crc_parallel(b: &[u8]) -> u32 {
-    const SLICE: usize = 16 << 20;
     let parts: Vec<crc32fast::Hasher> = b
-        .par_chunks(SLICE)
+        .par_chunks(CRC_SLICE)
         .map(|s| {
             let mut h = crc32fast::Hasher::new();
             h.update(s);
             h
         })
         .collect();
-    let mut all = crc32fast::Hasher::new();
-    for p in &parts {
-        all.combine(p);
-    }
-    all.finalize()
+    combined(&parts)
 }
 
 impl CacheFile {

@@ -143,20 +143,12 @@ impl Analyzer {
     /// (rather than a bigram), with the word before stemming. Tokens come in
     /// text order: the piece's words, then its bigrams.
     pub fn for_each_token(&self, piece: &str, mut f: impl FnMut(Token<'_>)) {
-        // Most pieces are ASCII letters and digits alone: one UAX #29 word
-        // (letters and digits join, rules WB5 and WB8–WB10), no bigram.
-        if !piece.is_empty() && piece.bytes().all(|b| b.is_ascii_alphanumeric()) {
-            f(Token {
-                text: self.stem(piece),
-                word: Some(piece),
-            });
-            return;
-        }
         if piece.is_ascii() {
-            // Letters and digits between punctuation that joins nothing at
-            // either end (all but `_`, rules WB13a–b; the rest join only
-            // between letters or digits, WB6–WB7, WB11–WB12): one word, as
-            // in most of a vocabulary's pieces (`data,`, `(vacuum)`).
+            // Letters and digits (they join, rules WB5 and WB8–WB10), alone
+            // or between punctuation that joins nothing at either end (all
+            // but `_`, rules WB13a–b; the rest join only between letters or
+            // digits, WB6–WB7, WB11–WB12): one word, no bigram, as in most of
+            // a vocabulary's pieces (`data`, `data,`, `(vacuum)`).
             let core = piece.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '_');
             if !core.is_empty() && core.bytes().all(|b| b.is_ascii_alphanumeric()) {
                 f(Token {

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use super::lay::{lay, token_ranges, RangeRuns};
 use super::runs::{distinct_tokens, sub_tf, Csr, Runs, SOURCES};
-use super::Bm25fIndex;
+use super::{totals_of, Bm25fIndex};
 use crate::index::build::{Chunk, Vocab};
 use crate::index::intern::Interner;
 use crate::text::analyze::{Analyzer, Language};
@@ -69,8 +69,7 @@ pub fn prepare(
     );
     // Field by field (mod.rs: `lengths`).
     let lengths: Vec<u32> = field_lengths.concat();
-    let totals: [u64; 4] =
-        std::array::from_fn(|f| field_lengths[f].iter().map(|&l| u64::from(l)).sum());
+    let totals = totals_of(&lengths);
     Prepared {
         language: analyzer.language(),
         vocab,

@@ -73,6 +73,25 @@ pub struct Bm25fIndex {
     pub block_min_len: Array<u32>,
 }
 
+/// Field `f`'s lengths, one per concept, of `lengths` laid out field by
+/// field as [`Bm25fIndex::lengths`] is.
+#[inline]
+pub(super) fn field_lengths(lengths: &[u32], f: usize) -> &[u32] {
+    let n = lengths.len() / 4;
+    &lengths[f * n..(f + 1) * n]
+}
+
+/// Each field's total length, from `lengths` laid out field by field.
+/// Integer sums: the same whatever the order (docs/spec.md §12.4).
+pub(super) fn totals_of(lengths: &[u32]) -> [u64; 4] {
+    std::array::from_fn(|f| {
+        field_lengths(lengths, f)
+            .iter()
+            .map(|&l| u64::from(l))
+            .sum()
+    })
+}
+
 /// A token with a frequency of at least `WIDE` in some concept and field
 /// keeps its frequencies in two bytes each.
 pub const WIDE: u16 = 256;
@@ -128,13 +147,7 @@ impl Bm25fIndex {
     /// Concept `d`'s length in field `f` (`None` past the last concept).
     #[inline]
     pub fn length(&self, f: usize, d: u32) -> Option<u32> {
-        let n = self.len();
-        let d = d as usize;
-        if d < n {
-            Some(self.lengths[f * n + d])
-        } else {
-            None
-        }
+        field_lengths(&self.lengths, f).get(d as usize).copied()
     }
 
     pub fn token_count(&self) -> usize {
@@ -228,13 +241,7 @@ impl Bm25fIndex {
             && self.lengths.len() == 4 * n
             && self.max_tf.len() == 4 * tokens
             && self.min_len.len() == 4 * tokens
-            && (0..4).all(|f| {
-                self.lengths[f * n..(f + 1) * n]
-                    .iter()
-                    .map(|&l| u64::from(l))
-                    .sum::<u64>()
-                    == self.totals[f]
-            });
+            && totals_of(&self.lengths) == self.totals;
         if !postings_ok {
             return Err("postings");
         }

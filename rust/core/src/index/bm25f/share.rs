@@ -215,7 +215,7 @@ impl<'a> Share<'a> {
                     let tf = tfs[4 * e + f];
                     if tf > 0 {
                         mx[f] = mx[f].max(tf);
-                        mn[f] = mn[f].min(lengths[f * (lengths.len() / 4) + d]);
+                        mn[f] = mn[f].min(super::field_lengths(lengths, f)[d]);
                     }
                 }
             }

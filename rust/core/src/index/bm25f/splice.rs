@@ -10,7 +10,7 @@
 use rayon::prelude::*;
 
 use super::share::{blocks_of, Laid, Share, Wide};
-use super::Bm25fIndex;
+use super::{field_lengths, totals_of, Bm25fIndex};
 use crate::index::splice::{Remap, GONE};
 
 /// The BM25F index of `n` concepts: `old`'s, with the changes of `map`, and
@@ -18,25 +18,21 @@ use crate::index::splice::{Remap, GONE};
 pub fn splice(old: &Bm25fIndex, small: &Bm25fIndex, map: &Remap<'_>, n: usize) -> Bm25fIndex {
     // Field by field (mod.rs: `lengths`).
     let mut lengths = vec![0u32; 4 * n];
-    let (n_old, n_small) = (old.len(), small.len());
-    for f in 0..4 {
-        let to = &mut lengths[f * n..(f + 1) * n];
+    for (f, to) in lengths.chunks_exact_mut(n.max(1)).enumerate() {
+        let (from_old, from_small) = (
+            field_lengths(&old.lengths, f),
+            field_lengths(&small.lengths, f),
+        );
         for (o, &p) in map.old_to_new.iter().enumerate() {
             if p != GONE {
-                to[p as usize] = old.lengths[f * n_old + o];
+                to[p as usize] = from_old[o];
             }
         }
         for (s, &p) in map.fresh_at.iter().enumerate() {
-            to[p as usize] = small.lengths[f * n_small + s];
+            to[p as usize] = from_small[s];
         }
     }
-    // Integer sums: the same whatever the order (docs/spec.md §12.4).
-    let totals: [u64; 4] = std::array::from_fn(|f| {
-        lengths[f * n..(f + 1) * n]
-            .iter()
-            .map(|&l| u64::from(l))
-            .sum()
-    });
+    let totals = totals_of(&lengths);
     let pairs = tokens_in_order(old, small);
     // Each token's number of entries; a token no concept holds any more is
     // left out, as a build never lists one.
