@@ -7,11 +7,14 @@
 //! §12.3, with `ln` from `libm` rather than the platform's: the same inputs
 //! give the same bits on every machine.
 
+mod cursor;
 mod explain;
 mod search;
+mod stretch;
 mod taat;
 #[cfg(test)]
 mod tests;
+mod topk;
 
 pub use explain::{excerpt, explain, FieldPart, TermPart};
 pub use search::{search, search_index, search_many, Ranked};

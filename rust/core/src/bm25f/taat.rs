@@ -7,7 +7,8 @@
 
 use std::cell::RefCell;
 
-use super::search::{Hit, Ranked, TopK};
+use super::search::Ranked;
+use super::topk::{Hit, TopK};
 use super::{allows, saturate, weighted_tf, Norms, Params, Term};
 use crate::index::bm25f::Bm25fIndex;
 
