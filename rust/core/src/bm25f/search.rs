@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 
-use super::cursor::{bound_x, entry_bound, Cursor, Memo};
+use super::cursor::{Cursor, EntryBounds};
 use super::stretch::{Stretch, GATHER, STRETCH};
 use super::topk::{Hit, TopK};
 use super::{allows, part, saturate, terms, Norms, Params, QueryTokens, Stats, Term};
@@ -160,80 +160,48 @@ pub fn search_index(
     let mut by_bound: Vec<usize> = (0..m).collect();
     let mut rest = vec![0.0f64; m + 1];
     let mut parts = vec![0.0f64; m];
-    let mut per_tf = vec![[0.0f64; 4]; m];
-    let mut per_tf_block = vec![usize::MAX; m];
-    let mut memo = vec![Memo::default(); m];
+    let mut entry_bounds = EntryBounds::new(m);
     let mut stretch = Stretch::new();
     let mut from = 0u32;
     loop {
-        // The window: from `from` to the first block end among the tokens.
-        let mut to = u32::MAX;
-        let mut live = false;
+        // The window: `STRETCH` concepts from the first any token holds.
+        let mut lo = u32::MAX;
+        for (c, t) in cursors.iter_mut().zip(&terms) {
+            c.seek(t, from);
+            lo = lo.min(c.doc(t));
+        }
+        if lo == u32::MAX {
+            break;
+        }
+        let hi = lo.saturating_add(STRETCH as u32 - 1);
+        // Each token's bound there: the largest of its blocks' there.
         for t in 0..m {
             let last = terms[t].blocks.last;
-            while block[t] < last.len() && last[block[t]] < from {
-                block[t] += 1;
+            let mut j = block[t];
+            while j < last.len() && last[j] < lo {
+                j += 1;
             }
-            bound[t] = match last.get(block[t]) {
-                Some(&end) => {
-                    live = true;
-                    to = to.min(end);
-                    let j = block[t];
-                    if per_tf_block[t] != j {
-                        per_tf_block[t] = j;
-                        memo[t].known = 0;
-                        let b = &terms[t].blocks;
-                        per_tf[t] = std::array::from_fn(|f| match b.max_tf[4 * j + f] {
-                            0 => 0.0,
-                            _ => part(params, &norms, f, 1, b.min_len[4 * j + f]),
-                        });
-                    }
-                    bounds[t][j]
+            block[t] = j;
+            let mut b = 0.0f64;
+            while j < last.len() {
+                b = b.max(bounds[t][j]);
+                if last[j] >= hi {
+                    break;
                 }
-                None => 0.0,
-            };
-        }
-        if !live {
-            break;
+                j += 1;
+            }
+            bound[t] = b;
         }
         by_bound.sort_by(|&a, &b| bound[b].total_cmp(&bound[a]).then(a.cmp(&b)));
         for i in (0..m).rev() {
             rest[i] = rest[i + 1] + bound[by_bound[i]];
         }
+        let threshold = top.threshold();
         let mut essential = m;
-        let mut started = false;
-        let mut need_for = f64::NAN;
-        let mut x_need = 0.0;
-        loop {
-            let threshold = top.threshold();
-            while essential > 0 && rest[essential - 1] * (1.0 + SLACK) < threshold {
-                essential -= 1;
-            }
-            if essential == 0 {
-                break;
-            }
-            if !started {
-                for &t in &by_bound[..essential] {
-                    cursors[t].seek(&terms[t], from);
-                }
-                started = true;
-            }
-            if essential == 1 {
-                // The weighted frequency `x` the one essential token needs for
-                // `idf · x / (k1 + x)` to reach the threshold with the other
-                // tokens' bounds, lowered by the slack for rounding.
-                let t = by_bound[0];
-                if need_for != threshold {
-                    need_for = threshold;
-                    let need = threshold / (1.0 + 2.0 * SLACK) - rest[1];
-                    let idf = terms[t].idf;
-                    x_need = if need > 0.0 && need < idf {
-                        need * params.k1 / (idf - need) * (1.0 - SLACK)
-                    } else {
-                        0.0
-                    };
-                }
-            }
+        while essential > 0 && rest[essential - 1] * (1.0 + SLACK) < threshold {
+            essential -= 1;
+        }
+        if essential > 0 {
             // Non-essential tokens whose lists are not much longer than the
             // essential ones' are read in full too (see `Stretch`): from the
             // first, in `by_bound` order, up to `gathered`.
@@ -247,108 +215,48 @@ pub fn search_index(
             {
                 gathered += 1;
             }
-            if gathered > 1 {
-                // The next stretch of the window is taken whole.
-                let lo = by_bound[..essential]
-                    .iter()
-                    .map(|&t| cursors[t].doc(&terms[t]))
-                    .min()
-                    .unwrap_or(u32::MAX);
-                if lo > to {
-                    break;
-                }
-                let hi = to.min(lo.saturating_add(STRETCH as u32 - 1));
-                let ess = &by_bound[..essential];
-                stretch.gather(
-                    (lo, hi),
-                    ess,
-                    &by_bound[essential..gathered],
-                    &terms,
-                    &mut cursors,
-                    |t, i| {
-                        // One essential token: its entries below what the
-                        // threshold needs are passed over.
-                        essential == 1
-                            && x_need > 0.0
-                            && bound_x(terms[t].list.tfs(i), &per_tf[t]) < x_need
-                    },
-                    |t, i| entry_bound(&terms[t], i, params, &per_tf[t], &mut memo[t]),
-                );
-                for d in stretch.found(lo) {
-                    if !allows(allowed, d) {
-                        continue;
-                    }
-                    let threshold = top.threshold();
-                    if (stretch.bound(lo, d) + rest[gathered]) * (1.0 + SLACK) < threshold {
-                        continue;
-                    }
-                    for &t in ess {
-                        cursors[t].seek(&terms[t], d);
-                    }
-                    if let Some(score) = score_rest(
-                        d,
-                        essential,
-                        threshold,
-                        &by_bound,
-                        &rest,
-                        &terms,
-                        &mut cursors,
-                        &mut parts,
-                        index,
-                        params,
-                        &norms,
-                    ) {
-                        top.offer(Hit { score, position: d });
-                    }
-                }
-                for &t in &by_bound[..gathered] {
-                    cursors[t].seek(&terms[t], hi.saturating_add(1));
-                }
-                if hi == u32::MAX {
-                    break;
-                }
-                continue;
-            }
-            if essential == 1 {
-                let t = by_bound[0];
-                if x_need > 0.0 {
-                    cursors[t].skip_below(&terms[t], to, &per_tf[t], x_need);
-                }
-            }
-            let d = by_bound[..essential]
-                .iter()
-                .map(|&t| cursors[t].doc(&terms[t]))
-                .min()
-                .unwrap_or(u32::MAX);
-            if d > to {
-                break;
-            }
-            if !allows(allowed, d) {
-                for &t in &by_bound[..essential] {
-                    cursors[t].seek(&terms[t], d + 1);
-                }
-                continue;
-            }
-            if let Some(score) = score_rest(
-                d,
-                essential,
-                threshold,
-                &by_bound,
-                &rest,
+            let ess = &by_bound[..essential];
+            stretch.gather(
+                (lo, hi),
+                ess,
+                &by_bound[essential..gathered],
+                (threshold, rest[essential]),
                 &terms,
                 &mut cursors,
-                &mut parts,
-                index,
-                params,
-                &norms,
-            ) {
-                top.offer(Hit { score, position: d });
+                |t, i| entry_bounds.of(&terms[t], t, i, params, &norms),
+            );
+            for d in stretch.found(lo) {
+                if !allows(allowed, d) {
+                    continue;
+                }
+                let threshold = top.threshold();
+                if (stretch.bound(lo, d) + rest[gathered]) * (1.0 + SLACK) < threshold {
+                    continue;
+                }
+                for &t in ess {
+                    cursors[t].seek(&terms[t], d);
+                }
+                if let Some(score) = score_rest(
+                    d,
+                    essential,
+                    threshold,
+                    &by_bound,
+                    &rest,
+                    &terms,
+                    &mut cursors,
+                    &mut parts,
+                    index,
+                    params,
+                    &norms,
+                ) {
+                    top.offer(Hit { score, position: d });
+                }
             }
         }
-        if to == u32::MAX {
+        if hi == u32::MAX {
             break;
         }
-        from = to + 1;
+        from = hi + 1;
     }
     top.ranked()
 }

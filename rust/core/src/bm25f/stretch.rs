@@ -2,6 +2,7 @@
 //! the bounds of the entries of several lists summed per concept.
 
 use super::cursor::Cursor;
+use super::search::SLACK;
 use super::Term;
 
 /// A non-essential token's list is read in full in a stretch when it is at
@@ -9,11 +10,17 @@ use super::Term;
 /// reading an entry costs a fraction of scoring a concept, and a concept
 /// whose bound counts the token's entry rather than its largest score in
 /// the block is seldom scored.
-pub(super) const GATHER: usize = 4;
+pub(super) const GATHER: usize = 3;
 
-/// Concepts a stretch spans at most: its bounds fit in the first level of
-/// the CPU's cache.
-pub(super) const STRETCH: usize = 2048;
+/// A gathered list is looked up per concept held rather than read in full
+/// when it has more than this many entries per concept held in the stretch:
+/// a look-up costs a few entries' reading.
+const LOOKUP: usize = 4;
+
+/// Concepts a window of the top-k spans: its bounds fit in the first level
+/// of the CPU's cache, and the work of a window (the tokens' bounds there,
+/// their order) is spread over many concepts.
+pub(super) const STRETCH: usize = 4096;
 
 /// A stretch of concepts `lo..=hi` inside a window, taken whole when more
 /// than one token is essential or read in full ([`GATHER`]): each such
@@ -41,37 +48,36 @@ impl Stretch {
     /// Sums `bound(t, i)` of the entries `i` of each token `t` of `tokens`,
     /// then of `more` for the concepts `tokens` hold, naming a concept in
     /// `lo..=hi` (`hi - lo < STRETCH`), from its cursor, which is moved to
-    /// `lo` first. An entry of `tokens` for which `skip(t, i)` holds is
-    /// left out.
+    /// `lo` first. With one token in `tokens`, a concept whose bound there
+    /// and `others` (a bound of all the other tokens' parts) together stay
+    /// below `threshold` is left out.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn gather(
         &mut self,
         (lo, hi): (u32, u32),
         tokens: &[usize],
         more: &[usize],
+        (threshold, others): (f64, f64),
         terms: &[Term<'_>],
         cursors: &mut [Cursor],
-        skip: impl Fn(usize, usize) -> bool,
         mut bound: impl FnMut(usize, usize) -> f64,
     ) {
         self.seen.fill(0);
+        let alone = tokens.len() == 1;
         let mut held = 0;
         for &t in tokens {
             cursors[t].seek(&terms[t], lo);
             let docs = terms[t].list.docs;
             let mut i = cursors[t].at;
             while i < docs.len() && docs[i] <= hi {
-                if skip(t, i) {
-                    i += 1;
-                    continue;
-                }
                 let o = (docs[i] - lo) as usize;
                 let (w, bit) = (o >> 6, 1u64 << (o & 63));
+                let b = bound(t, i);
                 if self.seen[w] & bit != 0 {
-                    self.sum[o] += bound(t, i);
-                } else {
+                    self.sum[o] += b;
+                } else if !alone || (b + others) * (1.0 + SLACK) >= threshold {
                     self.seen[w] |= bit;
-                    self.sum[o] = bound(t, i);
+                    self.sum[o] = b;
                     held += 1;
                 }
                 i += 1;
@@ -84,7 +90,7 @@ impl Stretch {
             let mut end = Cursor { at: from };
             end.seek(&terms[t], hi.saturating_add(1));
             let to = end.at;
-            if to - from <= 2 * held {
+            if to - from <= LOOKUP * held {
                 // Read in full: most of its entries are among the concepts held.
                 for (i, &doc) in docs.iter().enumerate().take(to).skip(from) {
                     let o = (doc - lo) as usize;

@@ -333,3 +333,72 @@ fn search_many_is_search_of_each_query() {
     assert!(search_many(&b, &[], &p, None, None).is_empty());
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A word of a Zipf-like vocabulary of `v` words: word `i` about `1/(i+1)`
+/// as often as the first.
+fn zipf_word(rng: &mut Rng, v: usize) -> String {
+    let u = rng.below(1 << 20) as f64 / f64::from(1u32 << 20);
+    format!("w{}", ((v as f64).powf(u) as usize - 1).min(v - 1))
+}
+
+fn zipf_text(rng: &mut Rng, v: usize, min: usize, max: usize) -> String {
+    (0..min + rng.below(max - min + 1))
+        .map(|_| zipf_word(rng, v))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Pruning at scale: several windows of concepts, lists of many blocks,
+/// tokens from in nearly every concept to in a few, so each path of the
+/// top-k (one essential token, several, lists read in full or looked up
+/// per concept, windows passed over whole) is taken; the first k of the
+/// full ranking, bit for bit, with and without a filter.
+#[test]
+fn top_k_is_the_first_k_of_the_full_ranking_at_scale() {
+    let mut rng = Rng(0x70F_C0DE);
+    let analyzer = Analyzer::new(None);
+    for round in 0..3 {
+        let v = [300, 2_000, 40][round];
+        let n = 9_000 + rng.below(4_000);
+        let concepts: Vec<Concept> = (0..n)
+            .map(|i| {
+                let src = format!(
+                    "---\ntitle: '{}'\ndescription: '{}'\n---\n{}\n",
+                    zipf_text(&mut rng, v, 1, 4),
+                    zipf_text(&mut rng, v, 0, 3 * (i % 2)),
+                    zipf_text(&mut rng, v, 3, 80),
+                );
+                read_concept(&format!("c{i:05}"), "c.md", src.as_bytes())
+                    .concept
+                    .unwrap()
+            })
+            .collect();
+        let index = Index::build(&concepts, &analyzer);
+        let filter: Vec<u64> = (0..n.div_ceil(64))
+            .map(|_| rng.bits() | rng.bits())
+            .collect();
+        for q in 0..40 {
+            let p = if q % 2 == 0 {
+                Params {
+                    k1: 1.2,
+                    weights: [3.0, 2.0, 2.0, 1.0],
+                    b: [0.75; 4],
+                }
+            } else {
+                params(&mut rng)
+            };
+            let text = zipf_text(&mut rng, v, 1, 6);
+            let tokens = QueryTokens::new(&analyzer, &text, false);
+            let stats = Stats::of(&index.bm25f, &tokens.tokens);
+            for allowed in [None, Some(&filter[..])] {
+                let full = search_index(&index.bm25f, &tokens, &stats, &p, allowed, None);
+                for k in [1, 3, 10, 40] {
+                    let top = search_index(&index.bm25f, &tokens, &stats, &p, allowed, Some(k));
+                    let m = k.min(full.positions.len());
+                    assert_eq!(top.positions, full.positions[..m], "{text:?} k={k}");
+                    assert_eq!(top.scores, full.scores[..m], "{text:?} k={k}");
+                }
+            }
+        }
+    }
+}
