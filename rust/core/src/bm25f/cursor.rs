@@ -83,10 +83,21 @@ impl EntryBounds {
         params: &Params,
         norms: &Norms,
     ) -> f64 {
-        // Blocks are BLOCK entries each from the list's start (a list that
-        // is not cut is one block; index/bm25f/mod.rs checks a saved index's
-        // long lists, and a longer list saved as one block is taken as one).
-        let j = (i / BLOCK).min(term.blocks.last.len().saturating_sub(1));
+        self.enter(term, t, block_of(term, i), params, norms);
+        self.in_block(term, t, term.list.tfs(i), params)
+    }
+
+    /// Makes block `j` of `term` (the `t`-th query token) the one whose
+    /// parts are kept; its parts for a frequency of 1.
+    #[inline]
+    pub(super) fn enter(
+        &mut self,
+        term: &Term<'_>,
+        t: usize,
+        j: usize,
+        params: &Params,
+        norms: &Norms,
+    ) -> &[f64; 4] {
         if self.block[t] != j {
             self.block[t] = j;
             self.memo[t].known = 0;
@@ -96,9 +107,21 @@ impl EntryBounds {
                 _ => part(params, norms, f, 1, b.min_len[4 * j + f]),
             });
         }
+        &self.per_tf[t]
+    }
+
+    /// The bound of an entry with frequencies `tfs` in the block entered
+    /// last for token `t`.
+    #[inline]
+    pub(super) fn in_block(
+        &mut self,
+        term: &Term<'_>,
+        t: usize,
+        tfs: [u16; 4],
+        params: &Params,
+    ) -> f64 {
         let per_tf = &self.per_tf[t];
         let memo = &mut self.memo[t];
-        let tfs = term.list.tfs(i);
         if tfs[0] == 0 && tfs[1] == 0 && tfs[2] == 0 && (tfs[3] as usize) < MEMO {
             let k = tfs[3] as usize;
             if memo.known & (1 << k) == 0 {
@@ -107,12 +130,39 @@ impl EntryBounds {
             }
             return memo.bound[k];
         }
-        let mut x = 0.0;
-        for f in 0..4 {
-            x += f64::from(tfs[f]) * per_tf[f];
-        }
-        saturate(params, term.idf, x)
+        saturate(params, term.idf, bound_x(tfs, per_tf))
     }
+}
+
+/// The block of entry `i` of `term`'s list. Blocks are BLOCK entries each
+/// from the list's start (a list that is not cut is one block;
+/// index/bm25f/mod.rs checks a saved index's long lists, and a longer list
+/// saved as one block is taken as one).
+#[inline]
+pub(super) fn block_of(term: &Term<'_>, i: usize) -> usize {
+    (i / BLOCK).min(term.blocks.last.len().saturating_sub(1))
+}
+
+/// The end of block `j` of `term`'s list, or `to` if that is sooner.
+#[inline]
+pub(super) fn block_end(term: &Term<'_>, j: usize, to: usize) -> usize {
+    if j + 1 >= term.blocks.last.len() {
+        to
+    } else {
+        ((j + 1) * BLOCK).min(to)
+    }
+}
+
+/// A bound of a weighted frequency from the token's four frequencies, with
+/// `per_tf` each field's part for a frequency of 1 at the block's shortest
+/// length.
+#[inline]
+pub(super) fn bound_x(tfs: [u16; 4], per_tf: &[f64; 4]) -> f64 {
+    let mut x = 0.0;
+    for (f, &tf) in tfs.iter().enumerate() {
+        x += f64::from(tf) * per_tf[f];
+    }
+    x
 }
 
 /// Body frequencies whose bound a block remembers.

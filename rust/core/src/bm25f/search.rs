@@ -215,15 +215,27 @@ pub fn search_index(
             {
                 gathered += 1;
             }
+            // One essential token alone: the weighted frequency `x` it needs
+            // for `idf · x / (k1 + x)` to reach the threshold with the other
+            // tokens' bounds, lowered by the slack for rounding.
+            let mut x_need = 0.0;
+            if essential == 1 {
+                let need = threshold / (1.0 + 2.0 * SLACK) - rest[1];
+                let idf = terms[by_bound[0]].idf;
+                if need > 0.0 && need < idf {
+                    x_need = need * params.k1 / (idf - need) * (1.0 - SLACK);
+                }
+            }
             let ess = &by_bound[..essential];
             stretch.gather(
                 (lo, hi),
                 ess,
                 &by_bound[essential..gathered],
-                (threshold, rest[essential]),
+                x_need,
                 &terms,
                 &mut cursors,
-                |t, i| entry_bounds.of(&terms[t], t, i, params, &norms),
+                &mut entry_bounds,
+                (params, &norms),
             );
             for d in stretch.found(lo) {
                 if !allows(allowed, d) {

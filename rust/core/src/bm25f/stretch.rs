@@ -1,9 +1,9 @@
 //! A stretch of concepts taken whole by the top-k (docs/spec.md §12.3):
 //! the bounds of the entries of several lists summed per concept.
 
-use super::cursor::Cursor;
-use super::search::SLACK;
+use super::cursor::{block_end, block_of, bound_x, Cursor, EntryBounds};
 use super::Term;
+use super::{Norms, Params};
 
 /// A non-essential token's list is read in full in a stretch when it is at
 /// most this many times as long as the essential tokens' lists together:
@@ -45,58 +45,92 @@ impl Stretch {
         }
     }
 
-    /// Sums `bound(t, i)` of the entries `i` of each token `t` of `tokens`,
-    /// then of `more` for the concepts `tokens` hold, naming a concept in
-    /// `lo..=hi` (`hi - lo < STRETCH`), from its cursor, which is moved to
-    /// `lo` first. With one token in `tokens`, a concept whose bound there
-    /// and `others` (a bound of all the other tokens' parts) together stay
-    /// below `threshold` is left out.
+    /// Sums the bounds of the entries of each token of `tokens`, then of
+    /// `more` for the concepts `tokens` hold, naming a concept in `lo..=hi`
+    /// (`hi - lo < STRETCH`), from its cursor, which is moved to `lo` first.
+    /// With `x_need > 0` (one token in `tokens`), its entries whose
+    /// weighted frequency is bounded below `x_need` are left out.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn gather(
         &mut self,
         (lo, hi): (u32, u32),
         tokens: &[usize],
         more: &[usize],
-        (threshold, others): (f64, f64),
+        x_need: f64,
         terms: &[Term<'_>],
         cursors: &mut [Cursor],
-        mut bound: impl FnMut(usize, usize) -> f64,
+        bounds: &mut EntryBounds,
+        (params, norms): (&Params, &Norms),
     ) {
         self.seen.fill(0);
-        let alone = tokens.len() == 1;
         let mut held = 0;
         for &t in tokens {
-            cursors[t].seek(&terms[t], lo);
-            let docs = terms[t].list.docs;
-            let mut i = cursors[t].at;
-            while i < docs.len() && docs[i] <= hi {
-                let o = (docs[i] - lo) as usize;
-                let (w, bit) = (o >> 6, 1u64 << (o & 63));
-                let b = bound(t, i);
-                if self.seen[w] & bit != 0 {
-                    self.sum[o] += b;
-                } else if !alone || (b + others) * (1.0 + SLACK) >= threshold {
-                    self.seen[w] |= bit;
-                    self.sum[o] = b;
-                    held += 1;
+            let term = &terms[t];
+            cursors[t].seek(term, lo);
+            let (from, to) = (cursors[t].at, entries_to(term, cursors[t].at, hi));
+            let mut i = from;
+            while i < to {
+                let j = block_of(term, i);
+                let end = block_end(term, j, to);
+                let per_tf = *bounds.enter(term, t, j, params, norms);
+                if x_need > 0.0 && term.list.wide.is_empty() {
+                    // One byte per frequency: an entry in the body alone
+                    // (nearly all) is tested as one 32-bit word.
+                    let lim = u64::from(body_floor(per_tf[3], x_need).min(256)) << 24;
+                    let bytes = &term.list.tfs[4 * i..4 * end];
+                    for (k, c) in (i..end).zip(bytes.chunks_exact(4)) {
+                        let word = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                        if u64::from(word) < lim && word & 0x00FF_FFFF == 0 {
+                            continue;
+                        }
+                        let tfs = term.list.tfs(k);
+                        if word & 0x00FF_FFFF != 0 && bound_x(tfs, &per_tf) < x_need {
+                            continue;
+                        }
+                        let b = bounds.in_block(term, t, tfs, params);
+                        held += self.add(lo, term.list.docs[k], b);
+                    }
+                } else if x_need > 0.0 {
+                    let lim = body_floor(per_tf[3], x_need);
+                    for k in i..end {
+                        let tfs = term.list.tfs(k);
+                        let keep = if tfs[0] | tfs[1] | tfs[2] == 0 {
+                            u32::from(tfs[3]) >= lim
+                        } else {
+                            bound_x(tfs, &per_tf) >= x_need
+                        };
+                        if keep {
+                            let b = bounds.in_block(term, t, tfs, params);
+                            held += self.add(lo, term.list.docs[k], b);
+                        }
+                    }
+                } else {
+                    for k in i..end {
+                        let b = bounds.in_block(term, t, term.list.tfs(k), params);
+                        held += self.add(lo, term.list.docs[k], b);
+                    }
                 }
-                i += 1;
+                i = end;
             }
         }
         for &t in more {
-            cursors[t].seek(&terms[t], lo);
-            let docs = terms[t].list.docs;
-            let from = cursors[t].at;
-            let mut end = Cursor { at: from };
-            end.seek(&terms[t], hi.saturating_add(1));
-            let to = end.at;
+            let term = &terms[t];
+            cursors[t].seek(term, lo);
+            let (from, to) = (cursors[t].at, entries_to(term, cursors[t].at, hi));
             if to - from <= LOOKUP * held {
                 // Read in full: most of its entries are among the concepts held.
-                for (i, &doc) in docs.iter().enumerate().take(to).skip(from) {
-                    let o = (doc - lo) as usize;
-                    if self.seen[o >> 6] & (1u64 << (o & 63)) != 0 {
-                        self.sum[o] += bound(t, i);
+                let mut i = from;
+                while i < to {
+                    let j = block_of(term, i);
+                    let end = block_end(term, j, to);
+                    bounds.enter(term, t, j, params, norms);
+                    for k in i..end {
+                        let o = (term.list.docs[k] - lo) as usize;
+                        if self.seen[o >> 6] & (1u64 << (o & 63)) != 0 {
+                            self.sum[o] += bounds.in_block(term, t, term.list.tfs(k), params);
+                        }
                     }
+                    i = end;
                 }
             } else {
                 // Looked up per concept held: fewer than its entries.
@@ -106,15 +140,30 @@ impl Stretch {
                         let o = w * 64 + bits.trailing_zeros() as usize;
                         bits &= bits - 1;
                         let d = lo + o as u32;
-                        cursors[t].seek(&terms[t], d);
-                        if cursors[t].doc(&terms[t]) == d {
-                            self.sum[o] += bound(t, cursors[t].at);
+                        cursors[t].seek(term, d);
+                        if cursors[t].doc(term) == d {
+                            self.sum[o] += bounds.of(term, t, cursors[t].at, params, norms);
                         }
                     }
                 }
                 // The concepts are scored from the stretch's start.
                 cursors[t].at = from;
             }
+        }
+    }
+
+    /// Adds bound `b` of concept `d`: 1 when it was not held yet.
+    #[inline]
+    fn add(&mut self, lo: u32, d: u32, b: f64) -> usize {
+        let o = (d - lo) as usize;
+        let (w, bit) = (o >> 6, 1u64 << (o & 63));
+        if self.seen[w] & bit != 0 {
+            self.sum[o] += b;
+            0
+        } else {
+            self.seen[w] |= bit;
+            self.sum[o] = b;
+            1
         }
     }
 
@@ -135,5 +184,52 @@ impl Stretch {
     /// The sum of bounds gathered for concept `d`.
     pub(super) fn bound(&self, lo: u32, d: u32) -> f64 {
         self.sum[(d - lo) as usize]
+    }
+}
+
+/// The index of the first entry of `term`'s list after `from` naming a
+/// concept past `hi`.
+fn entries_to(term: &Term<'_>, from: usize, hi: u32) -> usize {
+    let mut end = Cursor { at: from };
+    end.seek(term, hi.saturating_add(1));
+    end.at
+}
+
+/// The smallest body frequency `b` with `b · per_tf >= x_need` (in floats,
+/// as [`bound_x`] computes it); `u32::MAX` when there is none.
+fn body_floor(per_tf: f64, x_need: f64) -> u32 {
+    if per_tf <= 0.0 {
+        return u32::MAX;
+    }
+    let at = |b: u32| f64::from(b) * per_tf >= x_need;
+    let mut b = (x_need / per_tf).ceil().clamp(0.0, 70_000.0) as u32;
+    while b > 0 && at(b - 1) {
+        b -= 1;
+    }
+    while !at(b) {
+        b += 1;
+    }
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::body_floor;
+    use crate::testing::Rng;
+
+    #[test]
+    fn body_floor_is_the_first_frequency_that_reaches() {
+        let mut rng = Rng(0xF100);
+        for _ in 0..20_000 {
+            let per_tf = (1 + rng.below(1 << 20)) as f64 / (1 + rng.below(1 << 12)) as f64;
+            let x_need = rng.below(1 << 24) as f64 / (1 + rng.below(1 << 16)) as f64;
+            let b = body_floor(per_tf, x_need);
+            assert!(f64::from(b) * per_tf >= x_need, "{per_tf} {x_need} {b}");
+            assert!(
+                b == 0 || f64::from(b - 1) * per_tf < x_need,
+                "{per_tf} {x_need} {b}"
+            );
+        }
+        assert_eq!(body_floor(0.0, 1.0), u32::MAX);
     }
 }
