@@ -237,12 +237,12 @@ pub fn search_index(
                 &mut entry_bounds,
                 (params, &norms),
             );
-            for d in stretch.found(lo) {
+            for (d, bound) in stretch.drain(lo) {
                 if !allows(allowed, d) {
                     continue;
                 }
                 let threshold = top.threshold();
-                if (stretch.bound(lo, d) + rest[gathered]) * (1.0 + SLACK) < threshold {
+                if (bound + rest[gathered]) * (1.0 + SLACK) < threshold {
                     continue;
                 }
                 for &t in ess {

@@ -31,8 +31,8 @@ pub(super) const STRETCH: usize = 4096;
 /// one concept at a time, and a bound from the entries a concept has rather
 /// than from the largest in each block.
 pub(super) struct Stretch {
-    /// Per concept `lo + o`: the sum of bounds at `o`, set when its bit in
-    /// `seen` is.
+    /// Per concept `lo + o`: the sum of bounds at `o`, held when its bit in
+    /// `seen` is set (0 when it is not).
     sum: Vec<f64>,
     seen: Vec<u64>,
 }
@@ -62,8 +62,6 @@ impl Stretch {
         bounds: &mut EntryBounds,
         (params, norms): (&Params, &Norms),
     ) {
-        self.seen.fill(0);
-        let mut held = 0;
         for &t in tokens {
             let term = &terms[t];
             cursors[t].seek(term, lo);
@@ -88,7 +86,7 @@ impl Stretch {
                             continue;
                         }
                         let b = bounds.in_block(term, t, tfs, params);
-                        held += self.add(lo, term.list.docs[k], b);
+                        self.add(lo, term.list.docs[k], b);
                     }
                 } else if x_need > 0.0 {
                     let lim = body_floor(per_tf[3], x_need);
@@ -101,18 +99,19 @@ impl Stretch {
                         };
                         if keep {
                             let b = bounds.in_block(term, t, tfs, params);
-                            held += self.add(lo, term.list.docs[k], b);
+                            self.add(lo, term.list.docs[k], b);
                         }
                     }
                 } else {
                     for k in i..end {
                         let b = bounds.in_block(term, t, term.list.tfs(k), params);
-                        held += self.add(lo, term.list.docs[k], b);
+                        self.add(lo, term.list.docs[k], b);
                     }
                 }
                 i = end;
             }
         }
+        let held: usize = self.seen.iter().map(|w| w.count_ones() as usize).sum();
         for &t in more {
             let term = &terms[t];
             cursors[t].seek(term, lo);
@@ -152,38 +151,48 @@ impl Stretch {
         }
     }
 
-    /// Adds bound `b` of concept `d`: 1 when it was not held yet.
+    /// Adds bound `b` of concept `d`, and holds it. No branch on whether it
+    /// was held already, which a second list's entries would mispredict
+    /// about half the time: every sum is 0 outside a gather and its drain.
     #[inline]
-    fn add(&mut self, lo: u32, d: u32, b: f64) -> usize {
+    fn add(&mut self, lo: u32, d: u32, b: f64) {
         let o = (d - lo) as usize;
-        let (w, bit) = (o >> 6, 1u64 << (o & 63));
-        if self.seen[w] & bit != 0 {
-            self.sum[o] += b;
-            0
-        } else {
-            self.seen[w] |= bit;
-            self.sum[o] = b;
-            1
+        self.sum[o] += b;
+        self.seen[o >> 6] |= 1u64 << (o & 63);
+    }
+
+    /// The concepts gathered, ascending, each with its sum of bounds; the
+    /// stretch is left empty for the next.
+    pub(super) fn drain(&mut self, lo: u32) -> Drain<'_> {
+        Drain {
+            stretch: self,
+            lo,
+            w: 0,
+            bits: 0,
         }
     }
+}
 
-    /// The concepts gathered, ascending.
-    pub(super) fn found(&self, lo: u32) -> impl Iterator<Item = u32> + '_ {
-        self.seen.iter().enumerate().flat_map(move |(w, &bits)| {
-            let mut bits = bits;
-            std::iter::from_fn(move || {
-                (bits != 0).then(|| {
-                    let o = bits.trailing_zeros();
-                    bits &= bits - 1;
-                    lo + (w as u32) * 64 + o
-                })
-            })
-        })
-    }
+/// [`Stretch::drain`].
+pub(super) struct Drain<'a> {
+    stretch: &'a mut Stretch,
+    lo: u32,
+    w: usize,
+    bits: u64,
+}
 
-    /// The sum of bounds gathered for concept `d`.
-    pub(super) fn bound(&self, lo: u32, d: u32) -> f64 {
-        self.sum[(d - lo) as usize]
+impl Iterator for Drain<'_> {
+    type Item = (u32, f64);
+
+    fn next(&mut self) -> Option<(u32, f64)> {
+        while self.bits == 0 {
+            let word = self.stretch.seen.get_mut(self.w)?;
+            self.bits = std::mem::take(word);
+            self.w += 1;
+        }
+        let o = (self.w - 1) * 64 + self.bits.trailing_zeros() as usize;
+        self.bits &= self.bits - 1;
+        Some((self.lo + o as u32, std::mem::take(&mut self.stretch.sum[o])))
     }
 }
 
