@@ -110,6 +110,25 @@ impl EntryBounds {
         &self.per_tf[t]
     }
 
+    /// [`EntryBounds::in_block`] of an entry whose frequencies are one
+    /// byte each, as one little-endian word (title in the low byte).
+    #[inline]
+    pub(super) fn of_word(&mut self, term: &Term<'_>, t: usize, word: u32, params: &Params) -> f64 {
+        // In the body alone, fewer than MEMO times: one test.
+        if word & !(((MEMO as u32) - 1) << 24) == 0 {
+            let k = (word >> 24) as usize;
+            let memo = &mut self.memo[t];
+            if memo.known & (1 << k) == 0 {
+                memo.known |= 1 << k;
+                memo.bound[k] =
+                    saturate(params, term.idf, f64::from(word >> 24) * self.per_tf[t][3]);
+            }
+            return memo.bound[k];
+        }
+        let tfs = word.to_le_bytes().map(u16::from);
+        saturate(params, term.idf, bound_x(tfs, &self.per_tf[t]))
+    }
+
     /// The bound of an entry with frequencies `tfs` in the block entered
     /// last for token `t`.
     #[inline]
@@ -167,6 +186,8 @@ pub(super) fn bound_x(tfs: [u16; 4], per_tf: &[f64; 4]) -> f64 {
 
 /// Body frequencies whose bound a block remembers.
 const MEMO: usize = 16;
+// `of_word` tests a body frequency below MEMO with a mask.
+const _: () = assert!(MEMO.is_power_of_two() && MEMO <= 32);
 
 /// A token's bounds in its current block for a body frequency below
 /// [`MEMO`] alone, as computed; `known` has a bit per one computed.

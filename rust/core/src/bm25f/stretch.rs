@@ -102,6 +102,13 @@ impl Stretch {
                             self.add(lo, term.list.docs[k], b);
                         }
                     }
+                } else if term.list.wide.is_empty() {
+                    let bytes = &term.list.tfs[4 * i..4 * end];
+                    for (&d, c) in term.list.docs[i..end].iter().zip(bytes.chunks_exact(4)) {
+                        let word = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                        let b = bounds.of_word(term, t, word, params);
+                        self.add(lo, d, b);
+                    }
                 } else {
                     for k in i..end {
                         let b = bounds.in_block(term, t, term.list.tfs(k), params);
