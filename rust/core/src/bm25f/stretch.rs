@@ -131,8 +131,10 @@ impl Stretch {
                     let end = block_end(term, j, to);
                     bounds.enter(term, t, j, params, norms);
                     for k in i..end {
-                        let o = (term.list.docs[k] - lo) as usize;
-                        if self.seen[o >> 6] & (1u64 << (o & 63)) != 0 {
+                        let Some(o) = term.list.docs[k].checked_sub(lo).map(|o| o as usize) else {
+                            continue;
+                        };
+                        if o < STRETCH && self.seen[o >> 6] & (1u64 << (o & 63)) != 0 {
                             self.sum[o] += bounds.in_block(term, t, term.list.tfs(k), params);
                         }
                     }
@@ -163,7 +165,15 @@ impl Stretch {
     /// about half the time: every sum is 0 outside a gather and its drain.
     #[inline]
     fn add(&mut self, lo: u32, d: u32, b: f64) {
-        let o = (d - lo) as usize;
+        // Outside the stretch only in a list out of order (a damaged cache
+        // file: lists are not read at open, docs/spec.md §9.3): left out.
+        let Some(o) = d
+            .checked_sub(lo)
+            .map(|o| o as usize)
+            .filter(|&o| o < STRETCH)
+        else {
+            return;
+        };
         self.sum[o] += b;
         self.seen[o >> 6] |= 1u64 << (o & 63);
     }

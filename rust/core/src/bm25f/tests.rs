@@ -402,3 +402,46 @@ fn top_k_is_the_first_k_of_the_full_ranking_at_scale() {
         }
     }
 }
+
+/// What a damaged cache file could hold, lists out of order and naming
+/// concepts out of range (lists are not read at open, docs/spec.md §9.3):
+/// a top-k neither fails nor returns a position out of range.
+#[test]
+fn a_top_k_over_damaged_lists_neither_fails_nor_leaves_the_range() {
+    let mut rng = Rng(0xDA3A);
+    let analyzer = Analyzer::new(None);
+    let n = 9_000;
+    let concepts: Vec<Concept> = (0..n)
+        .map(|i| {
+            let src = format!(
+                "---\ntitle: '{}'\n---\n{}\n",
+                zipf_text(&mut rng, 200, 1, 3),
+                zipf_text(&mut rng, 200, 3, 40)
+            );
+            read_concept(&format!("c{i:05}"), "c.md", src.as_bytes())
+                .concept
+                .unwrap()
+        })
+        .collect();
+    let mut index = Index::build(&concepts, &analyzer).bm25f;
+    let mut docs = index.docs.to_vec();
+    for _ in 0..docs.len() / 50 {
+        let at = rng.below(docs.len());
+        docs[at] = match rng.below(3) {
+            0 => rng.below(n + 10_000) as u32,
+            1 => u32::MAX - rng.below(3) as u32,
+            _ => 0,
+        };
+    }
+    index.docs = docs.into();
+    let p = params(&mut rng);
+    for _ in 0..60 {
+        let text = zipf_text(&mut rng, 200, 1, 5);
+        let tokens = QueryTokens::new(&analyzer, &text, false);
+        let stats = Stats::of(&index, &tokens.tokens);
+        for k in [1, 10, 100] {
+            let top = search_index(&index, &tokens, &stats, &p, None, Some(k));
+            assert!(top.positions.iter().all(|&d| (d as usize) < n), "{text:?}");
+        }
+    }
+}
