@@ -128,6 +128,26 @@ fn params(rng: &mut Rng) -> Params {
     }
 }
 
+/// Each `k` of `ks`: the top-k is the first `k` of `full`, bit for bit.
+#[allow(clippy::too_many_arguments)]
+fn assert_top_k_is_first_k(
+    index: &crate::index::bm25f::Bm25fIndex,
+    tokens: &QueryTokens,
+    stats: &Stats,
+    p: &Params,
+    allowed: Option<&[u64]>,
+    full: &Ranked,
+    ks: &[usize],
+    query: &str,
+) {
+    for &k in ks {
+        let top = search_index(index, tokens, stats, p, allowed, Some(k));
+        let m = k.min(full.positions.len());
+        assert_eq!(top.positions, full.positions[..m], "{query:?} k={k}");
+        assert_eq!(top.scores, full.scores[..m], "{query:?} k={k}");
+    }
+}
+
 #[test]
 fn scores_are_the_literal_definition_and_top_k_the_first_k() {
     let mut rng = Rng(0xB25F);
@@ -164,12 +184,8 @@ fn scores_are_the_literal_definition_and_top_k_the_first_k() {
                 assert_eq!(gp, wp, "{q:?}");
                 assert!((gs - ws).abs() <= 1e-12 * ws.abs(), "{q:?}: {gs} vs {ws}");
             }
-            for k in [1, 2, 3, 5, 10, 50] {
-                let top = search_index(&index.bm25f, &tokens, &stats, &p, None, Some(k));
-                let n = k.min(full.positions.len());
-                assert_eq!(top.positions, full.positions[..n], "{q:?} k={k}");
-                assert_eq!(top.scores, full.scores[..n], "{q:?} k={k}");
-            }
+            let ks = [1, 2, 3, 5, 10, 50];
+            assert_top_k_is_first_k(&index.bm25f, &tokens, &stats, &p, None, &full, &ks, &q);
         }
     }
 }
@@ -392,12 +408,17 @@ fn top_k_is_the_first_k_of_the_full_ranking_at_scale() {
             let stats = Stats::of(&index.bm25f, &tokens.tokens);
             for allowed in [None, Some(&filter[..])] {
                 let full = search_index(&index.bm25f, &tokens, &stats, &p, allowed, None);
-                for k in [1, 3, 10, 40] {
-                    let top = search_index(&index.bm25f, &tokens, &stats, &p, allowed, Some(k));
-                    let m = k.min(full.positions.len());
-                    assert_eq!(top.positions, full.positions[..m], "{text:?} k={k}");
-                    assert_eq!(top.scores, full.scores[..m], "{text:?} k={k}");
-                }
+                let ks = [1, 3, 10, 40];
+                assert_top_k_is_first_k(
+                    &index.bm25f,
+                    &tokens,
+                    &stats,
+                    &p,
+                    allowed,
+                    &full,
+                    &ks,
+                    &text,
+                );
             }
         }
     }
