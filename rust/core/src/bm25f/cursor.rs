@@ -116,17 +116,9 @@ impl EntryBounds {
     pub(super) fn of_word(&mut self, term: &Term<'_>, t: usize, word: u32, params: &Params) -> f64 {
         // In the body alone, fewer than MEMO times: one test.
         if word & !(((MEMO as u32) - 1) << 24) == 0 {
-            let k = (word >> 24) as usize;
-            let memo = &mut self.memo[t];
-            if memo.known & (1 << k) == 0 {
-                memo.known |= 1 << k;
-                memo.bound[k] =
-                    saturate(params, term.idf, f64::from(word >> 24) * self.per_tf[t][3]);
-            }
-            return memo.bound[k];
+            return self.remembered(term, t, (word >> 24) as usize, params);
         }
-        let tfs = word.to_le_bytes().map(u16::from);
-        saturate(params, term.idf, bound_x(tfs, &self.per_tf[t]))
+        saturate(params, term.idf, bound_x(tfs_of(word), &self.per_tf[t]))
     }
 
     /// The bound of an entry with frequencies `tfs` in the block entered
@@ -139,18 +131,30 @@ impl EntryBounds {
         tfs: [u16; 4],
         params: &Params,
     ) -> f64 {
-        let per_tf = &self.per_tf[t];
-        let memo = &mut self.memo[t];
         if tfs[0] == 0 && tfs[1] == 0 && tfs[2] == 0 && (tfs[3] as usize) < MEMO {
-            let k = tfs[3] as usize;
-            if memo.known & (1 << k) == 0 {
-                memo.known |= 1 << k;
-                memo.bound[k] = saturate(params, term.idf, f64::from(tfs[3]) * per_tf[3]);
-            }
-            return memo.bound[k];
+            return self.remembered(term, t, tfs[3] as usize, params);
         }
-        saturate(params, term.idf, bound_x(tfs, per_tf))
+        saturate(params, term.idf, bound_x(tfs, &self.per_tf[t]))
     }
+
+    /// The bound of `k` occurrences in the body alone (`k < MEMO`), computed
+    /// once per block.
+    #[inline]
+    fn remembered(&mut self, term: &Term<'_>, t: usize, k: usize, params: &Params) -> f64 {
+        let memo = &mut self.memo[t];
+        if memo.known & (1 << k) == 0 {
+            memo.known |= 1 << k;
+            memo.bound[k] = saturate(params, term.idf, k as f64 * self.per_tf[t][3]);
+        }
+        memo.bound[k]
+    }
+}
+
+/// The four frequencies of a word of one-byte frequencies (title in the
+/// low byte).
+#[inline]
+pub(super) fn tfs_of(word: u32) -> [u16; 4] {
+    word.to_le_bytes().map(u16::from)
 }
 
 /// The block of entry `i` of `term`'s list. Blocks are BLOCK entries each

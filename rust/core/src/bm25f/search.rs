@@ -116,22 +116,20 @@ pub fn search_many(
 /// [`search`] over an index, among the positions set in `allowed` (all
 /// without it).
 ///
-/// Block-max MaxScore: the positions are walked in windows, each window
-/// inside one block of every token's list, so each token's block bound caps
-/// its score there. Per window, the tokens sorted by that bound; those whose
-/// bounds together cannot reach the current k-th score are non-essential,
-/// only looked at for concepts the others find; a window where no token is
-/// essential is skipped whole. Where more than one token is essential, or
-/// other tokens' lists are not much longer than the essential ones', the
-/// window is taken in stretches (`stretch.rs`): those lists read in one
-/// pass each, their bounds from frequencies at the block's shortest lengths
-/// summed per concept, and only concepts whose sum can reach the threshold
-/// scored. With one essential token alone, its list is walked document at a
-/// time, an entry whose frequencies fall short of what the threshold needs
-/// passed over in a tight scan. Every concept kept is scored with all its
-/// tokens in query order, so scores do not depend on pruning. The whole
-/// ranking (no `limit`) is taken term at a time instead (`taat.rs`), which
-/// nothing can prune.
+/// Block-max MaxScore over windows of [`STRETCH`] positions, each from the
+/// first position any token holds past the last: each token's bound in a
+/// window is the largest of its blocks' there; the tokens sorted by it;
+/// those whose bounds together cannot reach the current k-th score are
+/// non-essential, only looked at for concepts the others hold, and a window
+/// where no token is essential is passed over whole. The essential tokens'
+/// lists, and the others' not much longer, are read in one pass each
+/// (`stretch.rs`), their entries' bounds from frequencies at the block's
+/// shortest lengths summed per concept, and only concepts whose sum can
+/// reach the threshold are scored (one essential token alone: an entry
+/// short of what the threshold needs is passed over as it is read). Every
+/// concept kept is scored with all its tokens in query order, so scores do
+/// not depend on pruning. The whole ranking (no `limit`) is taken term at a
+/// time instead (`taat.rs`), which nothing can prune.
 pub fn search_index(
     index: &Bm25fIndex,
     tokens: &QueryTokens,
@@ -164,7 +162,8 @@ pub fn search_index(
     let mut stretch = Stretch::new();
     let mut from = 0u32;
     loop {
-        // The window: `STRETCH` concepts from the first any token holds.
+        // The window: `STRETCH` concepts from the first any token holds
+        // (every cursor is left at its first entry at or after it).
         let mut lo = u32::MAX;
         for (c, t) in cursors.iter_mut().zip(&terms) {
             c.seek(t, from);

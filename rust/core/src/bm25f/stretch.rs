@@ -1,7 +1,7 @@
 //! A stretch of concepts taken whole by the top-k (docs/spec.md §12.3):
 //! the bounds of the entries of several lists summed per concept.
 
-use super::cursor::{block_end, block_of, bound_x, Cursor, EntryBounds};
+use super::cursor::{block_end, block_of, bound_x, tfs_of, Cursor, EntryBounds};
 use super::Term;
 use super::{Norms, Params};
 
@@ -22,14 +22,14 @@ const LOOKUP: usize = 4;
 /// their order) is spread over many concepts.
 pub(super) const STRETCH: usize = 4096;
 
-/// A stretch of concepts `lo..=hi` inside a window, taken whole when more
-/// than one token is essential or read in full ([`GATHER`]): each such
-/// token's entries there are read in one pass and their bounds (from
-/// frequencies alone) summed per concept an essential token holds; then
-/// only the concepts whose sum, with the other tokens' bounds, can reach the
-/// threshold are scored. A tight loop per list instead of a merge of lists
-/// one concept at a time, and a bound from the entries a concept has rather
-/// than from the largest in each block.
+/// A window of concepts `lo..=hi`, taken whole: the lists of its essential
+/// tokens, and of the others gathered ([`GATHER`]), are read in one pass
+/// each and their entries' bounds (from frequencies alone) summed per
+/// concept an essential token holds; then only the concepts whose sum, with
+/// the other tokens' bounds, can reach the threshold are scored. A tight
+/// loop per list instead of a merge of lists one concept at a time, and a
+/// bound from the entries a concept has rather than from the largest in
+/// each block.
 pub(super) struct Stretch {
     /// Per concept `lo + o`: the sum of bounds at `o`, held when its bit in
     /// `seen` is set (0 when it is not).
@@ -47,7 +47,8 @@ impl Stretch {
 
     /// Sums the bounds of the entries of each token of `tokens`, then of
     /// `more` for the concepts `tokens` hold, naming a concept in `lo..=hi`
-    /// (`hi - lo < STRETCH`), from its cursor, which is moved to `lo` first.
+    /// (`hi - lo < STRETCH`), from its cursor, which is at its first entry
+    /// at or after `lo`.
     /// With `x_need > 0` (one token in `tokens`), its entries whose
     /// weighted frequency is bounded below `x_need` are left out.
     #[allow(clippy::too_many_arguments)]
@@ -64,54 +65,48 @@ impl Stretch {
     ) {
         for &t in tokens {
             let term = &terms[t];
-            cursors[t].seek(term, lo);
             let (from, to) = (cursors[t].at, entries_to(term, cursors[t].at, hi));
             let mut i = from;
             while i < to {
                 let j = block_of(term, i);
                 let end = block_end(term, j, to);
                 let per_tf = *bounds.enter(term, t, j, params, norms);
-                if x_need > 0.0 && term.list.wide.is_empty() {
-                    // One byte per frequency: an entry in the body alone
-                    // (nearly all) is tested as one 32-bit word.
-                    let lim = u64::from(body_floor(per_tf[3], x_need).min(256)) << 24;
-                    let bytes = &term.list.tfs[4 * i..4 * end];
-                    for (k, c) in (i..end).zip(bytes.chunks_exact(4)) {
-                        let word = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-                        if u64::from(word) < lim && word & 0x00FF_FFFF == 0 {
-                            continue;
-                        }
-                        let tfs = term.list.tfs(k);
-                        if word & 0x00FF_FFFF != 0 && bound_x(tfs, &per_tf) < x_need {
-                            continue;
-                        }
-                        let b = bounds.in_block(term, t, tfs, params);
-                        self.add(lo, term.list.docs[k], b);
-                    }
-                } else if x_need > 0.0 {
-                    let lim = body_floor(per_tf[3], x_need);
-                    for k in i..end {
-                        let tfs = term.list.tfs(k);
-                        let keep = if tfs[0] | tfs[1] | tfs[2] == 0 {
-                            u32::from(tfs[3]) >= lim
-                        } else {
-                            bound_x(tfs, &per_tf) >= x_need
-                        };
-                        if keep {
-                            let b = bounds.in_block(term, t, tfs, params);
-                            self.add(lo, term.list.docs[k], b);
-                        }
-                    }
-                } else if term.list.wide.is_empty() {
+                // With one essential token alone, an entry in the body alone
+                // is kept from this body frequency on.
+                let lim = if x_need > 0.0 {
+                    body_floor(per_tf[3], x_need)
+                } else {
+                    0
+                };
+                if term.list.wide.is_empty() {
+                    // One byte per frequency: an entry is one 32-bit word,
+                    // and one in the body alone (nearly all) one test.
+                    let lim = u64::from(lim.min(256)) << 24;
                     let bytes = &term.list.tfs[4 * i..4 * end];
                     for (&d, c) in term.list.docs[i..end].iter().zip(bytes.chunks_exact(4)) {
                         let word = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                        let alone = word & 0x00FF_FFFF == 0;
+                        if (alone && u64::from(word) < lim)
+                            || (!alone && x_need > 0.0 && bound_x(tfs_of(word), &per_tf) < x_need)
+                        {
+                            continue;
+                        }
                         let b = bounds.of_word(term, t, word, params);
                         self.add(lo, d, b);
                     }
                 } else {
                     for k in i..end {
-                        let b = bounds.in_block(term, t, term.list.tfs(k), params);
+                        let tfs = term.list.tfs(k);
+                        if x_need > 0.0
+                            && if tfs[0] | tfs[1] | tfs[2] == 0 {
+                                u32::from(tfs[3]) < lim
+                            } else {
+                                bound_x(tfs, &per_tf) < x_need
+                            }
+                        {
+                            continue;
+                        }
+                        let b = bounds.in_block(term, t, tfs, params);
                         self.add(lo, term.list.docs[k], b);
                     }
                 }
@@ -121,7 +116,6 @@ impl Stretch {
         let held: usize = self.seen.iter().map(|w| w.count_ones() as usize).sum();
         for &t in more {
             let term = &terms[t];
-            cursors[t].seek(term, lo);
             let (from, to) = (cursors[t].at, entries_to(term, cursors[t].at, hi));
             if to - from <= LOOKUP * held {
                 // Read in full: most of its entries are among the concepts held.
