@@ -1,8 +1,8 @@
 //! A cursor over one query token's list, and the bounds of the token's
 //! score in one entry from its frequencies alone (docs/spec.md §12.3).
 
-use super::{part, saturate, weighted_tf, Norms, Params, Term};
-use crate::index::bm25f::{Bm25fIndex, BLOCK};
+use super::{part, saturate, weighted_tf, Lengths, Norms, Params, Term};
+use crate::index::bm25f::BLOCK;
 
 /// A cursor over one token's list.
 pub(super) struct Cursor {
@@ -37,7 +37,7 @@ impl Cursor {
         &mut self,
         t: &Term<'_>,
         d: u32,
-        index: &Bm25fIndex,
+        lengths: &Lengths<'_>,
         params: &Params,
         norms: &Norms,
     ) -> f64 {
@@ -48,7 +48,7 @@ impl Cursor {
         self.at += 1;
         // A saved list naming a concept out of range (a tampered cache file:
         // its lists are not read at open, docs/spec.md §9.3) scores nothing.
-        weighted_tf(params, norms, tfs, index, d).unwrap_or(0.0)
+        weighted_tf(params, norms, tfs, lengths, d).unwrap_or(0.0)
     }
 }
 

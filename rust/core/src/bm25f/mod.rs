@@ -219,6 +219,25 @@ pub(crate) fn part(params: &Params, norms: &Norms, f: usize, tf: u16, len: u32) 
     (params.weights[f] * f64::from(tf)) / norms.norm(f, len)
 }
 
+/// The concepts' lengths, one slice per field, taken out of the index once
+/// per search: each entry scored reads one or more, and going through the
+/// index's array (which may be a view into the mapped cache file) each time
+/// re-slices it and checks it again.
+#[derive(Clone, Copy)]
+pub(crate) struct Lengths<'a>([&'a [u32]; 4]);
+
+impl<'a> Lengths<'a> {
+    pub(crate) fn of(index: &'a Bm25fIndex) -> Lengths<'a> {
+        Lengths(std::array::from_fn(|f| index.field_lengths(f)))
+    }
+
+    /// Concept `d`'s length in field `f` (`None` out of range).
+    #[inline]
+    fn get(&self, f: usize, d: u32) -> Option<u32> {
+        self.0[f].get(d as usize).copied()
+    }
+}
+
 /// `x(t, d)` (docs/spec.md §12.3): over the fields holding the token, in
 /// field order, `weight · tf / norm`, from the token's four frequencies in
 /// concept `d` and its lengths in those fields (`None` for a concept out of
@@ -228,13 +247,13 @@ pub(crate) fn weighted_tf(
     params: &Params,
     norms: &Norms,
     tfs: [u16; 4],
-    index: &Bm25fIndex,
+    lengths: &Lengths<'_>,
     d: u32,
 ) -> Option<f64> {
     let mut x = 0.0;
     for (f, &tf) in tfs.iter().enumerate() {
         if tf > 0 {
-            x += part(params, norms, f, tf, index.length(f, d)?);
+            x += part(params, norms, f, tf, lengths.get(f, d)?);
         }
     }
     Some(x)

@@ -6,7 +6,7 @@ use rayon::prelude::*;
 use super::cursor::{Cursor, EntryBounds};
 use super::stretch::{Stretch, GATHER, STRETCH};
 use super::topk::{Hit, TopK};
-use super::{allows, part, saturate, terms, Norms, Params, QueryTokens, Stats, Term};
+use super::{allows, part, saturate, terms, Lengths, Norms, Params, QueryTokens, Stats, Term};
 use crate::bundle::Bundle;
 use crate::index::bm25f::{Blocks, Bm25fIndex};
 use crate::score::tagged;
@@ -34,7 +34,7 @@ fn score_rest(
     terms: &[Term<'_>],
     cursors: &mut [Cursor],
     parts: &mut [f64],
-    index: &Bm25fIndex,
+    lengths: &Lengths<'_>,
     params: &Params,
     norms: &Norms,
 ) -> Option<f64> {
@@ -47,7 +47,7 @@ fn score_rest(
             }
             cursors[t].seek(&terms[t], d);
         }
-        let x = cursors[t].weighted_tf(&terms[t], d, index, params, norms);
+        let x = cursors[t].weighted_tf(&terms[t], d, lengths, params, norms);
         parts[t] = saturate(params, terms[t].idf, x);
         partial += parts[t];
     }
@@ -142,6 +142,7 @@ pub fn search_index(
         return Ranked::default();
     }
     let norms = Norms::new(params, stats);
+    let lengths = Lengths::of(index);
     let terms = terms(index, tokens, stats);
     if limit.is_none() {
         return super::taat::rank(index, &terms, params, &norms, allowed);
@@ -256,7 +257,7 @@ pub fn search_index(
                     &terms,
                     &mut cursors,
                     &mut parts,
-                    index,
+                    &lengths,
                     params,
                     &norms,
                 ) {

@@ -9,7 +9,7 @@ use std::cell::RefCell;
 
 use super::search::Ranked;
 use super::topk::{Hit, TopK};
-use super::{allows, saturate, weighted_tf, Norms, Params, Term};
+use super::{allows, saturate, weighted_tf, Lengths, Norms, Params, Term};
 use crate::index::bm25f::Bm25fIndex;
 
 thread_local! {
@@ -77,12 +77,13 @@ fn add(
     acc: &mut Accumulators<'_>,
 ) {
     let scores = &mut acc.scores[..index.len()];
+    let lengths = Lengths::of(index);
     for (e, &d) in t.list.docs.iter().enumerate() {
         let tfs = t.list.tfs(e);
         // A saved list naming a concept out of range (a tampered cache file:
         // its lists are not read at open, docs/spec.md §9.3) scores nothing.
         let (Some(x), Some(score)) = (
-            weighted_tf(params, norms, tfs, index, d),
+            weighted_tf(params, norms, tfs, &lengths, d),
             scores.get_mut(d as usize),
         ) else {
             continue;

@@ -147,7 +147,12 @@ impl Bm25fIndex {
     /// Concept `d`'s length in field `f` (`None` past the last concept).
     #[inline]
     pub fn length(&self, f: usize, d: u32) -> Option<u32> {
-        field_lengths(&self.lengths, f).get(d as usize).copied()
+        self.field_lengths(f).get(d as usize).copied()
+    }
+
+    /// Every concept's length in field `f`, by position.
+    pub fn field_lengths(&self, f: usize) -> &[u32] {
+        field_lengths(&self.lengths, f)
     }
 
     pub fn token_count(&self) -> usize {
