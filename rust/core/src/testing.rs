@@ -20,10 +20,35 @@ impl Rng {
 }
 
 /// A new empty directory for one test: `okfast-{module}-{name}-{pid}` under
-/// the system's temporary directory (whatever was there is removed first).
-pub fn scratch_dir(module: &str, name: &str) -> std::path::PathBuf {
+/// the system's temporary directory (whatever was there is removed first),
+/// removed again when the returned guard is dropped — at the end of the
+/// test, passed or failed — so runs leave nothing behind.
+pub fn scratch_dir(module: &str, name: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("okfast-{module}-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    Scratch(d)
+}
+
+/// A test's scratch directory ([`scratch_dir`]), removed on drop.
+pub struct Scratch(std::path::PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = std::path::Path;
+
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for Scratch {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }

@@ -1,7 +1,6 @@
 //! Loads, reopens through the cache file and refreshes, end to end.
 
 use std::fs;
-use std::path::PathBuf;
 
 use super::*;
 use crate::concept::Concept;
@@ -318,7 +317,7 @@ mod refresh {
 mod watch {
     use super::*;
 
-    fn scratch(name: &str) -> PathBuf {
+    fn scratch(name: &str) -> crate::testing::Scratch {
         let d = crate::testing::scratch_dir("watch", name);
         fs::create_dir_all(d.join("sub")).unwrap();
         fs::write(d.join("sub/a.md"), "---\ntype: T\ntitle: alpha\n---\none").unwrap();

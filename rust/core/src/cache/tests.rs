@@ -34,8 +34,12 @@ fn concepts(files: &[(String, FileStamp, FileOutcome)]) -> Vec<Concept> {
     files.iter().filter_map(|f| f.2.concept.clone()).collect()
 }
 
-fn scratch(name: &str) -> std::path::PathBuf {
-    crate::testing::scratch_dir("cache", name).join("c.okfc")
+/// A cache file's path in a new scratch directory, and the directory's
+/// guard (the directory goes when it is dropped).
+fn scratch(name: &str) -> (crate::testing::Scratch, std::path::PathBuf) {
+    let d = crate::testing::scratch_dir("cache", name);
+    let path = d.join("c.okfc");
+    (d, path)
 }
 
 /// Write the sample's cache to a new file at `path`; its bytes.
@@ -98,7 +102,7 @@ fn texts_written_in_groups_read_back() {
             (id, (src.len() as u64, i as u64), r)
         })
         .collect();
-    let path = scratch("groups");
+    let (_dir, path) = scratch("groups");
     written(&files, &path);
     let o = open(&path).unwrap();
     for (i, (_, _, r)) in files.iter().enumerate() {
@@ -115,7 +119,7 @@ fn texts_written_in_groups_read_back() {
 #[test]
 fn round_trip_with_texts_read_back() {
     let files = sample();
-    let path = scratch("round");
+    let (_dir, path) = scratch("round");
     written(&files, &path);
     let o = open(&path).unwrap();
     assert_eq!(o.written_ns, 42);
@@ -143,7 +147,7 @@ fn round_trip_with_texts_read_back() {
 fn the_saved_index_is_a_view_and_is_checked() {
     let files = sample();
     let cs = concepts(&files);
-    let path = scratch("index");
+    let (_dir, path) = scratch("index");
     written(&files, &path);
     let o = open(&path).unwrap();
     let (ix, ord) = o.index(LANG).unwrap();
@@ -168,7 +172,7 @@ fn the_saved_index_is_a_view_and_is_checked() {
 #[test]
 fn every_truncation_and_every_flipped_byte_is_caught() {
     let files = sample();
-    let path = scratch("flip");
+    let (_dir, path) = scratch("flip");
     let bytes = written(&files, &path);
     let o = open(&path).unwrap();
     let texts = o.text_section();

@@ -184,7 +184,7 @@ mod tests {
     use std::fs;
     use std::time::{Duration, UNIX_EPOCH};
 
-    fn scratch(name: &str) -> std::path::PathBuf {
+    fn scratch(name: &str) -> crate::testing::Scratch {
         crate::testing::scratch_dir("dir", name)
     }
 

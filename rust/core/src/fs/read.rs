@@ -229,9 +229,8 @@ pub fn read_some<T: From<FileOutcome> + Send>(
 mod tests {
     use super::*;
     use crate::fs::stamp::stamp;
-    use std::path::PathBuf;
 
-    fn scratch(name: &str) -> PathBuf {
+    fn scratch(name: &str) -> crate::testing::Scratch {
         crate::testing::scratch_dir("bundle", name)
     }
 
@@ -304,8 +303,12 @@ mod tests {
     #[test]
     fn a_fifo_in_place_of_a_concept_file_is_reported_not_waited_on() {
         let d = scratch("fifo-read");
-        let dir =
-            rustix::fs::open(&d, rustix::fs::OFlags::DIRECTORY, rustix::fs::Mode::empty()).unwrap();
+        let dir = rustix::fs::open(
+            &*d,
+            rustix::fs::OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
         rustix::fs::mknodat(
             &dir,
             "x.md",

@@ -558,7 +558,7 @@ mod tests {
     use std::fs;
     use std::time::{Duration, UNIX_EPOCH};
 
-    fn scratch(name: &str) -> PathBuf {
+    fn scratch(name: &str) -> crate::testing::Scratch {
         crate::testing::scratch_dir("walk", name)
     }
 
@@ -641,7 +641,7 @@ mod tests {
             .unwrap();
     }
 
-    fn tree(name: &str) -> PathBuf {
+    fn tree(name: &str) -> crate::testing::Scratch {
         let d = scratch(name);
         for f in [
             "a/x.md",
