@@ -37,6 +37,13 @@ pub struct Chunk {
 }
 
 impl Chunk {
+    /// Free the frequencies (`tfs`, `tag_tfs`), keeping the postings:
+    /// [`Chunk::entries`] is not asked for afterwards.
+    pub(super) fn drop_frequencies(&mut self) {
+        self.tfs = Vec::new();
+        self.tag_tfs = Vec::new();
+    }
+
     /// Local word `w`'s postings, each with its count in the field (for
     /// `tags_desc`: in the tags, high 16 bits, and in the description, low
     /// 16 bits).

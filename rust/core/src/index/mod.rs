@@ -131,7 +131,7 @@ impl Index {
         if let Some(e) = chunks.0.iter().flatten().find_map(|c| c.error.clone()) {
             return Err(e);
         }
-        let [a, b, c] = chunks.0;
+        let [mut a, mut b, mut c] = chunks.0;
         let (va, (vb, vc)) = rayon::join(
             || merge_vocab(&a, n),
             || rayon::join(|| merge_vocab(&b, n), || merge_vocab(&c, n)),
@@ -139,7 +139,7 @@ impl Index {
         // The BM25F index takes what it needs of the chunks first; then the
         // fields' postings are placed, each chunk dropped once placed, while
         // the BM25F lists are laid out from what it took.
-        let prepared = bm25f::prepare(analyzer, n, [&a, &b, &c], [&va, &vb, &vc]);
+        let prepared = bm25f::prepare(analyzer, n, [&mut a, &mut b, &mut c], [&va, &vb, &vc]);
         let (bm25f, ((title, tags), (tags_desc, body))) = rayon::join(
             || bm25f::finish(prepared),
             || {
@@ -316,6 +316,32 @@ pub(crate) mod tests {
                         "{n} concepts, field {k}, {term:?}"
                     );
                 }
+            }
+        }
+    }
+
+    /// Once the BM25F index has taken what it needs of the chunks, their
+    /// frequencies are gone (only it reads them): at scale they would
+    /// otherwise be held through the build's largest moment.
+    #[test]
+    fn the_bm25f_build_frees_the_chunks_frequencies() {
+        let mut rng = crate::testing::Rng(0x5851_F42D_4C95_7F2D);
+        let concepts = random_concepts(3000, &mut rng);
+        let n = concepts.len();
+        let [mut a, mut b, mut c] = chunk_fields(&concepts, 0, &Progress::default()).0;
+        let had: usize = [&a, &b, &c]
+            .iter()
+            .flat_map(|f| f.iter())
+            .map(|ch| ch.tfs.len())
+            .sum();
+        assert!(had > 0);
+        let (va, vb, vc) = (merge_vocab(&a, n), merge_vocab(&b, n), merge_vocab(&c, n));
+        let analyzer = Analyzer::new(Some(Language::English));
+        bm25f::prepare(&analyzer, n, [&mut a, &mut b, &mut c], [&va, &vb, &vc]);
+        for (k, field) in [&a, &b, &c].into_iter().enumerate() {
+            for ch in field {
+                assert!(ch.tfs.is_empty() && ch.tag_tfs.is_empty(), "field {k}");
+                assert!(!ch.postings.is_empty(), "field {k}: postings kept");
             }
         }
     }

@@ -28,47 +28,41 @@ pub struct Prepared {
 /// The BM25F index of `n` concepts, first half, from the per-field index's
 /// chunks and merged vocabularies (with each chunk's local → global word
 /// ids): the tokens, each chunk's lists by token, and the field lengths.
+/// Each chunk's frequencies, which only this reads, are freed as soon as
+/// its lists and lengths are taken, so that they and the lists taken from
+/// them are not all held at once (at scale, the build's largest moment).
 pub fn prepare(
     analyzer: &Analyzer,
     n: usize,
-    chunks: [&[Chunk]; 3],
+    chunks: [&mut [Chunk]; 3],
     fields: [&Vocab; 3],
 ) -> Prepared {
     let (vocab, token_starts, word_tokens) = tokens_of_words(analyzer, fields);
     let ranges = token_ranges(token_starts.len() - 1);
-    let (runs, field_lengths): (Vec<RangeRuns>, Vec<Vec<u32>>) = rayon::join(
-        || {
-            let distinct: Vec<Csr<(u32, u16)>> =
-                word_tokens.par_iter().map(distinct_tokens).collect();
-            // Per field, per chunk, per range; then regrouped by range.
-            let mut by_range: Vec<RangeRuns> = (0..ranges.1).map(|_| Default::default()).collect();
-            for k in 0..3 {
-                let per_chunk: Vec<Vec<Runs>> = (0..chunks[k].len())
-                    .into_par_iter()
-                    .map(|c| {
-                        let remap = &fields[k].remaps[c];
-                        Runs::of(&chunks[k][c], k, remap, &distinct[k], ranges)
-                    })
-                    .collect();
-                for chunk in per_chunk {
-                    for (r, runs) in chunk.into_iter().enumerate() {
-                        by_range[r][k].push(runs);
-                    }
-                }
+    let distinct: Vec<Csr<(u32, u16)>> = word_tokens.par_iter().map(distinct_tokens).collect();
+    // Per field, per chunk, per range; then regrouped by range.
+    let mut by_range: Vec<RangeRuns> = (0..ranges.1).map(|_| Default::default()).collect();
+    // Per BM25F field (`SOURCES`), every concept's length.
+    let mut lengths = vec![0u32; 4 * n];
+    for (k, chunks) in chunks.into_iter().enumerate() {
+        let per_chunk: Vec<(Vec<Runs>, ChunkLengths)> = chunks
+            .par_iter_mut()
+            .zip(&fields[k].remaps)
+            .map(|(chunk, remap)| {
+                let runs = Runs::of(chunk, k, remap, &distinct[k], ranges);
+                let lengths = chunk_lengths(chunk, k, remap, &word_tokens[k]);
+                chunk.drop_frequencies();
+                (runs, lengths)
+            })
+            .collect();
+        for (runs, chunk_lengths) in per_chunk {
+            for (r, runs) in runs.into_iter().enumerate() {
+                by_range[r][k].push(runs);
             }
-            by_range
-        },
-        || {
-            SOURCES
-                .par_iter()
-                .map(|&(k, half)| {
-                    lengths_of(n, chunks[k], &fields[k].remaps, &word_tokens[k], half)
-                })
-                .collect()
-        },
-    );
-    // Field by field (mod.rs: `lengths`).
-    let lengths: Vec<u32> = field_lengths.concat();
+            chunk_lengths.add_to(&mut lengths, n);
+        }
+    }
+    let runs = by_range;
     let totals = totals_of(&lengths);
     Prepared {
         language: analyzer.language(),
@@ -94,29 +88,66 @@ pub fn finish(p: Prepared) -> Bm25fIndex {
     )
 }
 
-/// Each field's length in tokens per concept: a word's frequency times its
-/// number of tokens, summed (stopping at `u32::MAX`).
-fn lengths_of(
-    n: usize,
-    chunks: &[Chunk],
-    remaps: &[Vec<u32>],
-    (wt_starts, _): &(Vec<u32>, Vec<u32>),
-    half: Option<bool>,
-) -> Vec<u32> {
-    let mut lengths = vec![0u32; n];
-    for (ch, remap) in chunks.iter().zip(remaps) {
-        for (w, &g) in remap.iter().enumerate() {
-            let toks = wt_starts[g as usize + 1] - wt_starts[g as usize];
-            if toks == 0 {
-                continue;
-            }
-            for (p, tf) in ch.entries(w) {
-                let l = &mut lengths[p as usize];
-                *l = l.saturating_add(u32::from(sub_tf(tf, half)).saturating_mul(toks));
+/// One chunk's part of the BM25F field lengths: for each BM25F field its
+/// per-field index field feeds (`SOURCES`), the lengths of the concepts from
+/// `lo` on (a chunk's concepts are consecutive positions).
+struct ChunkLengths {
+    lo: usize,
+    /// `(BM25F field, lengths)`.
+    fields: Vec<(usize, Vec<u32>)>,
+}
+
+impl ChunkLengths {
+    /// Add them to `lengths`, laid out field by field for `n` concepts
+    /// (stopping at `u32::MAX`, as each sum does).
+    fn add_to(&self, lengths: &mut [u32], n: usize) {
+        for (f, part) in &self.fields {
+            let to = &mut lengths[f * n + self.lo..f * n + self.lo + part.len()];
+            for (l, &x) in to.iter_mut().zip(part) {
+                *l = l.saturating_add(x);
             }
         }
     }
-    lengths
+}
+
+/// Chunk `ch` of per-field index field `k`'s part of each field's length in
+/// tokens per concept: a word's frequency times its number of tokens,
+/// summed (stopping at `u32::MAX`).
+fn chunk_lengths(
+    ch: &Chunk,
+    k: usize,
+    remap: &[u32],
+    (wt_starts, _): &(Vec<u32>, Vec<u32>),
+) -> ChunkLengths {
+    let (lo, hi) = ch
+        .postings
+        .iter()
+        .fold((u32::MAX, 0), |(lo, hi), &p| (lo.min(p), hi.max(p)));
+    let (lo, span) = if lo > hi {
+        (0, 0)
+    } else {
+        (lo as usize, (hi - lo) as usize + 1)
+    };
+    let fields = SOURCES
+        .iter()
+        .enumerate()
+        .filter(|(_, &(source, _))| source == k)
+        .map(|(f, &(_, half))| {
+            let mut lengths = vec![0u32; span];
+            for (w, &g) in remap.iter().enumerate() {
+                let toks = wt_starts[g as usize + 1] - wt_starts[g as usize];
+                if toks == 0 {
+                    continue;
+                }
+                for (p, tf) in ch.entries(w) {
+                    let l = &mut lengths[p as usize - lo];
+                    *l = l.saturating_add(u32::from(sub_tf(tf, half)).saturating_mul(toks));
+                }
+            }
+            (f, lengths)
+        })
+        .collect();
+    ChunkLengths { lo, fields }
 }
 
 /// Each field's words as tokens (CSR over the field's word ids: a word's
