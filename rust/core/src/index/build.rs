@@ -23,7 +23,12 @@ use crate::text::{fold_into, for_each_folded_word};
 pub struct Chunk {
     pub(super) words: Interner,
     pub(super) starts: Vec<u32>,
-    pub(super) postings: Vec<u32>,
+    /// The chunk's first position: its concepts are at most [`CHUNK_MAX`]
+    /// consecutive positions from it.
+    pub(super) base: u32,
+    /// Each posting's position less `base`: two bytes instead of four for
+    /// the largest array the chunks hold until the fields are merged.
+    pub(super) postings: Vec<u16>,
     /// Beside each posting, how often the word occurs in that concept's
     /// field (for `tags_desc`, in its description), stopping at `u16::MAX`.
     pub(super) tfs: Vec<u16>,
@@ -36,7 +41,27 @@ pub struct Chunk {
     pub(super) error: Option<TextError>,
 }
 
+/// The most concepts in one chunk: each posting's offset from the chunk's
+/// first position fits in 16 bits.
+pub(super) const CHUNK_MAX: usize = 1 << 16;
+
 impl Chunk {
+    /// Local word `w`'s positions, ascending.
+    pub(super) fn positions(&self, w: usize) -> impl Iterator<Item = u32> + '_ {
+        let base = self.base;
+        self.postings[self.starts[w] as usize..self.starts[w + 1] as usize]
+            .iter()
+            .map(move |&o| base + u32::from(o))
+    }
+
+    /// The smallest and largest position of any posting (`None` without
+    /// one).
+    pub(super) fn span(&self) -> Option<(u32, u32)> {
+        let lo = self.postings.iter().min()?;
+        let hi = self.postings.iter().max()?;
+        Some((self.base + u32::from(*lo), self.base + u32::from(*hi)))
+    }
+
     /// Free the frequencies (`tfs`, `tag_tfs`), keeping the postings:
     /// [`Chunk::entries`] is not asked for afterwards.
     pub(super) fn drop_frequencies(&mut self) {
@@ -50,13 +75,14 @@ impl Chunk {
     pub(super) fn entries(&self, w: usize) -> impl Iterator<Item = (u32, u32)> + '_ {
         let range = self.starts[w] as usize..self.starts[w + 1] as usize;
         let tags = self.tag_tfs.get(range.clone()).unwrap_or(&[]);
+        let base = self.base;
         self.postings[range.clone()]
             .iter()
             .zip(&self.tfs[range])
             .enumerate()
-            .map(move |(i, (&p, &tf))| {
+            .map(move |(i, (&o, &tf))| {
                 let hi = tags.get(i).map_or(0, |&t| u32::from(t) << 16);
-                (p, hi | u32::from(tf))
+                (base + u32::from(o), hi | u32::from(tf))
             })
     }
 }
@@ -77,12 +103,15 @@ fn one_more(tf: u32, field: Field, sub: usize) -> u32 {
     }
 }
 
+/// The chunk of field `field` of `concepts` (at most [`CHUNK_MAX`]), at
+/// positions from `base` on.
 pub fn chunk_words<C: Borrow<Concept>>(
     concepts: &[C],
     base: u32,
     field: Field,
     progress: &Progress,
 ) -> Chunk {
+    assert!(concepts.len() <= CHUNK_MAX, "a chunk's offsets fit 16 bits");
     let mut words = Interner::default();
     // The (word, concept) pairs, concept by concept: concept `k`'s words are
     // `pair_word[ends[k - 1]..ends[k]]` (its position is implicit, which
@@ -140,16 +169,17 @@ pub fn chunk_words<C: Borrow<Concept>>(
         starts[i] += starts[i - 1];
     }
     let mut cursor = starts.clone();
-    let mut postings = vec![0u32; pair_word.len()];
+    let mut postings = vec![0u16; pair_word.len()];
     let mut tfs = vec![0u16; pair_word.len()];
     let halves = field == Field::TagsDesc;
     let mut tag_tfs = vec![0u16; if halves { pair_word.len() } else { 0 }];
     let mut from = 0;
     for (k, &end) in ends.iter().enumerate() {
-        let pos = base + k as u32;
+        // Below CHUNK_MAX (asserted above).
+        let offset = k as u16;
         for (&w, &tf) in pair_word[from..end].iter().zip(&pair_tf[from..end]) {
             let at = cursor[w as usize] as usize;
-            postings[at] = pos;
+            postings[at] = offset;
             // `one_more` keeps each half below 2^16.
             tfs[at] = tf as u16;
             if halves {
@@ -162,6 +192,7 @@ pub fn chunk_words<C: Borrow<Concept>>(
     Chunk {
         words,
         starts,
+        base,
         postings,
         tfs,
         tag_tfs,
@@ -185,7 +216,7 @@ pub fn chunk_fields<C: Borrow<Concept> + Sync>(
     progress: &Progress,
 ) -> Chunks {
     let threads = rayon::current_num_threads().max(1);
-    let size = concepts.len().div_ceil(threads * 2).max(256);
+    let size = concepts.len().div_ceil(threads * 2).clamp(256, CHUNK_MAX);
     let slices = concepts.len().div_ceil(size);
     let tasks: Vec<(usize, usize)> = [2usize, 1, 0]
         .iter()
@@ -424,17 +455,20 @@ fn place(
     let mut cursor: Vec<u64> = post_starts[..n_words].to_vec();
     for (ch, remap) in chunks.into_iter().zip(remaps) {
         for (w, &g) in remap.iter().enumerate() {
-            let list = &ch.postings[ch.starts[w] as usize..ch.starts[w + 1] as usize];
+            let list = ch.positions(w);
             let g = g as usize;
             match dense_slot[g] {
                 NOT_DENSE => {
                     let at = cursor[g] as usize;
-                    postings[at..at + list.len()].copy_from_slice(list);
-                    cursor[g] += list.len() as u64;
+                    let len = (ch.starts[w + 1] - ch.starts[w]) as usize;
+                    for (out, p) in postings[at..at + len].iter_mut().zip(list) {
+                        *out = p;
+                    }
+                    cursor[g] += len as u64;
                 }
                 slot => {
                     let bits = &mut dense_bits[slot as usize * bitset_words..][..bitset_words];
-                    for &p in list {
+                    for p in list {
                         bits[p as usize >> 6] |= 1 << (p & 63);
                     }
                 }

@@ -320,6 +320,39 @@ pub(crate) mod tests {
         }
     }
 
+    /// More concepts than two chunks hold, built on one thread (two slices
+    /// of them otherwise): the slices are cut at `CHUNK_MAX`, and a word of
+    /// the last concepts is found at their positions, past what 16 bits
+    /// count.
+    #[test]
+    fn slices_longer_than_a_chunk_holds_are_cut() {
+        let n = 2 * build::CHUNK_MAX + 1000;
+        let concepts: Vec<Concept> = (0..n)
+            .map(|i| {
+                let word = if i >= n - 3 { "zebra" } else { "plain" };
+                let src = format!("---\ntype: t\ntitle: t{}\n---\n{word}\n", i % 7);
+                read_concept(&format!("c{i}"), "c.md", src.as_bytes())
+                    .concept
+                    .unwrap()
+            })
+            .collect();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let chunks = pool.install(|| chunk_fields(&concepts, 0, &Progress::default()));
+        assert_eq!(chunks.0[2].len(), 3);
+        let ix =
+            pool.install(|| Index::from_chunks(chunks, &concepts, &Analyzer::new(None)).unwrap());
+        let last: Vec<u32> = (n as u32 - 3..n as u32).collect();
+        assert_eq!(found(&ix, 2, "zebra", n), last);
+        let zebra = ix
+            .bm25f
+            .token_id(&Analyzer::new(None).tokens("zebra")[0])
+            .unwrap();
+        assert_eq!(ix.bm25f.list(zebra).docs, &last[..]);
+    }
+
     /// Once the BM25F index has taken what it needs of the chunks, their
     /// frequencies are gone (only it reads them): at scale they would
     /// otherwise be held through the build's largest moment.

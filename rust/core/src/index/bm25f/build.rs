@@ -119,14 +119,9 @@ fn chunk_lengths(
     remap: &[u32],
     (wt_starts, _): &(Vec<u32>, Vec<u32>),
 ) -> ChunkLengths {
-    let (lo, hi) = ch
-        .postings
-        .iter()
-        .fold((u32::MAX, 0), |(lo, hi), &p| (lo.min(p), hi.max(p)));
-    let (lo, span) = if lo > hi {
-        (0, 0)
-    } else {
-        (lo as usize, (hi - lo) as usize + 1)
+    let (lo, span) = match ch.span() {
+        Some((lo, hi)) => (lo as usize, (hi - lo) as usize + 1),
+        None => (0, 0),
     };
     let fields = SOURCES
         .iter()

@@ -86,14 +86,9 @@ impl Runs {
         // The chunk's positions, for a token whose words together hold many
         // of them: their frequencies added up in one slot per position, read
         // back in order, rather than sorted.
-        let (lo, hi) = ch
-            .postings
-            .iter()
-            .fold((u32::MAX, 0), |(lo, hi), &p| (lo.min(p), hi.max(p)));
-        let (base, span) = if lo > hi {
-            (0, 0)
-        } else {
-            (lo, (hi - lo) as usize + 1)
+        let (base, span) = match ch.span() {
+            Some((lo, hi)) => (lo, (hi - lo) as usize + 1),
+            None => (0, 0),
         };
         let mut dense: Vec<(u16, u16)> = Vec::new();
         let mut scratch: Vec<(u32, u16, u16)> = Vec::new();
