@@ -170,7 +170,7 @@ impl Merger {
                 let r = &runs[k][j];
                 for e in x..y {
                     let b = if k == 1 { r.b[e] } else { 0 };
-                    f(r.positions[e], tfs_of(k, r.a[e], b));
+                    f(r.position(e), tfs_of(k, r.a[e], b));
                 }
             }
             return;
@@ -186,9 +186,9 @@ impl Merger {
             for &(j, x, y) in spans {
                 let r = &runs[k][j];
                 if k == 1 {
-                    list.extend((x..y).map(|e| (r.positions[e], r.a[e], r.b[e])));
+                    list.extend((x..y).map(|e| (r.position(e), r.a[e], r.b[e])));
                 } else {
-                    list.extend((x..y).map(|e| (r.positions[e], r.a[e], 0)));
+                    list.extend((x..y).map(|e| (r.position(e), r.a[e], 0)));
                 }
             }
             // A sentinel past every position: the merge needs no end tests.

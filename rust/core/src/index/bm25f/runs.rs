@@ -29,7 +29,12 @@ pub(super) fn sub_tf(tf: u32, half: Option<bool>) -> u16 {
 pub(super) struct Runs {
     pub(super) tokens: Vec<u32>,
     pub(super) starts: Vec<u32>,
-    pub(super) positions: Vec<u32>,
+    /// The first position of the chunk the runs come from.
+    base: u32,
+    /// Each entry's position less `base` (a chunk's offsets fit 16 bits):
+    /// the runs of every chunk are held until they are laid out, so two
+    /// bytes an entry instead of four lower the build's peak at scale.
+    offsets: Vec<u16>,
     pub(super) a: Vec<u16>,
     /// Empty but for `tags_desc`.
     pub(super) b: Vec<u16>,
@@ -77,7 +82,8 @@ impl Runs {
         let mut out: Vec<Runs> = most
             .iter()
             .map(|&most| Runs {
-                positions: Vec::with_capacity(most),
+                base: ch.base,
+                offsets: Vec::with_capacity(most),
                 a: Vec::with_capacity(most),
                 b: Vec::with_capacity(if halves { most } else { 0 }),
                 ..Runs::default()
@@ -109,7 +115,7 @@ impl Runs {
                 (a, b)
             };
             let held: usize = words.iter().map(|&(_, w, _)| held_by(w as usize)).sum();
-            let from = runs.positions.len();
+            let from = runs.offsets.len();
             if words.len() > 1 && held >= span / 8 {
                 dense.resize(span, (0, 0));
                 for &(_, w, times) in words {
@@ -149,7 +155,7 @@ impl Runs {
                     scratch.sort_unstable_by_key(|e| e.0);
                 }
                 for &(p, a, b) in &scratch {
-                    if runs.positions.len() > from && runs.positions.last() == Some(&p) {
+                    if runs.offsets.len() > from && runs.last() == Some(p) {
                         let last = runs.a.len() - 1;
                         runs.a[last] = runs.a[last].saturating_add(a);
                         if halves {
@@ -160,24 +166,37 @@ impl Runs {
                     }
                 }
             }
-            if runs.positions.len() > from {
+            if runs.offsets.len() > from {
                 runs.tokens.push(t);
                 runs.starts.push(from as u32);
             }
             i = j;
         }
         for runs in &mut out {
-            runs.starts.push(runs.positions.len() as u32);
+            runs.starts.push(runs.offsets.len() as u32);
         }
         out
     }
 
     fn push(&mut self, p: u32, a: u16, b: u16, halves: bool) {
-        self.positions.push(p);
+        // Every position of the chunk is at most CHUNK_MAX past its base.
+        self.offsets.push((p - self.base) as u16);
         self.a.push(a);
         if halves {
             self.b.push(b);
         }
+    }
+
+    /// Entry `e`'s position.
+    #[inline]
+    pub(super) fn position(&self, e: usize) -> u32 {
+        self.base + u32::from(self.offsets[e])
+    }
+
+    /// The last entry's position.
+    fn last(&self) -> Option<u32> {
+        let e = self.offsets.len().checked_sub(1)?;
+        Some(self.position(e))
     }
 
     /// The index of the first token `>= t`.
