@@ -62,6 +62,13 @@ impl Chunk {
         Some((self.base + u32::from(*lo), self.base + u32::from(*hi)))
     }
 
+    /// Free the words, keeping the postings by local word id: once the
+    /// field's vocabulary is merged (with this chunk's local → global ids)
+    /// the words are not asked for again.
+    pub(super) fn drop_words(&mut self) {
+        self.words.release();
+    }
+
     /// Free the frequencies (`tfs`, `tag_tfs`), keeping the postings:
     /// [`Chunk::entries`] is not asked for afterwards.
     pub(super) fn drop_frequencies(&mut self) {
@@ -289,12 +296,18 @@ pub fn merge_vocab(chunks: &[Chunk], n: usize) -> Vocab {
     }
 }
 
-/// One field's index from its chunks (in position order) over `n` concepts,
-/// with its merged vocabulary (shared with the BM25F build, so copied).
-/// The field's index from its chunks, each dropped once its postings are
-/// placed: a large load does not hold every chunk until the end.
-pub fn merge_field(chunks: Vec<Chunk>, n: usize, v: &Vocab) -> FieldIndex {
-    let (vocab, word_starts, remaps) = (v.vocab.clone(), v.word_starts.clone(), &v.remaps);
+/// One field's index from its chunks (in position order) over `n` concepts
+/// and its merged vocabulary, both taken (the BM25F build has read what it
+/// needs of them): the vocabulary's words become the index's, not a copy,
+/// and each chunk is dropped once its postings are placed, so a large load
+/// does not hold every chunk until the end.
+pub fn merge_field(chunks: Vec<Chunk>, n: usize, v: Vocab) -> FieldIndex {
+    let Vocab {
+        vocab,
+        word_starts,
+        remaps,
+    } = v;
+    let remaps = &remaps;
     let n_words = word_starts.len() - 1;
     let mut counts = vec![0u64; n_words];
     for (ch, remap) in chunks.iter().zip(remaps) {

@@ -95,6 +95,15 @@ impl Interner {
         self.table = Vec::new();
     }
 
+    /// Drop the words too: for an interner whose ids have been mapped
+    /// elsewhere and whose words are not asked for again (a chunk's, once
+    /// the field's vocabulary is merged). It is then empty.
+    pub fn release(&mut self) {
+        self.table = Vec::new();
+        self.arena = Vec::new();
+        self.starts = vec![0];
+    }
+
     pub fn len(&self) -> usize {
         self.starts.len() - 1
     }
@@ -199,6 +208,21 @@ mod tests {
             }
             assert!(!same(&a, &a[..n.saturating_sub(1)]) || n == 0);
         }
+    }
+
+    /// A released interner holds nothing, and interns from id 0 again.
+    #[test]
+    fn a_released_interner_is_empty_and_usable() {
+        let mut it = Interner::default();
+        for w in ["alpha", "beta", "gamma"] {
+            it.intern(w.as_bytes());
+        }
+        it.release();
+        assert!(it.is_empty());
+        assert!(it.arena.is_empty());
+        assert_eq!(it.intern(b"beta"), (0, true));
+        assert_eq!(it.intern(b"beta"), (0, false));
+        assert_eq!(it.word(0), b"beta");
     }
 
     #[test]

@@ -136,6 +136,11 @@ impl Index {
             || merge_vocab(&a, n),
             || rayon::join(|| merge_vocab(&b, n), || merge_vocab(&c, n)),
         );
+        // The merged vocabularies hold the words now; the chunks keep only
+        // their local ids' postings.
+        for chunk in a.iter_mut().chain(&mut b).chain(&mut c) {
+            chunk.drop_words();
+        }
         // The BM25F index takes what it needs of the chunks first; then the
         // fields' postings are placed, each chunk dropped once placed, while
         // the BM25F lists are laid out from what it took.
@@ -144,8 +149,8 @@ impl Index {
             || bm25f::finish(prepared),
             || {
                 rayon::join(
-                    || rayon::join(|| merge_field(a, n, &va), || tag_lists(concepts)),
-                    || rayon::join(|| merge_field(b, n, &vb), || merge_field(c, n, &vc)),
+                    || rayon::join(|| merge_field(a, n, va), || tag_lists(concepts)),
+                    || rayon::join(|| merge_field(b, n, vb), || merge_field(c, n, vc)),
                 )
             },
         );
