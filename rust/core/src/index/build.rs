@@ -26,6 +26,9 @@ pub struct Chunk {
     /// The chunk's first position: its concepts are at most [`CHUNK_MAX`]
     /// consecutive positions from it.
     pub(super) base: u32,
+    /// How many concepts it covers (fewer than it was given when a body
+    /// could not be read back): every offset is below it.
+    pub(super) concepts: usize,
     /// Each posting's position less `base`: two bytes instead of four for
     /// the largest array the chunks hold until the fields are merged.
     pub(super) postings: Vec<u16>,
@@ -54,14 +57,6 @@ impl Chunk {
             .map(move |&o| base + u32::from(o))
     }
 
-    /// The smallest and largest position of any posting (`None` without
-    /// one).
-    pub(super) fn span(&self) -> Option<(u32, u32)> {
-        let lo = self.postings.iter().min()?;
-        let hi = self.postings.iter().max()?;
-        Some((self.base + u32::from(*lo), self.base + u32::from(*hi)))
-    }
-
     /// Free the words, keeping the postings by local word id: once the
     /// field's vocabulary is merged (with this chunk's local → global ids)
     /// the words are not asked for again.
@@ -76,20 +71,19 @@ impl Chunk {
         self.tag_tfs = Vec::new();
     }
 
-    /// Local word `w`'s postings, each with its count in the field (for
-    /// `tags_desc`: in the tags, high 16 bits, and in the description, low
-    /// 16 bits).
-    pub(super) fn entries(&self, w: usize) -> impl Iterator<Item = (u32, u32)> + '_ {
+    /// Local word `w`'s postings as offsets from `base`, each with its count
+    /// in the field (for `tags_desc`: in the tags, high 16 bits, and in the
+    /// description, low 16 bits).
+    pub(super) fn entries(&self, w: usize) -> impl Iterator<Item = (u16, u32)> + '_ {
         let range = self.starts[w] as usize..self.starts[w + 1] as usize;
         let tags = self.tag_tfs.get(range.clone()).unwrap_or(&[]);
-        let base = self.base;
         self.postings[range.clone()]
             .iter()
             .zip(&self.tfs[range])
             .enumerate()
             .map(move |(i, (&o, &tf))| {
                 let hi = tags.get(i).map_or(0, |&t| u32::from(t) << 16);
-                (base + u32::from(o), hi | u32::from(tf))
+                (o, hi | u32::from(tf))
             })
     }
 }
@@ -200,6 +194,7 @@ pub fn chunk_words<C: Borrow<Concept>>(
         words,
         starts,
         base,
+        concepts: ends.len(),
         postings,
         tfs,
         tag_tfs,

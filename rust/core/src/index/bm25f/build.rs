@@ -59,7 +59,7 @@ pub fn prepare(
             for (r, runs) in runs.into_iter().enumerate() {
                 by_range[r][k].push(runs);
             }
-            chunk_lengths.add_to(&mut lengths, n);
+            chunk_lengths.write_into(&mut lengths, n);
         }
     }
     let runs = by_range;
@@ -89,8 +89,8 @@ pub fn finish(p: Prepared) -> Bm25fIndex {
 }
 
 /// One chunk's part of the BM25F field lengths: for each BM25F field its
-/// per-field index field feeds (`SOURCES`), the lengths of the concepts from
-/// `lo` on (a chunk's concepts are consecutive positions).
+/// per-field index field feeds (`SOURCES`), the lengths of its concepts,
+/// which are consecutive positions from `lo`.
 struct ChunkLengths {
     lo: usize,
     /// `(BM25F field, lengths)`.
@@ -98,14 +98,11 @@ struct ChunkLengths {
 }
 
 impl ChunkLengths {
-    /// Add them to `lengths`, laid out field by field for `n` concepts
-    /// (stopping at `u32::MAX`, as each sum does).
-    fn add_to(&self, lengths: &mut [u32], n: usize) {
+    /// Write them into `lengths`, laid out field by field for `n` concepts:
+    /// a concept is in one chunk of each field, so nothing else adds to it.
+    fn write_into(&self, lengths: &mut [u32], n: usize) {
         for (f, part) in &self.fields {
-            let to = &mut lengths[f * n + self.lo..f * n + self.lo + part.len()];
-            for (l, &x) in to.iter_mut().zip(part) {
-                *l = l.saturating_add(x);
-            }
+            lengths[f * n + self.lo..f * n + self.lo + part.len()].copy_from_slice(part);
         }
     }
 }
@@ -119,30 +116,29 @@ fn chunk_lengths(
     remap: &[u32],
     (wt_starts, _): &(Vec<u32>, Vec<u32>),
 ) -> ChunkLengths {
-    let (lo, span) = match ch.span() {
-        Some((lo, hi)) => (lo as usize, (hi - lo) as usize + 1),
-        None => (0, 0),
-    };
     let fields = SOURCES
         .iter()
         .enumerate()
         .filter(|(_, &(source, _))| source == k)
         .map(|(f, &(_, half))| {
-            let mut lengths = vec![0u32; span];
+            let mut lengths = vec![0u32; ch.concepts];
             for (w, &g) in remap.iter().enumerate() {
                 let toks = wt_starts[g as usize + 1] - wt_starts[g as usize];
                 if toks == 0 {
                     continue;
                 }
-                for (p, tf) in ch.entries(w) {
-                    let l = &mut lengths[p as usize - lo];
+                for (o, tf) in ch.entries(w) {
+                    let l = &mut lengths[usize::from(o)];
                     *l = l.saturating_add(u32::from(sub_tf(tf, half)).saturating_mul(toks));
                 }
             }
             (f, lengths)
         })
         .collect();
-    ChunkLengths { lo, fields }
+    ChunkLengths {
+        lo: ch.base as usize,
+        fields,
+    }
 }
 
 /// Each field's words as tokens (CSR over the field's word ids: a word's

@@ -89,15 +89,12 @@ impl Runs {
                 ..Runs::default()
             })
             .collect();
-        // The chunk's positions, for a token whose words together hold many
-        // of them: their frequencies added up in one slot per position, read
+        // The chunk's concepts, for a token whose words together hold many
+        // of them: their frequencies added up in one slot per concept, read
         // back in order, rather than sorted.
-        let (base, span) = match ch.span() {
-            Some((lo, hi)) => (lo, (hi - lo) as usize + 1),
-            None => (0, 0),
-        };
+        let span = ch.concepts;
         let mut dense: Vec<(u16, u16)> = Vec::new();
-        let mut scratch: Vec<(u32, u16, u16)> = Vec::new();
+        let mut scratch: Vec<(u16, u16, u16)> = Vec::new();
         let mut i = 0;
         while i < pairs.len() {
             let t = pairs[i].0;
@@ -119,33 +116,34 @@ impl Runs {
             if words.len() > 1 && held >= span / 8 {
                 dense.resize(span, (0, 0));
                 for &(_, w, times) in words {
-                    for (p, tf) in entries(w) {
+                    for (o, tf) in entries(w) {
                         let (a, b) = tf_of(tf, times);
-                        let slot = &mut dense[(p - base) as usize];
+                        let slot = &mut dense[usize::from(o)];
                         *slot = (slot.0.saturating_add(a), slot.1.saturating_add(b));
                     }
                 }
                 for (x, slot) in dense.iter_mut().enumerate() {
                     if *slot != (0, 0) {
-                        runs.push(base + x as u32, slot.0, slot.1, halves);
+                        // Below the chunk's concepts, which fit 16 bits.
+                        runs.push(x as u16, slot.0, slot.1, halves);
                         *slot = (0, 0);
                     }
                 }
             } else if let [(_, w, times)] = *words {
                 // One word: its postings ascend and are distinct already.
-                for (p, tf) in entries(w) {
+                for (o, tf) in entries(w) {
                     let (a, b) = tf_of(tf, times);
                     if a > 0 || b > 0 {
-                        runs.push(p, a, b, halves);
+                        runs.push(o, a, b, halves);
                     }
                 }
             } else {
                 scratch.clear();
                 for &(_, w, times) in words {
-                    for (p, tf) in entries(w) {
+                    for (o, tf) in entries(w) {
                         let (a, b) = tf_of(tf, times);
                         if a > 0 || b > 0 {
-                            scratch.push((p, a, b));
+                            scratch.push((o, a, b));
                         }
                     }
                 }
@@ -154,15 +152,15 @@ impl Runs {
                     // and a concept holding two of the words is one entry.
                     scratch.sort_unstable_by_key(|e| e.0);
                 }
-                for &(p, a, b) in &scratch {
-                    if runs.offsets.len() > from && runs.last() == Some(p) {
+                for &(o, a, b) in &scratch {
+                    if runs.offsets.len() > from && runs.offsets.last() == Some(&o) {
                         let last = runs.a.len() - 1;
                         runs.a[last] = runs.a[last].saturating_add(a);
                         if halves {
                             runs.b[last] = runs.b[last].saturating_add(b);
                         }
                     } else {
-                        runs.push(p, a, b, halves);
+                        runs.push(o, a, b, halves);
                     }
                 }
             }
@@ -178,9 +176,8 @@ impl Runs {
         out
     }
 
-    fn push(&mut self, p: u32, a: u16, b: u16, halves: bool) {
-        // Every position of the chunk is at most CHUNK_MAX past its base.
-        self.offsets.push((p - self.base) as u16);
+    fn push(&mut self, offset: u16, a: u16, b: u16, halves: bool) {
+        self.offsets.push(offset);
         self.a.push(a);
         if halves {
             self.b.push(b);
@@ -191,12 +188,6 @@ impl Runs {
     #[inline]
     pub(super) fn position(&self, e: usize) -> u32 {
         self.base + u32::from(self.offsets[e])
-    }
-
-    /// The last entry's position.
-    fn last(&self) -> Option<u32> {
-        let e = self.offsets.len().checked_sub(1)?;
-        Some(self.position(e))
     }
 
     /// The index of the first token `>= t`.
