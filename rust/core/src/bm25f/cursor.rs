@@ -2,7 +2,7 @@
 //! score in one entry from its frequencies alone (docs/spec.md §12.3).
 
 use super::{part, saturate, weighted_tf, Lengths, Norms, Params, Term};
-use crate::index::bm25f::BLOCK;
+use crate::index::bm25f::{tfs_of, BLOCK};
 
 /// A cursor over one token's list.
 pub(super) struct Cursor {
@@ -148,13 +148,6 @@ impl EntryBounds {
         }
         memo.bound[k]
     }
-}
-
-/// The four frequencies of a word of one-byte frequencies (title in the
-/// low byte).
-#[inline]
-pub(super) fn tfs_of(word: u32) -> [u16; 4] {
-    word.to_le_bytes().map(u16::from)
 }
 
 /// The block of entry `i` of `term`'s list. Blocks are BLOCK entries each

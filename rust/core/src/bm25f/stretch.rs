@@ -1,9 +1,10 @@
 //! A stretch of concepts taken whole by the top-k (docs/spec.md §12.3):
 //! the bounds of the entries of several lists summed per concept.
 
-use super::cursor::{block_end, block_of, bound_x, tfs_of, Cursor, EntryBounds};
+use super::cursor::{block_end, block_of, bound_x, Cursor, EntryBounds};
 use super::Term;
 use super::{Norms, Params};
+use crate::index::bm25f::tfs_of;
 
 /// A non-essential token's list is read in full in a stretch when it is at
 /// most this many times as long as the essential tokens' lists together:
@@ -66,6 +67,7 @@ impl Stretch {
         for &t in tokens {
             let term = &terms[t];
             let (from, to) = (cursors[t].at, entries_to(term, cursors[t].at, hi));
+            let mut words = term.list.words(from);
             let mut i = from;
             while i < to {
                 let j = block_of(term, i);
@@ -82,9 +84,7 @@ impl Stretch {
                     // One byte per frequency: an entry is one 32-bit word,
                     // and one in the body alone (nearly all) one test.
                     let lim = u64::from(lim.min(256)) << 24;
-                    let bytes = &term.list.tfs[4 * i..4 * end];
-                    for (&d, c) in term.list.docs[i..end].iter().zip(bytes.chunks_exact(4)) {
-                        let word = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                    for (d, word) in words.by_ref().take(end - i) {
                         let alone = word & 0x00FF_FFFF == 0;
                         if (alone && u64::from(word) < lim)
                             || (!alone && x_need > 0.0 && bound_x(tfs_of(word), &per_tf) < x_need)

@@ -78,8 +78,7 @@ fn add(
 ) {
     let scores = &mut acc.scores[..index.len()];
     let lengths = Lengths::of(index);
-    for (e, &d) in t.list.docs.iter().enumerate() {
-        let tfs = t.list.tfs(e);
+    for (d, tfs) in t.list.entries() {
         // A saved list naming a concept out of range (a tampered cache file:
         // its lists are not read at open, docs/spec.md §9.3) scores nothing.
         let (Some(x), Some(score)) = (

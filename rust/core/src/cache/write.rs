@@ -449,7 +449,9 @@ fn index_out<W: Write>(
     p.array::<u32>(&b.token_starts)?;
     p.array::<u64>(&b.starts)?;
     p.array::<u32>(&b.docs)?;
-    p.array::<u8>(&b.tfs)?;
+    p.array::<u8>(&b.body)?;
+    p.array::<u64>(&b.head_dir)?;
+    p.array::<u32>(&b.head_words)?;
     p.array::<u32>(&b.wide_tokens)?;
     p.array::<u64>(&b.wide_starts)?;
     p.array::<u16>(&b.wide_tfs)?;

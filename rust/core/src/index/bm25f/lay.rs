@@ -9,6 +9,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
+use super::list::is_head;
 use super::runs::Runs;
 use super::share::{blocks_of, Laid, Share, Wide};
 
@@ -37,7 +38,7 @@ pub(super) fn lay(n_tokens: usize, runs: Vec<RangeRuns>, lengths: &[u32]) -> (La
     let ranges: Vec<Range<usize>> = (0..runs.len())
         .map(|r| r * per..((r + 1) * per).min(n_tokens))
         .collect();
-    let counts: Vec<Vec<u32>> = ranges
+    let counts: Vec<Vec<(u32, u32)>> = ranges
         .par_iter()
         .zip(&runs)
         .map(|(r, rr)| {
@@ -46,14 +47,20 @@ pub(super) fn lay(n_tokens: usize, runs: Vec<RangeRuns>, lengths: &[u32]) -> (La
             r.clone().map(|t| m.count(rr, t as u32)).collect()
         })
         .collect();
-    let mut laid = Laid::sized(counts.iter().flatten().map(|&c| c as usize));
+    let mut laid = Laid::sized(
+        counts
+            .iter()
+            .flatten()
+            .map(|&(c, h)| (c as usize, h as usize)),
+    );
     let mut rest = laid.share();
     let shares: Vec<Share<'_>> = counts
         .iter()
         .map(|c| {
-            let entries = c.iter().map(|&x| x as usize).sum();
-            let blocks = c.iter().map(|&x| blocks_of(x as usize)).sum();
-            rest.take(c.len(), entries, blocks)
+            let entries = c.iter().map(|&(x, _)| x as usize).sum();
+            let heads = c.iter().map(|&(_, h)| h as usize).sum();
+            let blocks = c.iter().map(|&(x, _)| blocks_of(x as usize)).sum();
+            rest.take(c.len(), (entries, heads), blocks)
         })
         .collect();
     let wide: Vec<Wide> = ranges
@@ -68,11 +75,12 @@ pub(super) fn lay(n_tokens: usize, runs: Vec<RangeRuns>, lengths: &[u32]) -> (La
     (laid, Wide::concat(wide))
 }
 
-/// Writes the lists of the tokens in `range` (`counts` entries each), and
-/// their bounds, into `share`; returns the wide ones' frequencies.
+/// Writes the lists of the tokens in `range` (`counts` entries and head
+/// entries each), and their bounds, into `share`; returns the wide ones'
+/// frequencies.
 fn fill(
     range: Range<usize>,
-    counts: &[u32],
+    counts: &[(u32, u32)],
     runs: [&[Runs]; 3],
     lengths: &[u32],
     mut share: Share<'_>,
@@ -80,8 +88,8 @@ fn fill(
     let mut m = Merger::new(runs, range.start);
     let mut wide = Wide::default();
     let mut full: Vec<u16> = Vec::new();
-    for (t, &c) in range.zip(counts) {
-        let mut one = share.take(1, c as usize, blocks_of(c as usize));
+    for (t, &(c, h)) in range.zip(counts) {
+        let mut one = share.take(1, (c as usize, h as usize), blocks_of(c as usize));
         let mut e = 0;
         full.clear();
         m.each(runs, t as u32, |d, tfs| {
@@ -126,15 +134,22 @@ impl Merger {
     }
 
     /// The number of concepts holding token `t` (greater than the last token
-    /// asked) in any field.
-    fn count(&mut self, runs: [&[Runs]; 3], t: u32) -> u32 {
+    /// asked) in any field, and how many of them are head entries (list.rs).
+    fn count(&mut self, runs: [&[Runs]; 3], t: u32) -> (u32, u32) {
         self.find(runs, t);
         if let Some(k) = self.only_field() {
-            return self.spans[k].iter().map(|&(_, x, y)| (y - x) as u32).sum();
+            let c = self.spans[k].iter().map(|&(_, x, y)| (y - x) as u32).sum();
+            // A run's frequencies are never 0: in the title or the tags and
+            // description alone, every entry is a head entry; in the body
+            // alone, none is.
+            return (c, if k < 2 { c } else { 0 });
         }
-        let mut c = 0;
-        self.merge(runs, |_, _| c += 1);
-        c
+        let (mut c, mut h) = (0, 0);
+        self.merge(runs, |_, tfs| {
+            c += 1;
+            h += u32::from(is_head(tfs));
+        });
+        (c, h)
     }
 
     /// The one field whose runs hold the token found last, if only one does.

@@ -8,11 +8,13 @@
 
 mod build;
 mod lay;
+mod list;
 mod runs;
 mod share;
 mod splice;
 
 pub use build::{finish, prepare, Prepared};
+pub use list::{tfs_of, TokenList, Words};
 pub use splice::splice;
 
 use crate::array::Array;
@@ -32,16 +34,18 @@ pub struct Bm25fIndex {
     pub vocab: Array<u8>,
     pub token_starts: Array<u32>,
     /// Token `t`'s concepts are `docs[starts[t]..starts[t + 1]]` (ascending;
-    /// their number is its document frequency), concept `i` of them with its
-    /// frequencies `tfs[4i..4i + 4]` in the fields title, tags, description,
-    /// body — one byte each, for a token whose frequencies are all below
-    /// [`WIDE`] (nearly every one: a byte instead of two shrinks the largest
-    /// array of the index by a third, in memory, in the file and in what a
-    /// search reads). The others are wide tokens: their bytes are zero and
-    /// their frequencies (each at most `u16::MAX`) are in `wide_tfs`.
+    /// their number is its document frequency), entry `g` of them with its
+    /// frequencies in the fields title, tags, description, body in one byte
+    /// `body[g]` or, for a head entry, in a word of `head_words`, found with
+    /// `head_dir` (list.rs) — for a token whose frequencies are all below
+    /// [`WIDE`] (nearly every one). The others are wide tokens: their
+    /// frequencies (each at most `u16::MAX`) are in `wide_tfs`, and their
+    /// bytes and words hold them clamped to 255.
     pub starts: Array<u64>,
     pub docs: Array<u32>,
-    pub tfs: Array<u8>,
+    pub body: Array<u8>,
+    pub head_dir: Array<u64>,
+    pub head_words: Array<u32>,
     /// The wide tokens, ascending; the `i`-th one's frequencies are
     /// `wide_tfs[4 * wide_starts[i]..4 * wide_starts[i + 1]]`, four per
     /// concept of its list.
@@ -109,31 +113,6 @@ pub struct Blocks<'a> {
     pub min_len: &'a [u32],
 }
 
-/// One token's postings.
-#[derive(Clone, Copy, Default)]
-pub struct TokenList<'a> {
-    pub docs: &'a [u32],
-    /// Four per concept, for a token that is not wide.
-    pub tfs: &'a [u8],
-    /// Four per concept for a wide token; empty for the others.
-    pub wide: &'a [u16],
-}
-
-impl TokenList<'_> {
-    /// The four field frequencies (title, tags, description, body) in the
-    /// `i`-th concept of the list.
-    #[inline]
-    pub fn tfs(&self, i: usize) -> [u16; 4] {
-        if self.wide.is_empty() {
-            let b = &self.tfs[4 * i..4 * i + 4];
-            [b[0], b[1], b[2], b[3]].map(u16::from)
-        } else {
-            let w = &self.wide[4 * i..4 * i + 4];
-            [w[0], w[1], w[2], w[3]]
-        }
-    }
-}
-
 impl Bm25fIndex {
     /// How many concepts the index covers.
     pub fn len(&self) -> usize {
@@ -183,11 +162,11 @@ impl Bm25fIndex {
             }
             Err(_) => &[],
         };
-        TokenList {
-            docs: &self.docs[a..b],
-            tfs: &self.tfs[4 * a..4 * b],
-            wide,
-        }
+        let heads = list::Heads {
+            body: &self.body,
+            dir: &self.head_dir,
+        };
+        TokenList::new(&self.docs[a..b], a, heads, &self.head_words, wide)
     }
 
     /// Token `t`'s blocks (docs/spec.md §12.3): one per [`BLOCK`] entries of
@@ -242,7 +221,10 @@ impl Bm25fIndex {
             && self.starts.first() == Some(&0)
             && self.starts.windows(2).all(|w| w[0] <= w[1])
             && self.starts.last().map(|&e| e as usize) == Some(self.docs.len())
-            && self.tfs.len() == 4 * self.docs.len()
+            && self.body.len() == self.docs.len()
+            && self.head_dir.len() == self.docs.len().div_ceil(list::GROUP) + 1
+            && self.head_dir.first() == Some(&0)
+            && self.head_dir.last().map(|&h| h as usize) == Some(self.head_words.len())
             && self.lengths.len() == 4 * n
             && self.max_tf.len() == 4 * tokens
             && self.min_len.len() == 4 * tokens

@@ -5,6 +5,7 @@
 //! lay their lists out this way); and a token's bounds and blocks from its
 //! written entries (docs/spec.md §12.3).
 
+use super::list::{body_byte, head_dir, head_word, is_head};
 use super::{Bm25fIndex, BLOCK};
 use crate::text::analyze::Language;
 
@@ -12,7 +13,8 @@ use crate::text::analyze::Language;
 pub(super) struct Laid {
     starts: Vec<u64>,
     docs: Vec<u32>,
-    tfs: Vec<u8>,
+    body: Vec<u8>,
+    head_words: Vec<u32>,
     max_tf: Vec<u16>,
     min_len: Vec<u32>,
     long_tokens: Vec<u32>,
@@ -23,16 +25,17 @@ pub(super) struct Laid {
 }
 
 impl Laid {
-    /// Zeroed arrays for tokens with `counts` entries each, in token order,
-    /// with where each token starts, the long tokens and where their blocks
-    /// start.
-    pub(super) fn sized(counts: impl Iterator<Item = usize>) -> Laid {
+    /// Zeroed arrays for tokens with `counts` entries and head entries
+    /// (list.rs) each, in token order, with where each token starts, the
+    /// long tokens and where their blocks start.
+    pub(super) fn sized(counts: impl Iterator<Item = (usize, usize)>) -> Laid {
         let mut starts = vec![0u64];
         let mut long_tokens = Vec::new();
         let mut block_starts = vec![0u64];
-        let (mut total, mut blocks) = (0usize, 0usize);
-        for (t, c) in counts.enumerate() {
+        let (mut total, mut heads, mut blocks) = (0usize, 0usize, 0usize);
+        for (t, (c, h)) in counts.enumerate() {
             total += c;
+            heads += h;
             starts.push(total as u64);
             if c > BLOCK {
                 long_tokens.push(t as u32);
@@ -44,7 +47,8 @@ impl Laid {
         Laid {
             starts,
             docs: vec![0; total],
-            tfs: vec![0; 4 * total],
+            body: vec![0; total],
+            head_words: vec![0; heads],
             max_tf: vec![0; 4 * tokens],
             min_len: vec![0; 4 * tokens],
             long_tokens,
@@ -59,7 +63,8 @@ impl Laid {
     pub(super) fn share(&mut self) -> Share<'_> {
         Share {
             docs: &mut self.docs,
-            tfs: &mut self.tfs,
+            body: &mut self.body,
+            head_words: &mut self.head_words,
             max_tf: &mut self.max_tf,
             min_len: &mut self.min_len,
             block_last: &mut self.block_last,
@@ -85,7 +90,9 @@ impl Laid {
             token_starts: token_starts.into(),
             starts: self.starts.into(),
             docs: self.docs.into(),
-            tfs: self.tfs.into(),
+            head_dir: head_dir(&self.body).into(),
+            body: self.body.into(),
+            head_words: self.head_words.into(),
             wide_tokens: wide.tokens.into(),
             wide_starts: wide.starts.into(),
             wide_tfs: wide.tfs.into(),
@@ -142,7 +149,8 @@ impl Wide {
 
 pub(super) struct Share<'a> {
     pub(super) docs: &'a mut [u32],
-    pub(super) tfs: &'a mut [u8],
+    pub(super) body: &'a mut [u8],
+    pub(super) head_words: &'a mut [u32],
     pub(super) max_tf: &'a mut [u16],
     pub(super) min_len: &'a mut [u32],
     pub(super) block_last: &'a mut [u32],
@@ -168,12 +176,18 @@ pub(super) fn blocks_of(entries: usize) -> usize {
 }
 
 impl<'a> Share<'a> {
-    /// The share of `tokens` tokens with `entries` entries in `blocks`
-    /// blocks, cut from the front of `self`.
-    pub(super) fn take(&mut self, tokens: usize, entries: usize, blocks: usize) -> Share<'a> {
+    /// The share of `tokens` tokens with `entries` entries, `heads` of them
+    /// head entries, in `blocks` blocks, cut from the front of `self`.
+    pub(super) fn take(
+        &mut self,
+        tokens: usize,
+        (entries, heads): (usize, usize),
+        blocks: usize,
+    ) -> Share<'a> {
         Share {
             docs: cut(&mut self.docs, entries),
-            tfs: cut(&mut self.tfs, 4 * entries),
+            body: cut(&mut self.body, entries),
+            head_words: cut(&mut self.head_words, heads),
             max_tf: cut(&mut self.max_tf, 4 * tokens),
             min_len: cut(&mut self.min_len, 4 * tokens),
             block_last: cut(&mut self.block_last, blocks),
@@ -183,16 +197,24 @@ impl<'a> Share<'a> {
     }
 
     /// For a one-token share whose concepts are written, their frequencies
-    /// `full` (four per entry) in one byte each, unless the token is wide
-    /// (then `true`: they belong in [`Wide`]); and the token's bounds.
+    /// `full` (four per entry) as bytes and head words (list.rs), and the
+    /// token's bounds; `true` for a wide token (its frequencies also belong
+    /// in [`Wide`]).
     pub(super) fn put(&mut self, full: &[u16], lengths: &[u32]) -> bool {
         let wide = full.iter().any(|&tf| tf >= super::WIDE);
-        if !wide {
-            for (to, &tf) in self.tfs.iter_mut().zip(full) {
-                *to = tf as u8;
+        let mut words = self.head_words.iter_mut();
+        for (to, tfs) in self.body.iter_mut().zip(full.chunks_exact(4)) {
+            let tfs = [tfs[0], tfs[1], tfs[2], tfs[3]];
+            *to = body_byte(tfs);
+            if is_head(tfs) {
+                // The share holds as many words as the count of head
+                // entries it was cut for, which is taken the same way.
+                if let Some(w) = words.next() {
+                    *w = head_word(tfs);
+                }
             }
         }
-        // A wide token's bytes stay zero (the arrays are zeroed).
+        debug_assert!(words.next().is_none(), "head entries miscounted");
         self.bound(full, lengths);
         wide
     }

@@ -9,6 +9,7 @@
 
 use rayon::prelude::*;
 
+use super::list::is_head;
 use super::share::{blocks_of, Laid, Share, Wide};
 use super::{field_lengths, totals_of, Bm25fIndex};
 use crate::index::splice::{Remap, GONE};
@@ -34,21 +35,30 @@ pub fn splice(old: &Bm25fIndex, small: &Bm25fIndex, map: &Remap<'_>, n: usize) -
     }
     let totals = totals_of(&lengths);
     let pairs = tokens_in_order(old, small);
-    // Each token's number of entries; a token no concept holds any more is
-    // left out, as a build never lists one.
-    let counts: Vec<usize> = pairs
+    // Each token's number of entries and head entries (list.rs); a token no
+    // concept holds any more is left out, as a build never lists one.
+    let counts: Vec<(usize, usize)> = pairs
         .par_iter()
         .map(|&(a, b)| {
-            let kept = if a == GONE {
-                0
-            } else {
-                let docs = old.list(a).docs;
-                docs.iter().filter(|&&d| map.old(d).is_some()).count()
-            };
-            kept + if b == GONE { 0 } else { small.df(b) as usize }
+            let (mut c, mut h) = (0, 0);
+            if a != GONE {
+                for (d, tfs) in old.list(a).entries() {
+                    if map.old(d).is_some() {
+                        c += 1;
+                        h += usize::from(is_head(tfs));
+                    }
+                }
+            }
+            if b != GONE {
+                for (_, tfs) in small.list(b).entries() {
+                    c += 1;
+                    h += usize::from(is_head(tfs));
+                }
+            }
+            (c, h)
         })
         .collect();
-    let listed: Vec<usize> = (0..pairs.len()).filter(|&t| counts[t] > 0).collect();
+    let listed: Vec<usize> = (0..pairs.len()).filter(|&t| counts[t].0 > 0).collect();
     let mut vocab = Vec::new();
     let mut token_starts = Vec::with_capacity(listed.len() + 1);
     for &t in &listed {
@@ -73,7 +83,7 @@ pub fn splice(old: &Bm25fIndex, small: &Bm25fIndex, map: &Remap<'_>, n: usize) -
             Out {
                 a,
                 b,
-                share: rest.take(1, c, blocks_of(c)),
+                share: rest.take(1, c, blocks_of(c.0)),
             }
         })
         .collect();
@@ -129,7 +139,10 @@ impl Out<'_> {
         } else {
             empty()
         };
-        let all_kept = self.a != GONE && y.docs.is_empty() && x.docs.len() == self.share.docs.len();
+        let all_kept = self.a != GONE
+            && y.docs.is_empty()
+            && x.docs.len() == self.share.docs.len()
+            && x.heads.len() == self.share.head_words.len();
         let blocks = if all_kept {
             old.blocks(self.a)
         } else {
@@ -146,7 +159,8 @@ impl Out<'_> {
             for (to, &d) in self.share.docs.iter_mut().zip(x.docs) {
                 *to = map.old(d).unwrap_or(GONE);
             }
-            self.share.tfs.copy_from_slice(x.tfs);
+            self.share.body.copy_from_slice(x.body);
+            self.share.head_words.copy_from_slice(x.heads);
             let wide = (!x.wide.is_empty()).then(|| x.wide.to_vec());
             self.share
                 .max_tf
@@ -163,30 +177,34 @@ impl Out<'_> {
             }
             return wide;
         }
-        let mut full = Vec::with_capacity(4 * self.share.docs.len());
-        let (mut i, mut j, mut k) = (0usize, 0usize, 0usize);
-        let fresh = |j: usize| {
-            y.docs
-                .get(j)
-                .map_or(u32::MAX, |&s| map.fresh_at[s as usize])
-        };
-        let mut next = fresh(0);
-        while k < self.share.docs.len() {
-            let p = x.docs.get(i).map(|&d| map.old(d));
-            match p {
-                Some(None) => i += 1,
-                Some(Some(p)) if p < next => {
-                    self.share.docs[k] = p;
-                    full.extend_from_slice(&x.tfs(i));
-                    (i, k) = (i + 1, k + 1);
+        let n = self.share.docs.len();
+        let mut full = Vec::with_capacity(4 * n);
+        let mut xs = x.entries().peekable();
+        let mut ys = y
+            .entries()
+            .map(|(s, tfs)| (map.fresh_at[s as usize], tfs))
+            .peekable();
+        for k in 0..n {
+            let next = ys.peek().map_or(u32::MAX, |&(p, _)| p);
+            // The next old entry still there, if it comes before the next
+            // fresh one (those gone are passed over).
+            let old_p = loop {
+                match xs.peek().map(|&(d, tfs)| (map.old(d), tfs)) {
+                    Some((None, _)) => _ = xs.next(),
+                    Some((Some(p), tfs)) if p < next => break Some((p, tfs)),
+                    _ => break None,
                 }
-                _ => {
-                    self.share.docs[k] = next;
-                    full.extend_from_slice(&y.tfs(j));
-                    (j, k) = (j + 1, k + 1);
-                    next = fresh(j);
+            };
+            let (p, tfs) = match old_p {
+                Some(e) => {
+                    xs.next();
+                    e
                 }
-            }
+                // Past both (only in a damaged saved index): no entry.
+                None => ys.next().unwrap_or((GONE, [0; 4])),
+            };
+            self.share.docs[k] = p;
+            full.extend_from_slice(&tfs);
         }
         self.share.put(&full, lengths).then_some(full)
     }

@@ -183,7 +183,9 @@ fn same_index(got: &Index, want: &Index, n: usize, rng: &mut Rng, at: &str) {
     assert_eq!(*g.lengths, *w.lengths, "{at}");
     assert_eq!(*g.vocab, *w.vocab, "{at}");
     assert_eq!(*g.starts, *w.starts, "{at}");
-    assert_eq!(*g.tfs, *w.tfs, "{at}");
+    assert_eq!(*g.body, *w.body, "{at}");
+    assert_eq!(*g.head_dir, *w.head_dir, "{at}");
+    assert_eq!(*g.head_words, *w.head_words, "{at}");
     assert_eq!(*g.wide_tokens, *w.wide_tokens, "{at}");
     assert_eq!(*g.wide_starts, *w.wide_starts, "{at}");
     assert_eq!(*g.wide_tfs, *w.wide_tfs, "{at}");
