@@ -191,6 +191,53 @@ fn scores_are_the_literal_definition_and_top_k_the_first_k() {
 }
 
 #[test]
+fn a_token_from_many_words_is_one_entry_per_concept() {
+    // Each way the build regroups a field's words by token
+    // (index/bm25f/runs.rs): P from fourteen words in a few concepts (sorted),
+    // Q from three in one concept of twenty (merged), R from five in every
+    // concept (added up per concept), S from one word (copied); a concept
+    // holding two of a token's words has one entry, their counts summed.
+    let analyzer = Analyzer::new(None);
+    let concepts: Vec<Concept> = (0..3000)
+        .map(|i| {
+            let mut body = format!("r.c{} r.c{} solo{}", i % 4, i % 5, i % 3);
+            // In the first 40 concepts: in the first chunk, however many
+            // the build makes (index/build.rs: `chunk_fields`).
+            if i < 40 && i % 3 == 0 {
+                body += &format!(" p.a{}", i / 3);
+                if i % 6 == 0 {
+                    body += &format!(" p.a{}", i / 3 + 1);
+                }
+            }
+            if i % 20 == 0 {
+                body += &format!(" q.b{} q.b{}", i % 3, (i / 20) % 3);
+            }
+            let src = format!("---\ntitle: t{}\n---\n{body}\n", i % 40);
+            read_concept(&format!("c{i:04}"), "c.md", src.as_bytes())
+                .concept
+                .unwrap()
+        })
+        .collect();
+    let index = Index::build(&concepts, &analyzer);
+    let p = Params {
+        k1: 1.2,
+        weights: [3.0, 2.0, 2.0, 1.0],
+        b: [0.75; 4],
+    };
+    for q in ["p", "q", "r", "solo0", "p q r solo1"] {
+        let tokens = QueryTokens::new(&analyzer, q, false);
+        let stats = Stats::of(&index.bm25f, &tokens.tokens);
+        let full = search_index(&index.bm25f, &tokens, &stats, &p, None, None);
+        let want = literal(&concepts, &analyzer, &tokens, &p);
+        assert_eq!(full.positions.len(), want.len(), "{q}");
+        for ((gp, gs), (wp, ws)) in full.positions.iter().zip(&full.scores).zip(&want) {
+            assert_eq!(gp, wp, "{q}");
+            assert!((gs - ws).abs() <= 1e-12 * ws.abs(), "{q}: {gs} vs {ws}");
+        }
+    }
+}
+
+#[test]
 fn statistics_of_parts_add_up_to_the_whole() {
     let mut rng = Rng(77);
     let analyzer = Analyzer::new(Some(Language::English));

@@ -57,6 +57,21 @@ impl Chunk {
             .map(move |&o| base + u32::from(o))
     }
 
+    /// Local word `w`'s postings as offsets from `base`, and beside each its
+    /// count in the field (for `tags_desc`, in the description).
+    pub(super) fn postings_and_tfs(&self, w: usize) -> (&[u16], &[u16]) {
+        let range = self.starts[w] as usize..self.starts[w + 1] as usize;
+        (&self.postings[range.clone()], &self.tfs[range])
+    }
+
+    /// The count beside posting `p` (of all the chunk's), as
+    /// [`Chunk::entries`] gives it.
+    #[inline]
+    pub(super) fn count_at(&self, p: usize) -> u32 {
+        let hi = self.tag_tfs.get(p).map_or(0, |&t| u32::from(t) << 16);
+        hi | u32::from(self.tfs[p])
+    }
+
     /// Free the words, keeping the postings by local word id: once the
     /// field's vocabulary is merged (with this chunk's local → global ids)
     /// the words are not asked for again.

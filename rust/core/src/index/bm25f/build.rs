@@ -127,6 +127,15 @@ fn chunk_lengths(
                 if toks == 0 {
                     continue;
                 }
+                if half.is_none() {
+                    // The count as it is: no halves to take apart.
+                    let (offsets, tfs) = ch.postings_and_tfs(w);
+                    for (&o, &tf) in offsets.iter().zip(tfs) {
+                        let l = &mut lengths[usize::from(o)];
+                        *l = l.saturating_add(u32::from(tf).saturating_mul(toks));
+                    }
+                    continue;
+                }
                 for (o, tf) in ch.entries(w) {
                     let l = &mut lengths[usize::from(o)];
                     *l = l.saturating_add(u32::from(sub_tf(tf, half)).saturating_mul(toks));

@@ -19,6 +19,11 @@ pub(super) fn sub_tf(tf: u32, half: Option<bool>) -> u16 {
     }
 }
 
+/// A token from at most this many words has their postings merged, not
+/// sorted: a pass over the words' next postings per entry costs less than a
+/// sort while they are few.
+const MERGE: usize = 8;
+
 /// One chunk of one per-field index field, token by token: the tokens its
 /// words give, ascending, each with its concepts, ascending, and its
 /// frequencies there (`a`: the field's, or the tags' for `tags_desc`; `b`:
@@ -95,6 +100,7 @@ impl Runs {
         let span = ch.concepts;
         let mut dense: Vec<(u16, u16)> = Vec::new();
         let mut scratch: Vec<(u16, u16, u16)> = Vec::new();
+        let mut heads: Vec<(usize, usize, u16)> = Vec::new();
         let mut i = 0;
         while i < pairs.len() {
             let t = pairs[i].0;
@@ -131,10 +137,49 @@ impl Runs {
                 }
             } else if let [(_, w, times)] = *words {
                 // One word: its postings ascend and are distinct already.
-                for (o, tf) in entries(w) {
-                    let (a, b) = tf_of(tf, times);
+                let (offsets, tfs) = ch.postings_and_tfs(w as usize);
+                if !halves && times == 1 && !tfs.contains(&0) {
+                    // Said once in the word, outside `tags_desc` (nearly
+                    // every token): the word's postings and counts as they
+                    // are, copied whole.
+                    runs.offsets.extend_from_slice(offsets);
+                    runs.a.extend_from_slice(tfs);
+                } else {
+                    for (o, tf) in entries(w) {
+                        let (a, b) = tf_of(tf, times);
+                        if a > 0 || b > 0 {
+                            runs.push(o, a, b, halves);
+                        }
+                    }
+                }
+            } else if words.len() <= MERGE {
+                // A few words: their postings, each ascending, merged; a
+                // concept holding two of the words is one entry.
+                heads.clear();
+                heads.extend(words.iter().map(|&(_, w, times)| {
+                    let w = w as usize;
+                    (ch.starts[w] as usize, ch.starts[w + 1] as usize, times)
+                }));
+                loop {
+                    let mut o = u16::MAX as u32 + 1;
+                    for &(at, end, _) in &heads {
+                        if at < end {
+                            o = o.min(u32::from(ch.postings[at]));
+                        }
+                    }
+                    if o > u32::from(u16::MAX) {
+                        break;
+                    }
+                    let (mut a, mut b) = (0u16, 0u16);
+                    for (at, end, times) in &mut heads {
+                        if *at < *end && u32::from(ch.postings[*at]) == o {
+                            let (x, y) = tf_of(ch.count_at(*at), *times);
+                            (a, b) = (a.saturating_add(x), b.saturating_add(y));
+                            *at += 1;
+                        }
+                    }
                     if a > 0 || b > 0 {
-                        runs.push(o, a, b, halves);
+                        runs.push(o as u16, a, b, halves);
                     }
                 }
             } else {
