@@ -12,21 +12,22 @@ pub(super) struct Cursor {
 impl Cursor {
     /// The position at the cursor (`u32::MAX` past the end).
     pub(super) fn doc(&self, t: &Term<'_>) -> u32 {
-        t.list.docs.get(self.at).copied().unwrap_or(u32::MAX)
+        t.list.docs.get(self.at)
     }
 
     /// Move to the first position `>= d` (galloping).
     pub(super) fn seek(&mut self, t: &Term<'_>, d: u32) {
         let docs = t.list.docs;
+        let len = docs.len();
         let mut i = self.at;
-        if docs.get(i).is_some_and(|&x| x < d) {
+        if i < len && docs.get(i) < d {
             let mut step = 1;
-            while i + step < docs.len() && docs[i + step] < d {
+            while i + step < len && docs.get(i + step) < d {
                 i += step;
                 step *= 2;
             }
-            let end = (i + step + 1).min(docs.len());
-            i += docs[i..end].partition_point(|&x| x < d);
+            let end = (i + step + 1).min(len);
+            i = docs.first_at(i, end, d);
         }
         self.at = i;
     }
@@ -41,7 +42,7 @@ impl Cursor {
         params: &Params,
         norms: &Norms,
     ) -> f64 {
-        if t.list.docs.get(self.at) != Some(&d) {
+        if t.list.docs.get(self.at) != d {
             return 0.0;
         }
         let tfs = t.list.tfs(self.at);

@@ -49,7 +49,8 @@ pub fn explain(
             let id = index.token_id(token);
             let at = id.and_then(|id| {
                 let list = index.list(id);
-                list.docs.binary_search(&position).ok().map(|k| (list, k))
+                let k = list.docs.first_at(0, list.len(), position);
+                (list.docs.get(k) == position).then_some((list, k))
             });
             let fields: [FieldPart; 4] = std::array::from_fn(|f| {
                 let length = index.length(f, position).unwrap_or(0);

@@ -107,7 +107,7 @@ impl Stretch {
                             continue;
                         }
                         let b = bounds.in_block(term, t, tfs, params);
-                        self.add(lo, term.list.docs[k], b);
+                        self.add(lo, term.list.docs.get(k), b);
                     }
                 }
                 i = end;
@@ -119,13 +119,15 @@ impl Stretch {
             let (from, to) = (cursors[t].at, entries_to(term, cursors[t].at, hi));
             if to - from <= LOOKUP * held {
                 // Read in full: most of its entries are among the concepts held.
+                let mut docs = term.list.docs.iter_from(from);
                 let mut i = from;
                 while i < to {
                     let j = block_of(term, i);
                     let end = block_end(term, j, to);
                     bounds.enter(term, t, j, params, norms);
                     for k in i..end {
-                        let Some(o) = term.list.docs[k].checked_sub(lo).map(|o| o as usize) else {
+                        let d = docs.next().unwrap_or(u32::MAX);
+                        let Some(o) = d.checked_sub(lo).map(|o| o as usize) else {
                             continue;
                         };
                         if o < STRETCH && self.seen[o >> 6] & (1u64 << (o & 63)) != 0 {
@@ -212,17 +214,18 @@ impl Iterator for Drain<'_> {
 /// search in the one where `hi` falls (rather than a search over the list,
 /// whose every probe may miss the CPU's caches).
 fn entries_to(term: &Term<'_>, from: usize, hi: u32) -> usize {
-    let docs = term.list.docs;
+    let (docs, len) = (term.list.docs, term.list.len());
     let mut i = from;
-    while i < docs.len() {
+    while i < len {
         let j = block_of(term, i);
-        let end = block_end(term, j, docs.len());
+        let end = block_end(term, j, len);
         if term.blocks.last[j] > hi {
-            return i + docs[i..end].partition_point(|&x| x <= hi);
+            // `hi` is below a position, so `hi + 1` does not overflow.
+            return docs.first_at(i, end, hi + 1);
         }
         i = end;
     }
-    docs.len()
+    len
 }
 
 /// The smallest body frequency `b` with `b · per_tf >= x_need` (in floats,

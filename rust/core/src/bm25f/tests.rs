@@ -312,10 +312,11 @@ fn a_list_naming_a_concept_out_of_range_scores_it_nothing() {
     let p = params(&mut rng);
     let before = search_index(&index, &tokens, &stats, &p, None, None);
     assert!(!before.positions.is_empty());
-    let mut docs = index.docs.to_vec();
-    let last = docs.len() - 1;
-    docs[last] = 1_000_000;
-    index.docs = docs.into();
+    // Every concept of DATA's list moved out of range.
+    let data = index.token_id("DATA").unwrap() as usize;
+    let mut firsts = index.firsts.to_vec();
+    firsts[data] = 1_000_000;
+    index.firsts = firsts.into();
     for allowed in [None, Some(&[u64::MAX][..])] {
         let after = search_index(&index, &tokens, &stats, &p, allowed, None);
         assert!(after
@@ -411,6 +412,48 @@ fn zipf_text(rng: &mut Rng, v: usize, min: usize, max: usize) -> String {
         .join(" ")
 }
 
+/// Lists whose concepts lie far apart (index/bm25f/list.rs) score and rank
+/// as the definition says: tokens from a large vocabulary, each in a few
+/// concepts spread over more than 65,536.
+#[test]
+fn far_lists_score_as_the_definition_says() {
+    let mut rng = Rng(0xFA4);
+    let analyzer = Analyzer::new(None);
+    let n = 70_000;
+    let concepts: Vec<Concept> = (0..n)
+        .map(|i| {
+            let src = format!(
+                "---\ntitle: '{}'\n---\n{}\n",
+                zipf_text(&mut rng, 3_000, 0, 1),
+                zipf_text(&mut rng, 3_000, 1, 6)
+            );
+            read_concept(&format!("c{i:05}"), "c.md", src.as_bytes())
+                .concept
+                .unwrap()
+        })
+        .collect();
+    let index = Index::build(&concepts, &analyzer).bm25f;
+    assert!(index.far_tokens.len() > 100, "{}", index.far_tokens.len());
+    let p = Params {
+        k1: 1.2,
+        weights: [3.0, 2.0, 2.0, 1.0],
+        b: [0.75; 4],
+    };
+    for _ in 0..3 {
+        let q = zipf_text(&mut rng, 3_000, 3, 4);
+        let tokens = QueryTokens::new(&analyzer, &q, false);
+        let stats = Stats::of(&index, &tokens.tokens);
+        let full = search_index(&index, &tokens, &stats, &p, None, None);
+        let want = literal(&concepts, &analyzer, &tokens, &p);
+        assert_eq!(full.positions.len(), want.len(), "{q}");
+        for ((gp, gs), (wp, ws)) in full.positions.iter().zip(&full.scores).zip(&want) {
+            assert_eq!(gp, wp, "{q}");
+            assert!((gs - ws).abs() <= 1e-12 * ws.abs(), "{q}: {gs} vs {ws}");
+        }
+        assert_top_k_is_first_k(&index, &tokens, &stats, &p, None, &full, &[1, 10, 100], &q);
+    }
+}
+
 /// Pruning at scale: several windows of concepts, lists of many blocks,
 /// tokens from in nearly every concept to in a few, so each path of the
 /// top-k (one essential token, several, lists read in full or looked up
@@ -492,16 +535,23 @@ fn a_top_k_over_damaged_lists_neither_fails_nor_leaves_the_range() {
         })
         .collect();
     let mut index = Index::build(&concepts, &analyzer).bm25f;
-    let mut docs = index.docs.to_vec();
-    for _ in 0..docs.len() / 50 {
-        let at = rng.below(docs.len());
-        docs[at] = match rng.below(3) {
+    // Offsets out of order, lists starting anywhere.
+    let mut near = index.near.to_vec();
+    for _ in 0..near.len() / 50 {
+        let at = rng.below(near.len());
+        near[at] = rng.below(1 << 16) as u16;
+    }
+    index.near = near.into();
+    let mut firsts = index.firsts.to_vec();
+    for _ in 0..firsts.len() / 20 {
+        let at = rng.below(firsts.len());
+        firsts[at] = match rng.below(3) {
             0 => rng.below(n + 10_000) as u32,
             1 => u32::MAX - rng.below(3) as u32,
             _ => 0,
         };
     }
-    index.docs = docs.into();
+    index.firsts = firsts.into();
     let p = params(&mut rng);
     for _ in 0..60 {
         let text = zipf_text(&mut rng, 200, 1, 5);

@@ -448,7 +448,12 @@ fn index_out<W: Write>(
     p.array::<u8>(&b.vocab)?;
     p.array::<u32>(&b.token_starts)?;
     p.array::<u64>(&b.starts)?;
-    p.array::<u32>(&b.docs)?;
+    p.array::<u16>(&b.near)?;
+    p.array::<u32>(&b.firsts)?;
+    p.array::<u32>(&b.lasts)?;
+    p.array::<u32>(&b.far_tokens)?;
+    p.array::<u64>(&b.far_starts)?;
+    p.array::<u32>(&b.far_docs)?;
     p.array::<u8>(&b.body)?;
     p.array::<u64>(&b.head_dir)?;
     p.array::<u32>(&b.head_words)?;

@@ -355,7 +355,7 @@ pub(crate) mod tests {
             .bm25f
             .token_id(&Analyzer::new(None).tokens("zebra")[0])
             .unwrap();
-        assert_eq!(ix.bm25f.list(zebra).docs, &last[..]);
+        assert_eq!(ix.bm25f.list(zebra).docs.to_vec(), last);
     }
 
     /// Once the BM25F index has taken what it needs of the chunks, their

@@ -77,9 +77,10 @@ pub fn prepare(
 /// The second half, which needs no chunk: each token's lists laid out.
 pub fn finish(p: Prepared) -> Bm25fIndex {
     let n_tokens = p.token_starts.len() - 1;
-    let (laid, wide) = lay(n_tokens, p.runs, &p.lengths);
+    let (laid, wide, far) = lay(n_tokens, p.runs, &p.lengths);
     laid.into_index(
         wide,
+        far,
         p.language,
         p.vocab,
         p.token_starts,

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 
 use super::list::is_head;
 use super::runs::Runs;
-use super::share::{blocks_of, Laid, Share, Wide};
+use super::share::{blocks_of, Far, Laid, Share, Wide};
 
 /// Token ranges laid apart, in parallel: enough that the pool's threads
 /// share them evenly, each large enough to cost little to start. A number
@@ -33,7 +33,7 @@ pub(super) type RangeRuns = [Vec<Runs>; 3];
 /// ([`token_ranges`]), with concept `d`'s field lengths at
 /// `lengths[f * n + d]` (field by field). Each range's runs are dropped once its lists are
 /// laid out, so the memory of the runs goes as that of the lists comes.
-pub(super) fn lay(n_tokens: usize, runs: Vec<RangeRuns>, lengths: &[u32]) -> (Laid, Wide) {
+pub(super) fn lay(n_tokens: usize, runs: Vec<RangeRuns>, lengths: &[u32]) -> (Laid, Wide, Far) {
     let (per, _) = token_ranges(n_tokens);
     let ranges: Vec<Range<usize>> = (0..runs.len())
         .map(|r| r * per..((r + 1) * per).min(n_tokens))
@@ -63,7 +63,7 @@ pub(super) fn lay(n_tokens: usize, runs: Vec<RangeRuns>, lengths: &[u32]) -> (La
             rest.take(c.len(), (entries, heads), blocks)
         })
         .collect();
-    let wide: Vec<Wide> = ranges
+    let sides: Vec<(Wide, Far)> = ranges
         .into_par_iter()
         .zip(runs)
         .zip(shares)
@@ -72,36 +72,41 @@ pub(super) fn lay(n_tokens: usize, runs: Vec<RangeRuns>, lengths: &[u32]) -> (La
             fill(r, c, [&rr[0][..], &rr[1][..], &rr[2][..]], lengths, share)
         })
         .collect();
-    (laid, Wide::concat(wide))
+    let (wide, far): (Vec<Wide>, Vec<Far>) = sides.into_iter().unzip();
+    (laid, Wide::concat(wide), Far::concat(far))
 }
 
 /// Writes the lists of the tokens in `range` (`counts` entries and head
 /// entries each), and their bounds, into `share`; returns the wide ones'
-/// frequencies.
+/// frequencies and the far ones' concepts.
 fn fill(
     range: Range<usize>,
     counts: &[(u32, u32)],
     runs: [&[Runs]; 3],
     lengths: &[u32],
     mut share: Share<'_>,
-) -> Wide {
+) -> (Wide, Far) {
     let mut m = Merger::new(runs, range.start);
-    let mut wide = Wide::default();
+    let (mut wide, mut far) = (Wide::default(), Far::default());
+    let mut docs: Vec<u32> = Vec::new();
     let mut full: Vec<u16> = Vec::new();
     for (t, &(c, h)) in range.zip(counts) {
         let mut one = share.take(1, (c as usize, h as usize), blocks_of(c as usize));
-        let mut e = 0;
+        docs.clear();
         full.clear();
         m.each(runs, t as u32, |d, tfs| {
-            one.docs[e] = d;
+            docs.push(d);
             full.extend_from_slice(&tfs);
-            e += 1;
         });
-        if one.put(&full, lengths) {
+        let (is_wide, is_far) = one.put(&docs, &full, lengths);
+        if is_wide {
             wide.push(t as u32, &full);
         }
+        if is_far {
+            far.push(t as u32, &docs);
+        }
     }
-    wide
+    (wide, far)
 }
 
 /// Merges tokens' entries from the three fields' runs, tokens ascending: a

@@ -10,8 +10,17 @@
 //! bytes between count the rest. About a byte and a quarter an entry
 //! instead of four: the largest array of the index shrinks, in memory, in
 //! the cache file and in what a search reads.
+//!
+//! The concepts are kept as 16-bit offsets, block by block ([`BLOCK`]
+//! entries, as the pruning cuts a long list): the first block's from the
+//! token's first concept, each other's from the last concept of the block
+//! before. A token with a block whose concepts lie 65,536 or more apart
+//! (a rare token in a large bundle) is far: its concepts are kept whole,
+//! four bytes each, and its offsets are 0.
 
 use rayon::prelude::*;
+
+use super::BLOCK;
 
 /// Entries per step of the heads' directory.
 pub const GROUP: usize = 64;
@@ -89,11 +98,169 @@ impl Heads<'_> {
     }
 }
 
+/// Whether a token's ascending concepts `docs` can be kept as offsets
+/// (the module's comment).
+pub fn near(docs: &[u32]) -> bool {
+    let mut base = docs.first().copied().unwrap_or(0);
+    docs.chunks(BLOCK).all(|block| {
+        let last = block[block.len() - 1];
+        let ok = last
+            .checked_sub(base)
+            .is_some_and(|x| x <= u32::from(u16::MAX));
+        base = last;
+        ok
+    })
+}
+
+/// The offsets of a near token's concepts `docs` (the module's comment).
+pub fn offsets(docs: &[u32], out: &mut [u16]) {
+    let mut base = docs.first().copied().unwrap_or(0);
+    for (block, out) in docs.chunks(BLOCK).zip(out.chunks_mut(BLOCK)) {
+        for (o, &d) in out.iter_mut().zip(block) {
+            *o = d.wrapping_sub(base) as u16;
+        }
+        base = block[block.len() - 1];
+    }
+}
+
+/// One token's concepts, ascending.
+#[derive(Clone, Copy)]
+pub enum Docs<'a> {
+    /// As offsets: from `first` in the first block, from the block before's
+    /// last concept (`block_last`, empty for a list of one block) after.
+    Near {
+        offsets: &'a [u16],
+        first: u32,
+        block_last: &'a [u32],
+    },
+    Far(&'a [u32]),
+}
+
+impl Default for Docs<'_> {
+    fn default() -> Self {
+        Docs::Far(&[])
+    }
+}
+
+impl<'a> Docs<'a> {
+    #[inline]
+    pub fn len(&self) -> usize {
+        match self {
+            Docs::Near { offsets, .. } => offsets.len(),
+            Docs::Far(d) => d.len(),
+        }
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The base of block `j`'s offsets.
+    #[inline]
+    fn base(first: u32, block_last: &[u32], j: usize) -> u32 {
+        match j {
+            0 => first,
+            // A saved list with fewer blocks than its entries need (a
+            // damaged file; the check rules it out) ends there.
+            _ => block_last.get(j - 1).copied().unwrap_or(u32::MAX),
+        }
+    }
+
+    /// The `i`-th concept (`u32::MAX` past the end).
+    #[inline]
+    pub fn get(&self, i: usize) -> u32 {
+        match *self {
+            Docs::Near {
+                offsets,
+                first,
+                block_last,
+            } => match offsets.get(i) {
+                Some(&o) => Docs::base(first, block_last, i / BLOCK).saturating_add(u32::from(o)),
+                None => u32::MAX,
+            },
+            Docs::Far(d) => d.get(i).copied().unwrap_or(u32::MAX),
+        }
+    }
+
+    /// The first index in `from..to` whose concept is not below `d` (`to`
+    /// when none is), by binary search.
+    pub fn first_at(&self, from: usize, to: usize, d: u32) -> usize {
+        let (mut lo, mut hi) = (from, to.min(self.len()));
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.get(mid) < d {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// The concepts from the `from`-th on, in order.
+    pub fn iter_from(&self, from: usize) -> DocIter<'a> {
+        let (offsets, first, block_last, far): (&[u16], u32, &[u32], &[u32]) = match *self {
+            Docs::Near {
+                offsets,
+                first,
+                block_last,
+            } => (offsets, first, block_last, &[]),
+            Docs::Far(d) => (&[], 0, &[], d),
+        };
+        let from = from.min(self.len());
+        DocIter {
+            i: from,
+            base: Docs::base(first, block_last, from / BLOCK),
+            offsets,
+            block_last,
+            far,
+        }
+    }
+
+    /// Every concept, in order.
+    pub fn to_vec(&self) -> Vec<u32> {
+        self.iter_from(0).collect()
+    }
+}
+
+/// [`Docs::iter_from`].
+pub struct DocIter<'a> {
+    i: usize,
+    base: u32,
+    offsets: &'a [u16],
+    block_last: &'a [u32],
+    far: &'a [u32],
+}
+
+impl Iterator for DocIter<'_> {
+    type Item = u32;
+
+    #[inline]
+    fn next(&mut self) -> Option<u32> {
+        let i = self.i;
+        if let Some(&o) = self.offsets.get(i) {
+            if i % BLOCK == 0 && i > 0 {
+                self.base = self
+                    .block_last
+                    .get(i / BLOCK - 1)
+                    .copied()
+                    .unwrap_or(u32::MAX);
+            }
+            self.i += 1;
+            return Some(self.base.saturating_add(u32::from(o)));
+        }
+        let d = self.far.get(i).copied()?;
+        self.i += 1;
+        Some(d)
+    }
+}
+
 /// One token's postings.
 #[derive(Clone, Copy, Default)]
 pub struct TokenList<'a> {
     /// Its concepts, ascending.
-    pub docs: &'a [u32],
+    pub docs: Docs<'a>,
     /// One byte per concept: see the module's comment.
     pub body: &'a [u8],
     /// Its head entries' words, in entry order.
@@ -112,7 +279,7 @@ impl<'a> TokenList<'a> {
     /// Entries `first..first + docs.len()` of an index whose bytes and
     /// directory are `all`, with its head words `words`.
     pub fn new(
-        docs: &'a [u32],
+        docs: Docs<'a>,
         first: usize,
         all: Heads<'a>,
         words: &'a [u32],
@@ -134,6 +301,17 @@ impl<'a> TokenList<'a> {
             first,
             head0,
         }
+    }
+
+    /// The number of concepts in the list.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.docs.len()
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.docs.is_empty()
     }
 
     /// The number of head entries before entry `i` of the list.
@@ -160,7 +338,7 @@ impl<'a> TokenList<'a> {
     /// word (title in the low byte; a wide token's clamped to 255).
     pub fn words(&self, from: usize) -> Words<'a> {
         Words {
-            docs: self.docs[from..].iter(),
+            docs: self.docs.iter_from(from),
             body: self.body[from..].iter(),
             heads: self.heads,
             h: self.heads_before(from),
@@ -185,7 +363,7 @@ impl<'a> TokenList<'a> {
 
 /// [`TokenList::words`].
 pub struct Words<'a> {
-    docs: std::slice::Iter<'a, u32>,
+    docs: DocIter<'a>,
     body: std::slice::Iter<'a, u8>,
     heads: &'a [u32],
     h: usize,
@@ -196,7 +374,7 @@ impl Iterator for Words<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<(u32, u32)> {
-        let d = *self.docs.next()?;
+        let d = self.docs.next()?;
         let word = match *self.body.next()? {
             0 => {
                 self.h += 1;
@@ -249,7 +427,7 @@ mod tests {
                 let first = rng.below(n + 1);
                 let len = rng.below(n - first + 1);
                 let docs: Vec<u32> = (first as u32..(first + len) as u32).collect();
-                let list = TokenList::new(&docs, first, heads, &words, &[]);
+                let list = TokenList::new(Docs::Far(&docs), first, heads, &words, &[]);
                 for i in 0..len {
                     assert_eq!(list.tfs(i), clamp(all[first + i]), "{n} {first} {i}");
                 }
@@ -274,9 +452,62 @@ mod tests {
             body: &body,
             dir: &dir,
         };
-        let list = TokenList::new(&[0, 1, 2, 3], 0, heads, &[1, 2, 3], &[]);
+        let list = TokenList::new(Docs::Far(&[0, 1, 2, 3]), 0, heads, &[1, 2, 3], &[]);
         assert_eq!(list.tfs(1), [0, 0, 0, 3]);
         assert_eq!(list.tfs(2), [0; 4]);
         assert_eq!(list.words(0).count(), 4);
+    }
+
+    #[test]
+    fn offsets_read_back_as_the_concepts_they_keep() {
+        let mut rng = Rng(0x0FF5);
+        for round in 0..300 {
+            let len = rng.below(5 * BLOCK);
+            let gap = 1 + rng.below(if round % 3 == 0 { 1_500 } else { 200 });
+            let mut d = rng.below(1 << 20) as u32;
+            let docs: Vec<u32> = (0..len)
+                .map(|_| {
+                    d += 1 + rng.below(gap) as u32;
+                    d
+                })
+                .collect();
+            let block_last: Vec<u32> = if len > BLOCK {
+                docs.chunks(BLOCK).map(|b| b[b.len() - 1]).collect()
+            } else {
+                Vec::new()
+            };
+            let far = Docs::Far(&docs);
+            let mut off = vec![0u16; len];
+            let near_ok = near(&docs);
+            // Near exactly when no block spans 65,536 concepts or more.
+            let spans = docs
+                .chunks(BLOCK)
+                .enumerate()
+                .map(|(j, b)| b[b.len() - 1] - if j == 0 { docs[0] } else { docs[j * BLOCK - 1] });
+            assert_eq!(near_ok, spans.max().unwrap_or(0) <= u32::from(u16::MAX));
+            if !near_ok {
+                continue;
+            }
+            offsets(&docs, &mut off);
+            let near = Docs::Near {
+                offsets: &off,
+                first: docs.first().copied().unwrap_or(0),
+                block_last: &block_last,
+            };
+            assert_eq!(near.to_vec(), docs);
+            for _ in 0..20 {
+                let i = rng.below(len + 2);
+                assert_eq!(near.get(i), far.get(i));
+                assert_eq!(
+                    near.iter_from(i).collect::<Vec<_>>(),
+                    far.to_vec()[i.min(len)..]
+                );
+                let x = rng.below((d + 2) as usize) as u32;
+                let from = rng.below(len + 1);
+                let want = from + docs[from..].partition_point(|&y| y < x);
+                assert_eq!(near.first_at(from, len, x), want);
+                assert_eq!(far.first_at(from, len, x), want);
+            }
+        }
     }
 }

@@ -14,7 +14,7 @@ mod share;
 mod splice;
 
 pub use build::{finish, prepare, Prepared};
-pub use list::{tfs_of, TokenList, Words};
+pub use list::{tfs_of, DocIter, Docs, TokenList, Words};
 pub use splice::splice;
 
 use crate::array::Array;
@@ -33,8 +33,11 @@ pub struct Bm25fIndex {
     /// starts at `token_starts[t]` (one extra entry at the end).
     pub vocab: Array<u8>,
     pub token_starts: Array<u32>,
-    /// Token `t`'s concepts are `docs[starts[t]..starts[t + 1]]` (ascending;
-    /// their number is its document frequency), entry `g` of them with its
+    /// Token `t`'s entries are `starts[t]..starts[t + 1]` (their number is
+    /// its document frequency): its concepts, ascending, as offsets
+    /// `near[starts[t]..starts[t + 1]]` from its first concept `firsts[t]`
+    /// and its blocks' last concepts (list.rs), or for a far token whole in
+    /// `far_docs`; its last concept is `lasts[t]`. Entry `g` of them with its
     /// frequencies in the fields title, tags, description, body in one byte
     /// `body[g]` or, for a head entry, in a word of `head_words`, found with
     /// `head_dir` (list.rs) — for a token whose frequencies are all below
@@ -42,7 +45,14 @@ pub struct Bm25fIndex {
     /// frequencies (each at most `u16::MAX`) are in `wide_tfs`, and their
     /// bytes and words hold them clamped to 255.
     pub starts: Array<u64>,
-    pub docs: Array<u32>,
+    pub near: Array<u16>,
+    pub firsts: Array<u32>,
+    pub lasts: Array<u32>,
+    /// The far tokens, ascending; the `i`-th one's concepts are
+    /// `far_docs[far_starts[i]..far_starts[i + 1]]`.
+    pub far_tokens: Array<u32>,
+    pub far_starts: Array<u64>,
+    pub far_docs: Array<u32>,
     pub body: Array<u8>,
     pub head_dir: Array<u64>,
     pub head_words: Array<u32>,
@@ -162,11 +172,33 @@ impl Bm25fIndex {
             }
             Err(_) => &[],
         };
+        let docs = match self.far_tokens.binary_search(&t) {
+            Ok(i) => {
+                let (x, y) = (self.far_starts[i] as usize, self.far_starts[i + 1] as usize);
+                Docs::Far(&self.far_docs[x..y])
+            }
+            Err(_) => Docs::Near {
+                offsets: &self.near[a..b],
+                first: self.firsts[t as usize],
+                block_last: self
+                    .long_blocks(t)
+                    .map_or(&[], |(x, y)| &self.block_last[x..y]),
+            },
+        };
         let heads = list::Heads {
             body: &self.body,
             dir: &self.head_dir,
         };
-        TokenList::new(&self.docs[a..b], a, heads, &self.head_words, wide)
+        TokenList::new(docs, a, heads, &self.head_words, wide)
+    }
+
+    /// Where a long token's blocks are (`None` for a shorter list).
+    fn long_blocks(&self, t: u32) -> Option<(usize, usize)> {
+        let i = self.long_tokens.binary_search(&t).ok()?;
+        Some((
+            self.block_starts[i] as usize,
+            self.block_starts[i + 1] as usize,
+        ))
     }
 
     /// Token `t`'s blocks (docs/spec.md §12.3): one per [`BLOCK`] entries of
@@ -183,20 +215,14 @@ impl Bm25fIndex {
                 min_len: &[],
             };
         }
-        match self.long_tokens.binary_search(&t) {
-            Ok(i) => {
-                let (x, y) = (
-                    self.block_starts[i] as usize,
-                    self.block_starts[i + 1] as usize,
-                );
-                Blocks {
-                    last: &self.block_last[x..y],
-                    max_tf: &self.block_max_tf[4 * x..4 * y],
-                    min_len: &self.block_min_len[4 * x..4 * y],
-                }
-            }
-            Err(_) => Blocks {
-                last: &self.docs[b - 1..b],
+        match self.long_blocks(t) {
+            Some((x, y)) => Blocks {
+                last: &self.block_last[x..y],
+                max_tf: &self.block_max_tf[4 * x..4 * y],
+                min_len: &self.block_min_len[4 * x..4 * y],
+            },
+            None => Blocks {
+                last: &self.lasts[t as usize..t as usize + 1],
                 max_tf: &self.max_tf[4 * t as usize..4 * t as usize + 4],
                 min_len: &self.min_len[4 * t as usize..4 * t as usize + 4],
             },
@@ -220,9 +246,11 @@ impl Bm25fIndex {
         let postings_ok = self.starts.len() == tokens + 1
             && self.starts.first() == Some(&0)
             && self.starts.windows(2).all(|w| w[0] <= w[1])
-            && self.starts.last().map(|&e| e as usize) == Some(self.docs.len())
-            && self.body.len() == self.docs.len()
-            && self.head_dir.len() == self.docs.len().div_ceil(list::GROUP) + 1
+            && self.starts.last().map(|&e| e as usize) == Some(self.near.len())
+            && self.firsts.len() == tokens
+            && self.lasts.len() == tokens
+            && self.body.len() == self.near.len()
+            && self.head_dir.len() == self.near.len().div_ceil(list::GROUP) + 1
             && self.head_dir.first() == Some(&0)
             && self.head_dir.last().map(|&h| h as usize) == Some(self.head_words.len())
             && self.lengths.len() == 4 * n
@@ -237,6 +265,9 @@ impl Bm25fIndex {
         }
         if !self.wide_fits() {
             return Err("wide frequencies");
+        }
+        if !self.far_fits() {
+            return Err("far tokens");
         }
         Ok(())
     }
@@ -253,6 +284,22 @@ impl Bm25fIndex {
                     return false;
                 };
                 let (x, y) = (self.wide_starts[i], self.wide_starts[i + 1]);
+                y >= x && end - self.starts[t as usize] == y - x
+            })
+    }
+
+    /// Whether the far tokens' concepts fit the postings: one per entry of
+    /// each far token's list, one list after the other.
+    fn far_fits(&self) -> bool {
+        self.far_starts.len() == self.far_tokens.len() + 1
+            && self.far_starts.first() == Some(&0)
+            && self.far_starts.last().map(|&e| e as usize) == Some(self.far_docs.len())
+            && self.far_tokens.windows(2).all(|w| w[0] < w[1])
+            && self.far_tokens.iter().enumerate().all(|(i, &t)| {
+                let Some(&end) = self.starts.get(t as usize + 1) else {
+                    return false;
+                };
+                let (x, y) = (self.far_starts[i], self.far_starts[i + 1]);
                 y >= x && end - self.starts[t as usize] == y - x
             })
     }
@@ -325,8 +372,8 @@ mod tests {
         assert_eq!(blocks.last.len(), n.div_ceil(BLOCK));
         let list = b.list(common);
         for (j, &last) in blocks.last.iter().enumerate() {
-            let entries = j * BLOCK..((j + 1) * BLOCK).min(list.docs.len());
-            assert_eq!(last, list.docs[entries.end - 1]);
+            let entries = j * BLOCK..((j + 1) * BLOCK).min(list.len());
+            assert_eq!(last, list.docs.get(entries.end - 1));
             for f in 0..4 {
                 let tfs = entries.clone().map(|e| list.tfs(e)[f]);
                 assert_eq!(blocks.max_tf[4 * j + f], tfs.max().unwrap());
@@ -357,7 +404,7 @@ mod tests {
         assert_eq!(*b.wide_tokens, [many]);
         let tfs = |b: &Bm25fIndex, t: u32| -> Vec<[u16; 4]> {
             let list = b.list(t);
-            (0..list.docs.len()).map(|i| list.tfs(i)).collect()
+            (0..list.len()).map(|i| list.tfs(i)).collect()
         };
         assert_eq!(tfs(&b, many), [[0, 0, 0, 300], [0, 0, 0, 255]]);
         assert_eq!(tfs(&b, few), [[0, 0, 0, 255], [0, 0, 0, 1]]);
@@ -367,6 +414,48 @@ mod tests {
         starts[1] -= 1;
         b.wide_starts = starts.into();
         assert_eq!(b.check(3), Err("wide frequencies"));
+    }
+
+    #[test]
+    fn tokens_whose_concepts_lie_far_apart_keep_them_whole() {
+        // RARE spans 69,999 concepts in one block, SPARSE 66,040 in its
+        // first of two: both far (list.rs); COMMON is near.
+        let n = 70_000;
+        let concepts: Vec<_> = (0..n)
+            .map(|i| {
+                let mut body = String::from("common");
+                if [0, 5, n - 1].contains(&i) {
+                    body += " rare";
+                }
+                if i % 520 == 0 {
+                    body += " sparse";
+                }
+                let src = format!("---\ntitle: c\n---\n{body}\n");
+                read_concept(&format!("c{i:05}"), "c.md", src.as_bytes())
+                    .concept
+                    .unwrap()
+            })
+            .collect();
+        let b = Index::build(&concepts, &Analyzer::new(None)).bm25f;
+        assert_eq!(b.check(n), Ok(()));
+        let id = |t: &str| b.token_id(t).unwrap();
+        let (rare, sparse, common) = (id("RARE"), id("SPARSE"), id("COMMON"));
+        assert_eq!(*b.far_tokens, [rare, sparse]);
+        assert_eq!(b.list(rare).docs.to_vec(), [0, 5, n as u32 - 1]);
+        let every: Vec<u32> = (0..n as u32).step_by(520).collect();
+        assert_eq!(b.list(sparse).docs.to_vec(), every);
+        assert_eq!(b.blocks(sparse).last.len(), 2);
+        assert_eq!(
+            b.list(common).docs.to_vec(),
+            (0..n as u32).collect::<Vec<_>>()
+        );
+        assert_eq!(b.blocks(rare).last, [n as u32 - 1]);
+        // A far token's concepts must cover its list exactly.
+        let mut far = b;
+        let mut starts = far.far_starts.to_vec();
+        starts[1] -= 1;
+        far.far_starts = starts.into();
+        assert_eq!(far.check(n), Err("far tokens"));
     }
 
     #[test]

@@ -5,14 +5,16 @@
 //! lay their lists out this way); and a token's bounds and blocks from its
 //! written entries (docs/spec.md §12.3).
 
-use super::list::{body_byte, head_dir, head_word, is_head};
+use super::list::{body_byte, head_dir, head_word, is_head, near, offsets};
 use super::{Bm25fIndex, BLOCK};
 use crate::text::analyze::Language;
 
 /// The index's postings and bounds, as `Bm25fIndex` holds them.
 pub(super) struct Laid {
     starts: Vec<u64>,
-    docs: Vec<u32>,
+    near: Vec<u16>,
+    firsts: Vec<u32>,
+    lasts: Vec<u32>,
     body: Vec<u8>,
     head_words: Vec<u32>,
     max_tf: Vec<u16>,
@@ -46,7 +48,9 @@ impl Laid {
         let tokens = starts.len() - 1;
         Laid {
             starts,
-            docs: vec![0; total],
+            near: vec![0; total],
+            firsts: vec![0; tokens],
+            lasts: vec![0; tokens],
             body: vec![0; total],
             head_words: vec![0; heads],
             max_tf: vec![0; 4 * tokens],
@@ -62,7 +66,9 @@ impl Laid {
     /// The whole arrays, to cut shares from.
     pub(super) fn share(&mut self) -> Share<'_> {
         Share {
-            docs: &mut self.docs,
+            near: &mut self.near,
+            firsts: &mut self.firsts,
+            lasts: &mut self.lasts,
             body: &mut self.body,
             head_words: &mut self.head_words,
             max_tf: &mut self.max_tf,
@@ -73,11 +79,13 @@ impl Laid {
         }
     }
 
-    /// The index, with its wide tokens' frequencies, vocabulary and field
-    /// lengths.
+    /// The index, with its wide tokens' frequencies, far tokens' concepts,
+    /// vocabulary and field lengths.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn into_index(
         self,
         wide: Wide,
+        far: Far,
         language: Option<Language>,
         vocab: Vec<u8>,
         token_starts: Vec<u32>,
@@ -89,13 +97,18 @@ impl Laid {
             vocab: vocab.into(),
             token_starts: token_starts.into(),
             starts: self.starts.into(),
-            docs: self.docs.into(),
+            near: self.near.into(),
+            firsts: self.firsts.into(),
+            lasts: self.lasts.into(),
+            far_tokens: far.tokens.into(),
+            far_starts: far.starts.into(),
+            far_docs: far.items.into(),
             head_dir: head_dir(&self.body).into(),
             body: self.body.into(),
             head_words: self.head_words.into(),
             wide_tokens: wide.tokens.into(),
             wide_starts: wide.starts.into(),
-            wide_tfs: wide.tfs.into(),
+            wide_tfs: wide.items.into(),
             lengths: lengths.into(),
             totals,
             max_tf: self.max_tf.into(),
@@ -109,46 +122,53 @@ impl Laid {
     }
 }
 
-/// Wide tokens' frequencies (mod.rs: [`super::WIDE`]), in token order.
-pub(super) struct Wide {
+/// Tokens whose entries are kept apart, in token order, `PER` items an
+/// entry: the wide tokens' frequencies (mod.rs: [`super::WIDE`]) and the far
+/// tokens' concepts (list.rs).
+pub(super) struct Side<T, const PER: usize> {
     tokens: Vec<u32>,
     starts: Vec<u64>,
-    tfs: Vec<u16>,
+    items: Vec<T>,
 }
 
-impl Default for Wide {
+pub(super) type Wide = Side<u16, 4>;
+pub(super) type Far = Side<u32, 1>;
+
+impl<T, const PER: usize> Default for Side<T, PER> {
     fn default() -> Self {
-        Wide {
+        Side {
             tokens: Vec::new(),
             starts: vec![0],
-            tfs: Vec::new(),
+            items: Vec::new(),
         }
     }
 }
 
-impl Wide {
-    /// Token `t`'s frequencies, four per entry, after the tokens before it.
-    pub(super) fn push(&mut self, t: u32, tfs: &[u16]) {
+impl<T: Copy, const PER: usize> Side<T, PER> {
+    /// Token `t`'s items, `PER` per entry, after the tokens before it.
+    pub(super) fn push(&mut self, t: u32, items: &[T]) {
         self.tokens.push(t);
-        self.tfs.extend_from_slice(tfs);
-        self.starts.push((self.tfs.len() / 4) as u64);
+        self.items.extend_from_slice(items);
+        self.starts.push((self.items.len() / PER) as u64);
     }
 
     /// `parts` one after the other (their tokens ascending).
-    pub(super) fn concat(parts: impl IntoIterator<Item = Wide>) -> Wide {
-        let mut all = Wide::default();
+    pub(super) fn concat(parts: impl IntoIterator<Item = Self>) -> Self {
+        let mut all = Self::default();
         for p in parts {
-            let base = all.tfs.len() as u64 / 4;
+            let base = (all.items.len() / PER) as u64;
             all.tokens.extend(p.tokens);
             all.starts.extend(p.starts[1..].iter().map(|&s| base + s));
-            all.tfs.extend(p.tfs);
+            all.items.extend(p.items);
         }
         all
     }
 }
 
 pub(super) struct Share<'a> {
-    pub(super) docs: &'a mut [u32],
+    pub(super) near: &'a mut [u16],
+    pub(super) firsts: &'a mut [u32],
+    pub(super) lasts: &'a mut [u32],
     pub(super) body: &'a mut [u8],
     pub(super) head_words: &'a mut [u32],
     pub(super) max_tf: &'a mut [u16],
@@ -185,7 +205,9 @@ impl<'a> Share<'a> {
         blocks: usize,
     ) -> Share<'a> {
         Share {
-            docs: cut(&mut self.docs, entries),
+            near: cut(&mut self.near, entries),
+            firsts: cut(&mut self.firsts, tokens),
+            lasts: cut(&mut self.lasts, tokens),
             body: cut(&mut self.body, entries),
             head_words: cut(&mut self.head_words, heads),
             max_tf: cut(&mut self.max_tf, 4 * tokens),
@@ -196,11 +218,11 @@ impl<'a> Share<'a> {
         }
     }
 
-    /// For a one-token share whose concepts are written, their frequencies
-    /// `full` (four per entry) as bytes and head words (list.rs), and the
-    /// token's bounds; `true` for a wide token (its frequencies also belong
-    /// in [`Wide`]).
-    pub(super) fn put(&mut self, full: &[u16], lengths: &[u32]) -> bool {
+    /// For a one-token share, its concepts `docs` (list.rs) and frequencies
+    /// `full` (four per entry) as bytes and head words, and its bounds;
+    /// whether the token is wide (its frequencies also belong in [`Wide`])
+    /// and whether it is far (its concepts belong in [`Far`]).
+    pub(super) fn put(&mut self, docs: &[u32], full: &[u16], lengths: &[u32]) -> (bool, bool) {
         let wide = full.iter().any(|&tf| tf >= super::WIDE);
         let mut words = self.head_words.iter_mut();
         for (to, tfs) in self.body.iter_mut().zip(full.chunks_exact(4)) {
@@ -215,24 +237,38 @@ impl<'a> Share<'a> {
             }
         }
         debug_assert!(words.next().is_none(), "head entries miscounted");
-        self.bound(full, lengths);
-        wide
+        self.bound(docs, full, lengths);
+        (wide, self.place(docs))
+    }
+
+    /// For a one-token share, its concepts `docs`: its first and last, and
+    /// its offsets unless it is far (then `true`; its offsets stay 0).
+    pub(super) fn place(&mut self, docs: &[u32]) -> bool {
+        self.firsts[0] = docs.first().copied().unwrap_or(0);
+        self.lasts[0] = docs.last().copied().unwrap_or(0);
+        if near(docs) {
+            offsets(docs, self.near);
+            false
+        } else {
+            self.near.fill(0);
+            true
+        }
     }
 
     /// Per field the largest frequency and the smallest length of a concept
     /// holding the token there (`u32::MAX` when none does), over the token
     /// and over each block of a long list, with each block's last position,
     /// from the token's frequencies `tfs` (four per entry).
-    fn bound(&mut self, tfs: &[u16], lengths: &[u32]) {
+    fn bound(&mut self, docs: &[u32], tfs: &[u16], lengths: &[u32]) {
         let mut token_max = [0u16; 4];
         let mut token_min = [u32::MAX; 4];
-        let n = self.docs.len();
+        let n = docs.len();
         for (blk, from) in (0..n).step_by(BLOCK).enumerate() {
             let to = (from + BLOCK).min(n);
             let mut mx = [0u16; 4];
             let mut mn = [u32::MAX; 4];
             for e in from..to {
-                let d = self.docs[e] as usize;
+                let d = docs[e] as usize;
                 for f in 0..4 {
                     let tf = tfs[4 * e + f];
                     if tf > 0 {
@@ -246,7 +282,7 @@ impl<'a> Share<'a> {
                 token_min[f] = token_min[f].min(mn[f]);
             }
             if !self.block_last.is_empty() {
-                self.block_last[blk] = self.docs[to - 1];
+                self.block_last[blk] = docs[to - 1];
                 self.block_max_tf[4 * blk..4 * blk + 4].copy_from_slice(&mx);
                 self.block_min_len[4 * blk..4 * blk + 4].copy_from_slice(&mn);
             }

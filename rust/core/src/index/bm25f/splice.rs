@@ -10,7 +10,7 @@
 use rayon::prelude::*;
 
 use super::list::is_head;
-use super::share::{blocks_of, Laid, Share, Wide};
+use super::share::{blocks_of, Far, Laid, Share, Wide};
 use super::{field_lengths, totals_of, Bm25fIndex};
 use crate::index::splice::{Remap, GONE};
 
@@ -87,18 +87,22 @@ pub fn splice(old: &Bm25fIndex, small: &Bm25fIndex, map: &Remap<'_>, n: usize) -
             }
         })
         .collect();
-    let wide: Vec<Option<Vec<u16>>> = outs
+    let apart: Vec<Apart> = outs
         .into_par_iter()
         .map(|mut out| out.fill(old, small, map, &lengths))
         .collect();
-    let mut wide_all = Wide::default();
-    for (t, w) in wide.iter().enumerate() {
+    let (mut wide, mut far) = (Wide::default(), Far::default());
+    for (t, (w, f)) in apart.iter().enumerate() {
         if let Some(w) = w {
-            wide_all.push(t as u32, w);
+            wide.push(t as u32, w);
+        }
+        if let Some(f) = f {
+            far.push(t as u32, f);
         }
     }
     laid.into_index(
-        wide_all,
+        wide,
+        far,
         small.language,
         vocab,
         token_starts,
@@ -106,6 +110,9 @@ pub fn splice(old: &Bm25fIndex, small: &Bm25fIndex, map: &Remap<'_>, n: usize) -
         totals,
     )
 }
+
+/// A wide token's frequencies and a far token's concepts (share.rs).
+type Apart = (Option<Vec<u16>>, Option<Vec<u32>>);
 
 /// One token's part of the new index's arrays: its entries, its bounds and
 /// (for a long list) its blocks; and its ids in the old and small indexes.
@@ -120,14 +127,14 @@ impl Out<'_> {
     /// small token `b`'s placed, in position order (the two never share a
     /// concept: one read again is gone from the old side); then its bounds
     /// and blocks, as a build computes them (docs/spec.md §12.3). Returns a
-    /// wide token's frequencies (share.rs: [`Wide`]).
+    /// wide token's frequencies and a far token's concepts (share.rs).
     fn fill(
         &mut self,
         old: &Bm25fIndex,
         small: &Bm25fIndex,
         map: &Remap<'_>,
         lengths: &[u32],
-    ) -> Option<Vec<u16>> {
+    ) -> Apart {
         let empty = super::TokenList::default;
         let x = if self.a != GONE {
             old.list(self.a)
@@ -139,9 +146,10 @@ impl Out<'_> {
         } else {
             empty()
         };
+        let n = self.share.near.len();
         let all_kept = self.a != GONE
-            && y.docs.is_empty()
-            && x.docs.len() == self.share.docs.len()
+            && y.is_empty()
+            && x.len() == n
             && x.heads.len() == self.share.head_words.len();
         let blocks = if all_kept {
             old.blocks(self.a)
@@ -156,9 +164,12 @@ impl Out<'_> {
             self.share.block_last.is_empty() || blocks.last.len() == self.share.block_last.len();
         if all_kept && same_blocks {
             // Every entry kept, in the same blocks: only the positions change.
-            for (to, &d) in self.share.docs.iter_mut().zip(x.docs) {
-                *to = map.old(d).unwrap_or(GONE);
-            }
+            let docs: Vec<u32> = x
+                .docs
+                .iter_from(0)
+                .map(|d| map.old(d).unwrap_or(GONE))
+                .collect();
+            let far = self.share.place(&docs).then_some(docs);
             self.share.body.copy_from_slice(x.body);
             self.share.head_words.copy_from_slice(x.heads);
             let wide = (!x.wide.is_empty()).then(|| x.wide.to_vec());
@@ -175,16 +186,16 @@ impl Out<'_> {
                 self.share.block_max_tf.copy_from_slice(blocks.max_tf);
                 self.share.block_min_len.copy_from_slice(blocks.min_len);
             }
-            return wide;
+            return (wide, far);
         }
-        let n = self.share.docs.len();
+        let mut docs = Vec::with_capacity(n);
         let mut full = Vec::with_capacity(4 * n);
         let mut xs = x.entries().peekable();
         let mut ys = y
             .entries()
             .map(|(s, tfs)| (map.fresh_at[s as usize], tfs))
             .peekable();
-        for k in 0..n {
+        for _ in 0..n {
             let next = ys.peek().map_or(u32::MAX, |&(p, _)| p);
             // The next old entry still there, if it comes before the next
             // fresh one (those gone are passed over).
@@ -203,10 +214,11 @@ impl Out<'_> {
                 // Past both (only in a damaged saved index): no entry.
                 None => ys.next().unwrap_or((GONE, [0; 4])),
             };
-            self.share.docs[k] = p;
+            docs.push(p);
             full.extend_from_slice(&tfs);
         }
-        self.share.put(&full, lengths).then_some(full)
+        let (wide, far) = self.share.put(&docs, &full, lengths);
+        (wide.then_some(full), far.then_some(docs))
     }
 }
 

@@ -172,7 +172,11 @@ fn same_index(got: &Index, want: &Index, n: usize, rng: &mut Rng, at: &str) {
         let token = std::str::from_utf8(w.token(t)).unwrap();
         let id = g.token_id(token).expect("every token is there");
         assert_eq!(g.df(id), w.df(t), "{at}: df of {token}");
-        assert_eq!(g.list(id).docs, w.list(t).docs, "{at}: {token}");
+        assert_eq!(
+            g.list(id).docs.to_vec(),
+            w.list(t).docs.to_vec(),
+            "{at}: {token}"
+        );
         let tfs = |ix: &crate::index::bm25f::Bm25fIndex, t: u32| -> Vec<[u16; 4]> {
             let list = ix.list(t);
             (0..list.docs.len()).map(|i| list.tfs(i)).collect()
@@ -183,6 +187,12 @@ fn same_index(got: &Index, want: &Index, n: usize, rng: &mut Rng, at: &str) {
     assert_eq!(*g.lengths, *w.lengths, "{at}");
     assert_eq!(*g.vocab, *w.vocab, "{at}");
     assert_eq!(*g.starts, *w.starts, "{at}");
+    assert_eq!(*g.near, *w.near, "{at}");
+    assert_eq!(*g.firsts, *w.firsts, "{at}");
+    assert_eq!(*g.lasts, *w.lasts, "{at}");
+    assert_eq!(*g.far_tokens, *w.far_tokens, "{at}");
+    assert_eq!(*g.far_starts, *w.far_starts, "{at}");
+    assert_eq!(*g.far_docs, *w.far_docs, "{at}");
     assert_eq!(*g.body, *w.body, "{at}");
     assert_eq!(*g.head_dir, *w.head_dir, "{at}");
     assert_eq!(*g.head_words, *w.head_words, "{at}");
