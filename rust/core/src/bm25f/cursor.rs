@@ -4,32 +4,36 @@
 use super::{part, saturate, weighted_tf, Lengths, Norms, Params, Term};
 use crate::index::bm25f::{tfs_of, BLOCK};
 
-/// A cursor over one token's list.
+/// A cursor over one token's list, with the concept at it: a list keeps
+/// its concepts as offsets (index/bm25f/list.rs), and a cursor is asked for
+/// its concept more often than it moves.
 pub(super) struct Cursor {
     pub(super) at: usize,
+    doc: u32,
 }
 
 impl Cursor {
-    /// The position at the cursor (`u32::MAX` past the end).
-    pub(super) fn doc(&self, t: &Term<'_>) -> u32 {
-        t.list.docs.get(self.at)
+    /// A cursor at entry `at` of `t`'s list.
+    pub(super) fn new(t: &Term<'_>, at: usize) -> Cursor {
+        Cursor {
+            at,
+            doc: t.list.docs.get(at),
+        }
     }
 
-    /// Move to the first position `>= d` (galloping).
+    /// The position at the cursor (`u32::MAX` past the end).
+    #[inline]
+    pub(super) fn doc(&self) -> u32 {
+        self.doc
+    }
+
+    /// Move to the first position `>= d`.
+    #[inline]
     pub(super) fn seek(&mut self, t: &Term<'_>, d: u32) {
-        let docs = t.list.docs;
-        let len = docs.len();
-        let mut i = self.at;
-        if i < len && docs.get(i) < d {
-            let mut step = 1;
-            while i + step < len && docs.get(i + step) < d {
-                i += step;
-                step *= 2;
-            }
-            let end = (i + step + 1).min(len);
-            i = docs.first_at(i, end, d);
+        if self.doc < d {
+            self.at = t.list.docs.seek(self.at, d);
+            self.doc = t.list.docs.get(self.at);
         }
-        self.at = i;
     }
 
     /// The token's weighted frequency in the concept at `d`, 0 when the
@@ -42,11 +46,12 @@ impl Cursor {
         params: &Params,
         norms: &Norms,
     ) -> f64 {
-        if t.list.docs.get(self.at) != d {
+        if self.doc != d {
             return 0.0;
         }
         let tfs = t.list.tfs(self.at);
         self.at += 1;
+        self.doc = t.list.docs.get(self.at);
         // A saved list naming a concept out of range (a tampered cache file:
         // its lists are not read at open, docs/spec.md §9.3) scores nothing.
         weighted_tf(params, norms, tfs, lengths, d).unwrap_or(0.0)

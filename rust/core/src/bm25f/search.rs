@@ -153,7 +153,7 @@ pub fn search_index(
         .collect();
     let m = terms.len();
     let mut top = TopK::new(limit);
-    let mut cursors: Vec<Cursor> = terms.iter().map(|_| Cursor { at: 0 }).collect();
+    let mut cursors: Vec<Cursor> = terms.iter().map(|t| Cursor::new(t, 0)).collect();
     let mut block = vec![0usize; m];
     let mut bound = vec![0.0f64; m];
     let mut by_bound: Vec<usize> = (0..m).collect();
@@ -168,7 +168,7 @@ pub fn search_index(
         let mut lo = u32::MAX;
         for (c, t) in cursors.iter_mut().zip(&terms) {
             c.seek(t, from);
-            lo = lo.min(c.doc(t));
+            lo = lo.min(c.doc());
         }
         if lo == u32::MAX {
             break;

@@ -4,7 +4,7 @@
 use super::cursor::{block_end, block_of, bound_x, Cursor, EntryBounds};
 use super::Term;
 use super::{Norms, Params};
-use crate::index::bm25f::tfs_of;
+use crate::index::bm25f::{tfs_of, BLOCK};
 
 /// A non-essential token's list is read in full in a stretch when it is at
 /// most this many times as long as the essential tokens' lists together:
@@ -67,7 +67,8 @@ impl Stretch {
         for &t in tokens {
             let term = &terms[t];
             let (from, to) = (cursors[t].at, entries_to(term, cursors[t].at, hi));
-            let mut words = term.list.words(from);
+            let mut h = term.list.heads_before(from);
+            let mut buf = [0u32; BLOCK];
             let mut i = from;
             while i < to {
                 let j = block_of(term, i);
@@ -84,7 +85,9 @@ impl Stretch {
                     // One byte per frequency: an entry is one 32-bit word,
                     // and one in the body alone (nearly all) one test.
                     let lim = u64::from(lim.min(256)) << 24;
-                    for (d, word) in words.by_ref().take(end - i) {
+                    let docs = term.list.block_docs(i, end, &mut buf);
+                    for (&d, &byte) in docs.iter().zip(&term.list.body[i..end]) {
+                        let word = term.list.word(byte, &mut h);
                         let alone = word & 0x00FF_FFFF == 0;
                         if (alone && u64::from(word) < lim)
                             || (!alone && x_need > 0.0 && bound_x(tfs_of(word), &per_tf) < x_need)
@@ -119,14 +122,14 @@ impl Stretch {
             let (from, to) = (cursors[t].at, entries_to(term, cursors[t].at, hi));
             if to - from <= LOOKUP * held {
                 // Read in full: most of its entries are among the concepts held.
-                let mut docs = term.list.docs.iter_from(from);
+                let mut buf = [0u32; BLOCK];
                 let mut i = from;
                 while i < to {
                     let j = block_of(term, i);
                     let end = block_end(term, j, to);
                     bounds.enter(term, t, j, params, norms);
-                    for k in i..end {
-                        let d = docs.next().unwrap_or(u32::MAX);
+                    let docs = term.list.block_docs(i, end, &mut buf);
+                    for (k, &d) in (i..end).zip(docs) {
                         let Some(o) = d.checked_sub(lo).map(|o| o as usize) else {
                             continue;
                         };
@@ -145,13 +148,13 @@ impl Stretch {
                         bits &= bits - 1;
                         let d = lo + o as u32;
                         cursors[t].seek(term, d);
-                        if cursors[t].doc(term) == d {
+                        if cursors[t].doc() == d {
                             self.sum[o] += bounds.of(term, t, cursors[t].at, params, norms);
                         }
                     }
                 }
                 // The concepts are scored from the stretch's start.
-                cursors[t].at = from;
+                cursors[t] = Cursor::new(term, from);
             }
         }
     }

@@ -184,9 +184,25 @@ impl<'a> Docs<'a> {
     }
 
     /// The first index in `from..to` whose concept is not below `d` (`to`
-    /// when none is), by binary search.
+    /// when none is), by binary search: over the offsets alone when the
+    /// range is in one block.
     pub fn first_at(&self, from: usize, to: usize, d: u32) -> usize {
-        let (mut lo, mut hi) = (from, to.min(self.len()));
+        let to = to.min(self.len());
+        if from >= to {
+            return to;
+        }
+        if let Docs::Near {
+            offsets,
+            first,
+            block_last,
+        } = *self
+        {
+            let j = from / BLOCK;
+            if (to - 1) / BLOCK == j {
+                return in_block(offsets, Docs::base(first, block_last, j), from, to, d);
+            }
+        }
+        let (mut lo, mut hi) = (from, to);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             if self.get(mid) < d {
@@ -198,6 +214,49 @@ impl<'a> Docs<'a> {
         lo
     }
 
+    /// The first index at or after `from` whose concept is not below `d`
+    /// (the length when none is): blocks passed by their last concepts,
+    /// galloping, then a search of the offsets of the one block where `d`
+    /// falls.
+    pub fn seek(&self, from: usize, d: u32) -> usize {
+        let len = self.len();
+        if from >= len || self.get(from) >= d {
+            return from;
+        }
+        match *self {
+            Docs::Far(x) => {
+                let (mut i, mut step) = (from, 1);
+                while i + step < len && x[i + step] < d {
+                    i += step;
+                    step *= 2;
+                }
+                let end = (i + step + 1).min(len);
+                i + x[i..end].partition_point(|&y| y < d)
+            }
+            Docs::Near {
+                offsets,
+                first,
+                block_last,
+            } => {
+                let mut j = from / BLOCK;
+                if block_last.get(j).is_some_and(|&l| l < d) {
+                    let mut step = 1;
+                    while j + step < block_last.len() && block_last[j + step] < d {
+                        j += step;
+                        step *= 2;
+                    }
+                    let end = (j + step + 1).min(block_last.len());
+                    j += block_last[j..end].partition_point(|&l| l < d);
+                }
+                let start = from.max(j * BLOCK);
+                let end = ((j + 1) * BLOCK).min(len);
+                if start >= end {
+                    return len;
+                }
+                in_block(offsets, Docs::base(first, block_last, j), start, end, d)
+            }
+        }
+    }
     /// The concepts from the `from`-th on, in order.
     pub fn iter_from(&self, from: usize) -> DocIter<'a> {
         let (offsets, first, block_last, far): (&[u16], u32, &[u32], &[u32]) = match *self {
@@ -221,6 +280,27 @@ impl<'a> Docs<'a> {
     /// Every concept, in order.
     pub fn to_vec(&self) -> Vec<u32> {
         self.iter_from(0).collect()
+    }
+}
+
+/// The first index in `from..to` (in one block, whose offsets are from
+/// `base`) whose concept is not below `d`.
+#[inline]
+fn in_block(offsets: &[u16], base: u32, from: usize, to: usize, d: u32) -> usize {
+    match d.checked_sub(base) {
+        None | Some(0) => from,
+        Some(key) if key > u32::from(u16::MAX) => to,
+        Some(key) => {
+            // Galloping: a cursor moves a few entries at a time.
+            let o = &offsets[from..to];
+            let (mut i, mut step) = (0, 1);
+            while i + step < o.len() && u32::from(o[i + step]) < key {
+                i += step;
+                step *= 2;
+            }
+            let end = (i + step + 1).min(o.len());
+            from + i + o[i..end].partition_point(|&x| u32::from(x) < key)
+        }
     }
 }
 
@@ -334,6 +414,48 @@ impl<'a> TokenList<'a> {
         }
     }
 
+    /// The concepts of entries `from..to`, which lie in one block: as
+    /// they are kept for a far token, written into `buf` from the block's
+    /// offsets for the others (one tight pass), so that a search reads a
+    /// block's concepts as a plain slice.
+    #[inline]
+    pub fn block_docs<'b>(
+        &'b self,
+        from: usize,
+        to: usize,
+        buf: &'b mut [u32; BLOCK],
+    ) -> &'b [u32] {
+        debug_assert!(from >= to || from / BLOCK == (to - 1) / BLOCK);
+        match self.docs {
+            Docs::Near {
+                offsets,
+                first,
+                block_last,
+            } => {
+                let base = Docs::base(first, block_last, from / BLOCK);
+                let offsets = &offsets[from..to];
+                for (d, &o) in buf.iter_mut().zip(offsets) {
+                    *d = base.saturating_add(u32::from(o));
+                }
+                &buf[..offsets.len()]
+            }
+            Docs::Far(docs) => &docs[from..to],
+        }
+    }
+
+    /// The frequencies, as a word, of an entry whose byte is `b`, `h` being
+    /// the number of head entries before it (moved past it).
+    #[inline]
+    pub fn word(&self, b: u8, h: &mut usize) -> u32 {
+        match b {
+            0 => {
+                *h += 1;
+                self.heads.get(*h - 1).copied().unwrap_or(0)
+            }
+            b => u32::from(b) << 24,
+        }
+    }
+
     /// Entries `from..` in order: each concept with its frequencies as a
     /// word (title in the low byte; a wide token's clamped to 255).
     pub fn words(&self, from: usize) -> Words<'a> {
@@ -436,6 +558,18 @@ mod tests {
                     list.words(from).map(|(d, w)| (d, tfs_of(w))).collect();
                 let every: Vec<(u32, [u16; 4])> = list.entries().collect();
                 assert_eq!(every[from..], read);
+                // Block by block, from `from` on.
+                let (mut h, mut i, mut blocks) = (list.heads_before(from), from, Vec::new());
+                let mut buf = [0u32; BLOCK];
+                while i < len {
+                    let end = ((i / BLOCK + 1) * BLOCK).min(len);
+                    let docs = list.block_docs(i, end, &mut buf).to_vec();
+                    for (d, &b) in docs.into_iter().zip(&list.body[i..end]) {
+                        blocks.push((d, tfs_of(list.word(b, &mut h))));
+                    }
+                    i = end;
+                }
+                assert_eq!(blocks, read);
                 let want: Vec<(u32, [u16; 4])> = (first + from..first + len)
                     .map(|g| (g as u32, clamp(all[g])))
                     .collect();
@@ -507,6 +641,11 @@ mod tests {
                 let want = from + docs[from..].partition_point(|&y| y < x);
                 assert_eq!(near.first_at(from, len, x), want);
                 assert_eq!(far.first_at(from, len, x), want);
+                assert_eq!(near.seek(from, x), want);
+                assert_eq!(far.seek(from, x), want);
+                let to = rng.below(len + 1).max(from);
+                let within = from + docs[from..to].partition_point(|&y| y < x);
+                assert_eq!(near.first_at(from, to, x), within);
             }
         }
     }
