@@ -9,12 +9,14 @@
 mod build;
 mod lay;
 mod list;
+mod offsets;
 mod runs;
 mod share;
 mod splice;
 
 pub use build::{finish, prepare, Prepared};
-pub use list::{tfs_of, DocIter, Docs, TokenList, Words};
+pub use list::{tfs_of, TokenList, Words};
+pub use offsets::{DocIter, Docs};
 pub use splice::splice;
 
 use crate::array::Array;
@@ -263,43 +265,28 @@ impl Bm25fIndex {
         if !self.blocks_fit() {
             return Err("blocks");
         }
-        if !self.wide_fits() {
+        if !self.side_fits(&self.wide_tokens, &self.wide_starts, self.wide_tfs.len(), 4) {
             return Err("wide frequencies");
         }
-        if !self.far_fits() {
+        if !self.side_fits(&self.far_tokens, &self.far_starts, self.far_docs.len(), 1) {
             return Err("far tokens");
         }
         Ok(())
     }
 
-    /// Whether the wide tokens' frequencies fit the postings: four per
-    /// entry of each wide token's list, one list after the other.
-    fn wide_fits(&self) -> bool {
-        self.wide_starts.len() == self.wide_tokens.len() + 1
-            && self.wide_starts.first() == Some(&0)
-            && self.wide_starts.last().map(|&e| 4 * e as usize) == Some(self.wide_tfs.len())
-            && self.wide_tokens.windows(2).all(|w| w[0] < w[1])
-            && self.wide_tokens.iter().enumerate().all(|(i, &t)| {
+    /// Whether tokens kept apart (the wide ones' frequencies, the far
+    /// ones' concepts: share.rs) fit the postings: `per` of `items` an entry
+    /// of each one's list, one list after the other.
+    fn side_fits(&self, tokens: &[u32], starts: &[u64], items: usize, per: usize) -> bool {
+        starts.len() == tokens.len() + 1
+            && starts.first() == Some(&0)
+            && starts.last().map(|&e| per * e as usize) == Some(items)
+            && tokens.windows(2).all(|w| w[0] < w[1])
+            && tokens.iter().enumerate().all(|(i, &t)| {
                 let Some(&end) = self.starts.get(t as usize + 1) else {
                     return false;
                 };
-                let (x, y) = (self.wide_starts[i], self.wide_starts[i + 1]);
-                y >= x && end - self.starts[t as usize] == y - x
-            })
-    }
-
-    /// Whether the far tokens' concepts fit the postings: one per entry of
-    /// each far token's list, one list after the other.
-    fn far_fits(&self) -> bool {
-        self.far_starts.len() == self.far_tokens.len() + 1
-            && self.far_starts.first() == Some(&0)
-            && self.far_starts.last().map(|&e| e as usize) == Some(self.far_docs.len())
-            && self.far_tokens.windows(2).all(|w| w[0] < w[1])
-            && self.far_tokens.iter().enumerate().all(|(i, &t)| {
-                let Some(&end) = self.starts.get(t as usize + 1) else {
-                    return false;
-                };
-                let (x, y) = (self.far_starts[i], self.far_starts[i + 1]);
+                let (x, y) = (starts[i], starts[i + 1]);
                 y >= x && end - self.starts[t as usize] == y - x
             })
     }

@@ -5,7 +5,8 @@
 //! lay their lists out this way); and a token's bounds and blocks from its
 //! written entries (docs/spec.md §12.3).
 
-use super::list::{body_byte, head_dir, head_word, is_head, near, offsets};
+use super::list::{body_byte, head_dir, head_word, is_head};
+use super::offsets::{near, offsets};
 use super::{Bm25fIndex, BLOCK};
 use crate::text::analyze::Language;
 
