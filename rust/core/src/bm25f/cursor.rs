@@ -5,7 +5,7 @@ use super::{part, saturate, weighted_tf, Lengths, Norms, Params, Term};
 use crate::index::bm25f::{tfs_of, BLOCK};
 
 /// A cursor over one token's list, with the concept at it: a list keeps
-/// its concepts as offsets (index/bm25f/list.rs), and a cursor is asked for
+/// its concepts as offsets (index/bm25f/offsets.rs), and a cursor is asked for
 /// its concept more often than it moves.
 pub(super) struct Cursor {
     pub(super) at: usize,

@@ -292,7 +292,8 @@ impl Bm25fIndex {
     }
 
     /// Whether the blocks fit the postings: each long token's list cut into
-    /// whole blocks of [`BLOCK`] entries.
+    /// whole blocks of [`BLOCK`] entries, and every list longer than one
+    /// block a long token's.
     fn blocks_fit(&self) -> bool {
         let blocks = self.block_last.len();
         self.block_starts.len() == self.long_tokens.len() + 1
@@ -309,6 +310,14 @@ impl Bm25fIndex {
                 let (x, y) = (self.block_starts[i], self.block_starts[i + 1]);
                 y >= x && len > BLOCK && (y - x) as usize == len.div_ceil(BLOCK)
             })
+            // Every list longer than a block is cut (a search decodes a
+            // list's concepts block by block, offsets.rs).
+            && self
+                .starts
+                .windows(2)
+                .filter(|w| (w[1] - w[0]) as usize > BLOCK)
+                .count()
+                == self.long_tokens.len()
     }
 
     /// The id of a token, by binary search over the sorted vocabulary.
@@ -458,5 +467,18 @@ mod tests {
         b.block_starts = starts.into();
         assert_eq!(b.check(n), Err("blocks"));
         assert_eq!(index(n).bm25f.check(n + 1), Err("postings"));
+        // A long list left uncut.
+        let mut b = index(n).bm25f;
+        b.long_tokens = b.long_tokens[1..].to_vec().into();
+        let mut starts = b.block_starts.to_vec();
+        let first = starts[1];
+        starts = starts[1..].iter().map(|&s| s - first).collect();
+        b.block_starts = starts.into();
+        let keep = b.block_last.len() - first as usize;
+        b.block_last = b.block_last[first as usize..].to_vec().into();
+        b.block_max_tf = b.block_max_tf[4 * first as usize..].to_vec().into();
+        b.block_min_len = b.block_min_len[4 * first as usize..].to_vec().into();
+        assert_eq!(b.block_last.len(), keep);
+        assert_eq!(b.check(n), Err("blocks"));
     }
 }

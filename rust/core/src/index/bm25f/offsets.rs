@@ -181,13 +181,13 @@ impl<'a> Docs<'a> {
                 block_last,
             } => {
                 let base = Docs::base(first, block_last, from / BLOCK);
-                let offsets = &offsets[from..to];
+                let offsets = offsets.get(from..to).unwrap_or(&[]);
                 for (d, &o) in buf.iter_mut().zip(offsets) {
                     *d = base.saturating_add(u32::from(o));
                 }
-                &buf[..offsets.len()]
+                &buf[..offsets.len().min(BLOCK)]
             }
-            Docs::Far(docs) => &docs[from..to],
+            Docs::Far(docs) => docs.get(from..to).unwrap_or(&[]),
         }
     }
 
