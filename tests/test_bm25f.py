@@ -296,6 +296,28 @@ def test_bad_parameters_name_what_is_allowed(kwargs: dict[str, object], word: st
         BM25FParams(**kwargs)  # type: ignore[arg-type]
 
 
+def test_no_parameters_score_as_the_defaults(tmp_path: Path) -> None:
+    # A search given no parameters uses one shared default object (its native
+    # form made once); it must score exactly as BM25FParams() spelled out.
+    from okfast.scoring import DEFAULT_BM25F
+
+    assert DEFAULT_BM25F == BM25FParams()
+    made, fresh = DEFAULT_BM25F.native(), BM25FParams().native()
+    assert (made.k1, made.weights, made.b) == (fresh.k1, fresh.weights, fresh.b)
+    root = write_bundle(
+        tmp_path / "b",
+        {
+            "a.md": concept_file("data lake", ["data"], "", "data files and more data"),
+            "b.md": concept_file("lake", [], "a data lake", "files"),
+        },
+    )
+    b = Bundle.load(root, cache=False)
+    implicit = b.search_arrays("data lake files", scorer="bm25f")
+    spelled = b.search_arrays("data lake files", scorer="bm25f", bm25f=BM25FParams(k1=2.0))
+    assert implicit[0].tolist() == spelled[0].tolist()
+    assert implicit[1].tobytes() == spelled[1].tobytes()
+
+
 def test_bad_scorer_names_the_scorers(tmp_path: Path) -> None:
     root = write_bundle(tmp_path / "b", {"a.md": concept_file("x", [], "", "x")})
     with pytest.raises(InvalidArgumentError, match="weighted_count, bm25f"):

@@ -35,7 +35,15 @@ from okfast._native import QueryTerms as QueryTerms
 from okfast.cache import cache_file, default_cache_dir
 from okfast.errors import CacheWarning, ConceptNotFoundError, InvalidArgumentError
 from okfast.model import Concept, Diagnostic, Hit, Severity
-from okfast.scoring import BM25FParams, Scorer, fuse, language_of, rrf_k_of, scorer_of
+from okfast.scoring import (
+    DEFAULT_BM25F,
+    BM25FParams,
+    Scorer,
+    fuse,
+    language_of,
+    rrf_k_of,
+    scorer_of,
+)
 
 #: ``progress(phase, done, total)`` of :meth:`Bundle.load`.
 Progress = Callable[[str, int, int], object]
@@ -286,7 +294,7 @@ class Bundle:
         if scorer_of(scorer) is Scorer.WEIGHTED_COUNT:
             hits = self._native.search_hits(query_terms(text), tag=tag, limit=limit)
             return [Hit(h.concept_id, h.score, h.title, h.excerpt, h.path) for h in hits]
-        query = self.bm25f_query(_text_of(text), bm25f or BM25FParams())
+        query = self.bm25f_query(_text_of(text), bm25f or DEFAULT_BM25F)
         pos, scores = self.search_arrays(
             text, tag=tag, limit=limit, scorer=scorer, bm25f=bm25f, rrf_k=rrf_k
         )
@@ -357,7 +365,7 @@ class Bundle:
         how = scorer_of(scorer)
         if how is Scorer.WEIGHTED_COUNT:
             return self._native.search_arrays(query_terms(text), tag=tag, limit=limit)
-        params = bm25f or BM25FParams()
+        params = bm25f or DEFAULT_BM25F
         query = self.bm25f_query(_text_of(text), params)
         stats = self.bm25f_stats(query.tokens)
         if how is Scorer.BM25F:
@@ -400,7 +408,7 @@ class Bundle:
         """A BM25F or fusion batch: each text's BM25F tokens (its excerpts'
         too) and its arrays. BM25F's are one native call; fusion's one
         fused search per query."""
-        params = bm25f or BM25FParams()
+        params = bm25f or DEFAULT_BM25F
         queries = [self.bm25f_query(_text_of(t), params) for t in texts]
         if how is Scorer.BM25F:
             return queries, list(self._bm25f_many(queries, params, tag, limit))

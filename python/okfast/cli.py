@@ -28,7 +28,7 @@ from okfast.memory import cli as memory_cli
 from okfast.model import Diagnostic, Explanation, Passage
 from okfast.query import Query, StalePolicy, Strategy
 from okfast.resolver import Resolver
-from okfast.scoring import BM25FParams, Scorer
+from okfast.scoring import DEFAULT_BM25F, Scorer
 from okfast.settings import load_settings
 
 
@@ -101,7 +101,7 @@ def print_settings_diagnostics(resolver: Resolver) -> None:
 def _cmd_search(args: argparse.Namespace) -> int:
     _non_blank_query(args.query)
     st = load_settings(args.settings).with_choices(scorer=args.scorer)
-    params = st.bm25f or BM25FParams()
+    params = st.bm25f or DEFAULT_BM25F
     bundle = Bundle.load(
         _bundle_path(args.path), progress=_ProgressBar.maybe(), language=params.language
     )

@@ -31,7 +31,7 @@ from okfast.model import Diagnostic, DiagnosticCode, Exclusion
 from okfast.passages import Context, ExplainInfo, PassageList, SourceSnapshot
 from okfast.paths import directory_key
 from okfast.query import Query, Strategy, Visibility, micros
-from okfast.scoring import BM25FParams, Scorer, fuse, rrf_k_of, scorer_of
+from okfast.scoring import DEFAULT_BM25F, BM25FParams, Scorer, fuse, rrf_k_of, scorer_of
 from okfast.settings import Settings, settings_for
 from okfast.snapshots import CachedBundle, Snapshots, source_language
 
@@ -493,7 +493,7 @@ class Resolver:
             raise InvalidArgumentError(
                 f"default_bm25f must be a BM25FParams, got {type(default_bm25f).__name__}"
             )
-        self.default_bm25f = default_bm25f or st.bm25f or BM25FParams()
+        self.default_bm25f = default_bm25f or st.bm25f or DEFAULT_BM25F
         rrf_k = default_rrf_k if default_rrf_k is not None else st.rrf_k
         self.default_rrf_k = rrf_k_of(60 if rrf_k is None else rrf_k)
         self.catalog = catalog

@@ -42,7 +42,7 @@ from okfast.evaluation import DEFAULT_DEPTH, evaluate
 from okfast.qrels import JudgedQuery, JudgedSet
 from okfast.query import Query, Strategy
 from okfast.resolver import Resolver
-from okfast.scoring import BM25FParams, Scorer
+from okfast.scoring import DEFAULT_BM25F, BM25FParams, Scorer
 from okfast.settings import Settings, write_atomically
 
 #: What ``okfast tune`` can maximise (docs/spec.md §14.1).
@@ -160,7 +160,7 @@ def label(s: Settings) -> str:
     if s.fairness_quota is not None:
         parts.append(f"quota {s.fairness_quota}")
     if scorer is not Scorer.WEIGHTED_COUNT:
-        p = s.bm25f or BM25FParams()
+        p = s.bm25f or DEFAULT_BM25F
         w = "/".join(f"{x:g}" for x in p.weights)
         b = "/".join(f"{x:g}" for x in p.b)
         parts.append(f"k1 {p.k1:g} w {w} b {b} {p.language or 'no stemming'}")
@@ -180,7 +180,7 @@ def _canonical(s: Settings) -> Settings:
         s,
         scorer=scorer,
         strategy=s.strategy or Strategy.GROUPED,
-        bm25f=None if scorer is Scorer.WEIGHTED_COUNT else (s.bm25f or BM25FParams()),
+        bm25f=None if scorer is Scorer.WEIGHTED_COUNT else (s.bm25f or DEFAULT_BM25F),
         rrf_k=(s.rrf_k or 60) if scorer is Scorer.FUSION else None,
         fairness_quota=None if grouped else s.fairness_quota,
         provenance=None,

@@ -58,7 +58,7 @@ from okfast.memory.scope import (
     tier_of,
 )
 from okfast.model import Diagnostic, DiagnosticCode, Passage, passage_from_fields
-from okfast.scoring import BM25FParams, Scorer, scorer_of
+from okfast.scoring import DEFAULT_BM25F, BM25FParams, Scorer, scorer_of
 
 if TYPE_CHECKING:
     from okfast.catalog import Catalog
@@ -242,7 +242,7 @@ class FileMemoryStore:
         passages: list[Passage] = []
         diags: list[Diagnostic] = []
         how = scorer_of(scorer)
-        params = bm25f or BM25FParams()
+        params = bm25f or DEFAULT_BM25F
         terms = query_terms(text)
         language = None if how is Scorer.WEIGHTED_COUNT else params.language
         for _tier, bundle, sid, prefix in self._bundles(scope, diags, language):
