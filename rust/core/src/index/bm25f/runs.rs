@@ -61,10 +61,10 @@ impl Runs {
         // How many of the chunk's concepts hold local word `w`.
         let held_by = |w: usize| (ch.starts[w + 1] - ch.starts[w]) as usize;
         let halves = k == 1;
-        let mut pairs: Vec<(u32, u32, u16)> = Vec::new();
+        let mut listed: Vec<(u32, u32, u16)> = Vec::new();
         for (w, &g) in remap.iter().enumerate() {
             if held_by(w) > 0 {
-                pairs.extend(
+                listed.extend(
                     word_tokens
                         .row(g as usize)
                         .iter()
@@ -72,7 +72,19 @@ impl Runs {
                 );
             }
         }
-        pairs.sort_unstable();
+        // The pairs by token, then word: listed by word already, and a word's
+        // tokens are distinct, so sorting `token << 32 | index` (plain
+        // integers, which sort faster than the triples) gives that order. A
+        // chunk lists far fewer than 2^32 pairs, so the index fits its half.
+        let mut keys: Vec<u64> = (0..listed.len())
+            .map(|i| u64::from(listed[i].0) << 32 | i as u64)
+            .collect();
+        keys.sort_unstable();
+        let pairs: Vec<(u32, u32, u16)> = keys
+            .iter()
+            .map(|&k| listed[(k & u64::from(u32::MAX)) as usize])
+            .collect();
+        drop((listed, keys));
         // Room for every posting of every pair, reserved once: pages never
         // written are never touched, and nothing is copied to grow.
         let mut most = vec![0usize; ranges];
