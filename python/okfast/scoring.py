@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import numpy.typing as npt
@@ -94,6 +94,9 @@ class BM25FParams:
     body_b: float = 0.6
     language: str | None = None
     stop_words: bool = False
+    # The native form, made once: checking and converting the values costs a
+    # BM25F search about what the search itself spends in Python.
+    _made: _native.Bm25fParams = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         for name in ("k1", "title_weight", "tags_weight", "description_weight", "body_weight"):
@@ -116,6 +119,18 @@ class BM25FParams:
             raise InvalidArgumentError(
                 f"BM25FParams.stop_words must be a bool, got {self.stop_words!r}"
             )
+        w, b = self.weights, self.b
+        native = _native.Bm25fParams(
+            float(self.k1),
+            (float(w[0]), float(w[1]), float(w[2]), float(w[3])),
+            (float(b[0]), float(b[1]), float(b[2]), float(b[3])),
+        )
+        object.__setattr__(self, "_made", native)
+
+    def __reduce__(self) -> tuple[type[BM25FParams], tuple[object, ...]]:
+        # Pickled (for Ray workers) as its values; the native form is made
+        # again on the other side.
+        return (type(self), tuple(getattr(self, f.name) for f in fields(self) if f.init))
 
     @property
     def weights(self) -> tuple[float, float, float, float]:
@@ -126,23 +141,13 @@ class BM25FParams:
         return (self.title_b, self.tags_b, self.description_b, self.body_b)
 
     def native(self) -> _native.Bm25fParams:
-        """The parameters the native scorer takes (the defaults' are made
-        once: checking and converting them costs a BM25F search a few
-        microseconds, about what the search itself spends in Python)."""
-        if self is DEFAULT_BM25F and _DEFAULT_NATIVE:
-            return _DEFAULT_NATIVE[0]
-        w, b = self.weights, self.b
-        return _native.Bm25fParams(
-            float(self.k1),
-            (float(w[0]), float(w[1]), float(w[2]), float(w[3])),
-            (float(b[0]), float(b[1]), float(b[2]), float(b[3])),
-        )
+        """The parameters the native scorer takes."""
+        return self._made
 
 
-#: ``BM25FParams()``, what a search given no parameters is scored with.
+#: ``BM25FParams()``, what a search given no parameters is scored with (one
+#: object, not one made and checked per search).
 DEFAULT_BM25F: BM25FParams = BM25FParams()
-_DEFAULT_NATIVE: list[_native.Bm25fParams] = []
-_DEFAULT_NATIVE.append(DEFAULT_BM25F.native())
 
 
 def digest_score(score: float) -> int:
