@@ -291,13 +291,13 @@ class Bundle:
         fuses the two rankings by reciprocal rank with constant ``rrf_k``
         (§12.10); its excerpts are BM25F's.
         """
-        if scorer_of(scorer) is Scorer.WEIGHTED_COUNT:
+        how = scorer_of(scorer)
+        if how is Scorer.WEIGHTED_COUNT:
             hits = self._native.search_hits(query_terms(text), tag=tag, limit=limit)
             return [Hit(h.concept_id, h.score, h.title, h.excerpt, h.path) for h in hits]
-        query = self.bm25f_query(_text_of(text), bm25f or DEFAULT_BM25F)
-        pos, scores = self.search_arrays(
-            text, tag=tag, limit=limit, scorer=scorer, bm25f=bm25f, rrf_k=rrf_k
-        )
+        params = bm25f or DEFAULT_BM25F
+        query = self.bm25f_query(_text_of(text), params)
+        pos, scores = self._ranked(text, query, how, params, tag, limit, rrf_k)
         return self._bm25f_hits(query, pos, scores)
 
     def search_many(
@@ -367,6 +367,20 @@ class Bundle:
             return self._native.search_arrays(query_terms(text), tag=tag, limit=limit)
         params = bm25f or DEFAULT_BM25F
         query = self.bm25f_query(_text_of(text), params)
+        return self._ranked(text, query, how, params, tag, limit, rrf_k)
+
+    def _ranked(
+        self,
+        text: str | QueryTerms,
+        query: Bm25fQuery,
+        how: Scorer,
+        params: BM25FParams,
+        tag: str | None,
+        limit: int | None,
+        rrf_k: int,
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]:
+        """A BM25F or fusion search's arrays, ``text``'s BM25F tokens
+        ``query`` already made (:meth:`search` needs them for its excerpts)."""
         stats = self.bm25f_stats(query.tokens)
         if how is Scorer.BM25F:
             return self.search_bm25f(query, stats, params, tag=tag, limit=limit)
