@@ -134,30 +134,14 @@ impl<'a> Docs<'a> {
             return from;
         }
         match *self {
-            Docs::Far(x) => {
-                let (mut i, mut step) = (from, 1);
-                while i + step < len && x[i + step] < d {
-                    i += step;
-                    step *= 2;
-                }
-                let end = (i + step + 1).min(len);
-                i + x[i..end].partition_point(|&y| y < d)
-            }
+            Docs::Far(x) => gallop(x, from, |y| y < d),
             Docs::Near {
                 offsets,
                 first,
                 block_last,
             } => {
-                let mut j = from / BLOCK;
-                if block_last.get(j).is_some_and(|&l| l < d) {
-                    let mut step = 1;
-                    while j + step < block_last.len() && block_last[j + step] < d {
-                        j += step;
-                        step *= 2;
-                    }
-                    let end = (j + step + 1).min(block_last.len());
-                    j += block_last[j..end].partition_point(|&l| l < d);
-                }
+                let j = (from / BLOCK).min(block_last.len());
+                let j = gallop(block_last, j, |l| l < d);
                 let start = from.max(j * BLOCK);
                 let end = ((j + 1) * BLOCK).min(len);
                 if start >= end {
@@ -224,18 +208,23 @@ fn in_block(offsets: &[u16], base: u32, from: usize, to: usize, d: u32) -> usize
     match d.checked_sub(base) {
         None | Some(0) => from,
         Some(key) if key > u32::from(u16::MAX) => to,
-        Some(key) => {
-            // Galloping: a cursor moves a few entries at a time.
-            let o = &offsets[from..to];
-            let (mut i, mut step) = (0, 1);
-            while i + step < o.len() && u32::from(o[i + step]) < key {
-                i += step;
-                step *= 2;
-            }
-            let end = (i + step + 1).min(o.len());
-            from + i + o[i..end].partition_point(|&x| u32::from(x) < key)
-        }
+        Some(key) => from + gallop(&offsets[from..to], 0, |x| u32::from(x) < key),
     }
+}
+
+/// The first index at or after `from` (at most `s.len()`) whose item is not
+/// `below` (`s.len()` when none is), `below` holding for a prefix of
+/// `s[from..]`: steps doubling from `from`, then a binary search within the
+/// last step — a cursor moves a few entries at a time.
+#[inline]
+fn gallop<T: Copy>(s: &[T], from: usize, below: impl Fn(T) -> bool) -> usize {
+    let (mut i, mut step) = (from, 1);
+    while i + step < s.len() && below(s[i + step]) {
+        i += step;
+        step *= 2;
+    }
+    let end = (i + step + 1).min(s.len());
+    i + s[i..end].partition_point(|&x| below(x))
 }
 
 /// [`Docs::iter_from`].
@@ -274,6 +263,26 @@ impl Iterator for DocIter<'_> {
 mod tests {
     use super::*;
     use crate::testing::Rng;
+
+    #[test]
+    fn gallop_finds_what_a_binary_search_finds() {
+        let mut rng = Rng(0x6A11);
+        for _ in 0..2_000 {
+            let mut x = 0u32;
+            let s: Vec<u32> = (0..rng.below(300))
+                .map(|_| {
+                    x += rng.below(4) as u32;
+                    x
+                })
+                .collect();
+            let d = rng.below(x as usize + 3) as u32;
+            let from = rng
+                .below(s.len() + 1)
+                .min(s[..].partition_point(|&y| y < d));
+            let want = s.partition_point(|&y| y < d);
+            assert_eq!(gallop(&s, from, |y| y < d), want, "{s:?} {from} {d}");
+        }
+    }
 
     #[test]
     fn offsets_read_back_as_the_concepts_they_keep() {
