@@ -9,7 +9,6 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::list::is_head;
 use super::runs::Runs;
 use super::share::{blocks_of, Far, Laid, Share, Wide};
 
@@ -116,7 +115,9 @@ struct Merger {
     /// Per field, the token's entries in each run that holds it: the run
     /// and the range of its entries.
     spans: [Vec<(usize, usize, usize)>; 3],
-    lists: [Vec<(u32, u16, u16)>; 3],
+    /// The token's head entries (title, tags, description frequencies), for
+    /// [`Merger::merge`].
+    heads: Vec<(u32, [u16; 3])>,
 }
 
 /// A field's entry as four field frequencies (`tags_desc`: tags and
@@ -134,7 +135,7 @@ impl Merger {
         Merger {
             at: std::array::from_fn(|k| runs[k].iter().map(|r| r.find(first as u32)).collect()),
             spans: Default::default(),
-            lists: Default::default(),
+            heads: Vec::new(),
         }
     }
 
@@ -149,12 +150,23 @@ impl Merger {
             // alone, none is.
             return (c, if k < 2 { c } else { 0 });
         }
-        let (mut c, mut h) = (0, 0);
-        self.merge(runs, |_, tfs| {
-            c += 1;
-            h += u32::from(is_head(tfs));
+        // In more than one field. Every entry of the title's and the tags'
+        // and description's runs is a head entry and none of the body's
+        // alone is, so the head entries are the concepts the head runs hold,
+        // and the others the body's concepts no head run holds: the head
+        // runs (short next to the body's, as a rule) merged, and each of
+        // their concepts looked for in the body's runs, which are neither
+        // copied nor read in full.
+        let [title, tags_desc, body] = &self.spans;
+        let mut heads = 0u32;
+        let mut in_body = 0u32;
+        let mut seek = BodySeek::default();
+        merge_heads(runs, [title, tags_desc], |d, _| {
+            heads += 1;
+            in_body += u32::from(seek.holds(runs[2], body, d));
         });
-        (c, h)
+        let body_len: u32 = body.iter().map(|&(_, x, y)| (y - x) as u32).sum();
+        (body_len + heads - in_body, heads)
     }
 
     /// The one field whose runs hold the token found last, if only one does.
@@ -198,44 +210,187 @@ impl Merger {
         self.merge(runs, f);
     }
 
-    /// [`Merger::each`] for a token held in more than one field: each
-    /// field's entries gathered, then merged side by side.
+    /// [`Merger::each`] for a token held in more than one field: the head
+    /// runs' entries merged (short next to the body's, as a rule), then the
+    /// body's runs read in place with the head entries put in between.
     fn merge(&mut self, runs: [&[Runs]; 3], mut f: impl FnMut(u32, [u16; 4])) {
-        for (k, (list, spans)) in self.lists.iter_mut().zip(&self.spans).enumerate() {
-            list.clear();
-            for &(j, x, y) in spans {
-                let r = &runs[k][j];
-                if k == 1 {
-                    list.extend((x..y).map(|e| (r.position(e), r.a[e], r.b[e])));
-                } else {
-                    list.extend((x..y).map(|e| (r.position(e), r.a[e], 0)));
+        let [title, tags_desc, body] = &self.spans;
+        let heads = &mut self.heads;
+        heads.clear();
+        merge_heads(runs, [title, tags_desc], |d, tfs| heads.push((d, tfs)));
+        // A sentinel past every position: the merge needs no end test.
+        heads.push((u32::MAX, [0; 3]));
+        let mut h = 0;
+        for &(j, x, y) in body {
+            let r = &runs[2][j];
+            for e in x..y {
+                let d = r.position(e);
+                while heads[h].0 < d {
+                    let (p, [a, b, c]) = heads[h];
+                    f(p, [a, b, c, 0]);
+                    h += 1;
                 }
+                let [a, b, c] = if heads[h].0 == d {
+                    h += 1;
+                    heads[h - 1].1
+                } else {
+                    [0; 3]
+                };
+                f(d, [a, b, c, r.a[e]]);
             }
-            // A sentinel past every position: the merge needs no end tests.
-            list.push((u32::MAX, 0, 0));
         }
-        let lists = &self.lists;
-        let mut i = [0usize; 3];
-        loop {
-            let heads: [(u32, u16, u16); 3] = std::array::from_fn(|k| lists[k][i[k]]);
-            let d = heads.iter().map(|h| h.0).min().unwrap_or(u32::MAX);
-            if d == u32::MAX {
-                break;
+        for &(p, [a, b, c]) in &heads[h..heads.len() - 1] {
+            f(p, [a, b, c, 0]);
+        }
+    }
+}
+
+/// Calls `f` with each concept the title's runs `title` or the tags' and
+/// description's runs `tags_desc` hold (as [`Merger::find`] leaves them:
+/// positions ascending from one run to the next), ascending and once each,
+/// and its title, tags and description frequencies.
+fn merge_heads(
+    runs: [&[Runs]; 3],
+    [title, tags_desc]: [&[(usize, usize, usize)]; 2],
+    mut f: impl FnMut(u32, [u16; 3]),
+) {
+    let mut a = entries(runs[0], title).peekable();
+    let mut b = entries(runs[1], tags_desc).peekable();
+    loop {
+        let d = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) => x.0.min(y.0),
+            (Some(x), None) => x.0,
+            (None, Some(y)) => y.0,
+            (None, None) => return,
+        };
+        let t = a.next_if(|x| x.0 == d).map_or(0, |x| x.1);
+        let (g, s) = b.next_if(|y| y.0 == d).map_or((0, 0), |y| (y.1, y.2));
+        f(d, [t, g, s]);
+    }
+}
+
+/// The entries of the runs `spans` of `runs`, in order: position and the
+/// two frequencies (the second 0 outside `tags_desc`).
+fn entries<'a>(
+    runs: &'a [Runs],
+    spans: &'a [(usize, usize, usize)],
+) -> impl Iterator<Item = (u32, u16, u16)> + 'a {
+    spans.iter().flat_map(move |&(j, x, y)| {
+        let r = &runs[j];
+        (x..y).map(move |e| (r.position(e), r.a[e], r.b.get(e).copied().unwrap_or(0)))
+    })
+}
+
+/// A cursor over the body's runs holding one token, asked about ascending
+/// positions.
+#[derive(Default)]
+struct BodySeek {
+    /// The span it is in, and its entry there (an index into that span's
+    /// run).
+    span: usize,
+    at: usize,
+}
+
+impl BodySeek {
+    /// Whether the runs `spans` of `runs` hold position `d` (not below any
+    /// position asked before).
+    fn holds(&mut self, runs: &[Runs], spans: &[(usize, usize, usize)], d: u32) -> bool {
+        while let Some(&(j, x, y)) = spans.get(self.span) {
+            let r = &runs[j];
+            self.at = self.at.max(x);
+            if x == y || r.position(y - 1) < d {
+                // The next span is another run: its entries count from its own start.
+                self.span += 1;
+                self.at = 0;
+                continue;
             }
-            let mut tfs = [0u16; 4];
-            if heads[0].0 == d {
-                tfs[0] = heads[0].1;
-                i[0] += 1;
+            self.at = r.first_at(self.at, y, d);
+            return r.position(self.at) == d;
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::index::bm25f::list::is_head;
+    use crate::testing::Rng;
+
+    /// Random runs of the three fields over `chunks` chunks of `span`
+    /// positions each, and each token's entries merged the obvious way.
+    #[allow(clippy::type_complexity)]
+    fn random_runs(
+        rng: &mut Rng,
+        tokens: u32,
+        chunks: u32,
+        span: u32,
+    ) -> ([Vec<Runs>; 3], BTreeMap<u32, BTreeMap<u32, [u16; 4]>>) {
+        let mut want: BTreeMap<u32, BTreeMap<u32, [u16; 4]>> = BTreeMap::new();
+        let runs = std::array::from_fn(|k| {
+            (0..chunks)
+                .map(|c| {
+                    let base = c * span;
+                    // The body holds most tokens and concepts, the heads few.
+                    let (held, dense) = if k == 2 { (2, 2) } else { (4, 8) };
+                    let mut per_token: Vec<(u32, Vec<(u16, u16, u16)>)> = Vec::new();
+                    for t in (0..tokens)
+                        .filter(|_| rng.below(held) == 0)
+                        .collect::<Vec<_>>()
+                    {
+                        let mut entries = Vec::new();
+                        for o in 0..span as u16 {
+                            if rng.below(dense) != 0 {
+                                continue;
+                            }
+                            let a = rng.below(3) as u16;
+                            let b = if k == 1 { rng.below(3) as u16 } else { 0 };
+                            // Never both 0 (a run holds no empty entry).
+                            let a = if a == 0 && b == 0 { 1 } else { a };
+                            let tfs = tfs_of(k, a, b);
+                            let e = want.entry(t).or_default().entry(base + u32::from(o));
+                            let e = e.or_default();
+                            for f in 0..4 {
+                                e[f] += tfs[f];
+                            }
+                            entries.push((o, a, b));
+                        }
+                        if !entries.is_empty() {
+                            // As built, a run lists only tokens it holds.
+                            per_token.push((t, entries));
+                        }
+                    }
+                    Runs::from_entries(base, k == 1, &per_token)
+                })
+                .collect()
+        });
+        (runs, want)
+    }
+
+    #[test]
+    fn the_merger_counts_and_lists_what_a_plain_merge_does() {
+        let mut rng = Rng(0x1A7);
+        for round in 0..200 {
+            let tokens = 1 + rng.below(12) as u32;
+            let chunks = 1 + rng.below(4) as u32;
+            let span = 1 + rng.below(40) as u32;
+            let (runs, want) = random_runs(&mut rng, tokens, chunks, span);
+            let runs = [&runs[0][..], &runs[1][..], &runs[2][..]];
+            let (mut counter, mut lister) = (Merger::new(runs, 0), Merger::new(runs, 0));
+            for t in 0..tokens {
+                let expected: Vec<(u32, [u16; 4])> = want
+                    .get(&t)
+                    .map(|m| m.iter().map(|(&d, &tfs)| (d, tfs)).collect())
+                    .unwrap_or_default();
+                let heads = expected.iter().filter(|e| is_head(e.1)).count();
+                let c = (expected.len() as u32, heads as u32);
+                assert_eq!(counter.count(runs, t), c, "round {round}, token {t}");
+                let mut got = Vec::new();
+                lister.each(runs, t, |d, tfs| got.push((d, tfs)));
+                assert_eq!(got, expected, "round {round}, token {t}");
             }
-            if heads[1].0 == d {
-                (tfs[1], tfs[2]) = (heads[1].1, heads[1].2);
-                i[1] += 1;
-            }
-            if heads[2].0 == d {
-                tfs[3] = heads[2].1;
-                i[2] += 1;
-            }
-            f(d, tfs);
         }
     }
 }

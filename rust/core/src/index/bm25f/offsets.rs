@@ -217,7 +217,7 @@ fn in_block(offsets: &[u16], base: u32, from: usize, to: usize, d: u32) -> usize
 /// `s[from..]`: steps doubling from `from`, then a binary search within the
 /// last step — a cursor moves a few entries at a time.
 #[inline]
-fn gallop<T: Copy>(s: &[T], from: usize, below: impl Fn(T) -> bool) -> usize {
+pub(super) fn gallop<T: Copy>(s: &[T], from: usize, below: impl Fn(T) -> bool) -> usize {
     let (mut i, mut step) = (from, 1);
     while i + step < s.len() && below(s[i + step]) {
         i += step;

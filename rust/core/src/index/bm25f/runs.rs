@@ -3,6 +3,7 @@
 //! in parallel, so that each task reads one chunk's postings, close
 //! together, rather than every chunk's for each token.
 
+use super::offsets::gallop;
 use crate::index::build::Chunk;
 
 /// Where each BM25F field comes from: the per-field index's field, and which
@@ -233,6 +234,31 @@ impl Runs {
         out
     }
 
+    /// Runs of a chunk starting at position `base` from each token's
+    /// entries (tokens ascending; offsets from `base` ascending, frequencies
+    /// not both 0), for tests of what reads them.
+    #[cfg(test)]
+    #[allow(clippy::type_complexity)]
+    pub(super) fn from_entries(
+        base: u32,
+        halves: bool,
+        tokens: &[(u32, Vec<(u16, u16, u16)>)],
+    ) -> Runs {
+        let mut runs = Runs {
+            base,
+            ..Runs::default()
+        };
+        for (t, entries) in tokens {
+            runs.tokens.push(*t);
+            runs.starts.push(runs.offsets.len() as u32);
+            for &(o, a, b) in entries {
+                runs.push(o, a, b, halves);
+            }
+        }
+        runs.starts.push(runs.offsets.len() as u32);
+        runs
+    }
+
     fn push(&mut self, offset: u16, a: u16, b: u16, halves: bool) {
         self.offsets.push(offset);
         self.a.push(a);
@@ -245,6 +271,12 @@ impl Runs {
     #[inline]
     pub(super) fn position(&self, e: usize) -> u32 {
         self.base + u32::from(self.offsets[e])
+    }
+
+    /// The first entry of `from..end` whose position is not below `d`
+    /// (`end` when none is).
+    pub(super) fn first_at(&self, from: usize, end: usize, d: u32) -> usize {
+        gallop(&self.offsets[..end], from, |o| self.base + u32::from(o) < d)
     }
 
     /// The index of the first token `>= t`.
