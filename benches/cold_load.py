@@ -3,13 +3,28 @@ cache file written — timed in fresh processes, with the process's peak
 resident memory; several builds of okfast interleaved, so a machine whose
 speed drifts treats them alike.
 
-    .venv/bin/python benches/cold_load.py PATH [--rounds 15] [LABEL=PYTHONPATH ...]
+    .venv/bin/python benches/cold_load.py PATH [--rounds 15] [--order paired|alternate]
+        [--settle SECONDS] [LABEL=PYTHONPATH ...]
 
 Without ``LABEL=PYTHONPATH`` pairs it times the okfast this interpreter
 imports; with them, each label's process runs with that ``PYTHONPATH`` (an
 unpacked wheel of another commit, say) and ``this=`` names this one. Prints
 one JSON object per label: median, first quartile and least load time in
 milliseconds, and the largest peak in MiB.
+
+Where a load's memory comes from moves its time more than any build does on
+a VM that hands freed memory back to its host (docs/performance.md, "Cold
+load: what the measurement measured"): a process started right after one
+that freed more memory than it needs runs on memory still backed, one
+started after a smaller one touches memory the host must supply again. So
+``--order paired`` (the default) loads each build twice in a row and times
+the second: every timed load follows a load of its own build, and the
+builds' order turns round every round. ``--order alternate`` times every
+load, the builds one after the other (how the figures before 2026-12-03
+were taken: each build then ran on what the build before it left).
+``--settle S`` waits S seconds before each timed load, long enough for the
+memory the last process freed to go back to the host: every load then
+starts from memory the host must supply.
 """
 
 from __future__ import annotations
@@ -20,6 +35,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 
 CHILD = """
 import resource, shutil, sys, tempfile, time
@@ -50,12 +66,18 @@ def main() -> None:
     ap.add_argument("path")
     ap.add_argument("builds", nargs="*", help="LABEL=PYTHONPATH (empty for this interpreter's)")
     ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--order", choices=("paired", "alternate"), default="paired")
+    ap.add_argument("--settle", type=float, default=0.0, help="seconds before each timed load")
     args = ap.parse_intermixed_args()
     builds = [b.partition("=")[::2] for b in args.builds] or [("this", "")]
     times: dict[str, list[float]] = {label: [] for label, _ in builds}
     peaks: dict[str, list[int]] = {label: [] for label, _ in builds}
-    for _ in range(args.rounds):
-        for label, pythonpath in builds:
+    for r in range(args.rounds):
+        paired = args.order == "paired"
+        for label, pythonpath in builds if not paired or r % 2 == 0 else builds[::-1]:
+            if paired:
+                one(args.path, pythonpath or None)  # what the timed load follows
+            time.sleep(args.settle)
             ms, peak = one(args.path, pythonpath or None)
             times[label].append(ms)
             peaks[label].append(peak)
