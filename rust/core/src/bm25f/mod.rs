@@ -224,17 +224,33 @@ pub(crate) fn part(params: &Params, norms: &Norms, f: usize, tf: u16, len: u32) 
 /// index's array (which may be a view into the mapped cache file) each time
 /// re-slices it and checks it again.
 #[derive(Clone, Copy)]
-pub(crate) struct Lengths<'a>([&'a [u32]; 4]);
+pub(crate) struct Lengths<'a> {
+    /// Field by field, two bytes each; `u16::MAX`: look in `long`.
+    short: &'a [u16],
+    long: &'a [u32],
+    n: usize,
+}
 
 impl<'a> Lengths<'a> {
     pub(crate) fn of(index: &'a Bm25fIndex) -> Lengths<'a> {
-        Lengths(std::array::from_fn(|f| index.field_lengths(f)))
+        Lengths {
+            short: index.short_lengths(),
+            long: &index.lengths,
+            n: index.len(),
+        }
     }
 
     /// Concept `d`'s length in field `f` (`None` out of range).
     #[inline]
     fn get(&self, f: usize, d: u32) -> Option<u32> {
-        self.0[f].get(d as usize).copied()
+        if d as usize >= self.n {
+            return None;
+        }
+        let i = f * self.n + d as usize;
+        match *self.short.get(i)? {
+            u16::MAX => self.long.get(i).copied(),
+            l => Some(u32::from(l)),
+        }
     }
 }
 

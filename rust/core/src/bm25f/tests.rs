@@ -563,3 +563,28 @@ fn a_top_k_over_damaged_lists_neither_fails_nor_leaves_the_range() {
         }
     }
 }
+
+#[test]
+fn lengths_read_as_saved_whatever_their_size() {
+    // Around the two-byte copy's limit, and far past it.
+    let mut rng = Rng(0x1E57);
+    let near = [0u32, 1, 255, 65_534, 65_535, 65_536, 1 << 20, u32::MAX];
+    let n = 50;
+    let saved: Vec<u32> = (0..4 * n)
+        .map(|_| match rng.below(3) {
+            0 => near[rng.below(near.len())],
+            _ => rng.below(70_000) as u32,
+        })
+        .collect();
+    let index = Bm25fIndex {
+        lengths: saved.clone().into(),
+        ..Bm25fIndex::default()
+    };
+    let lengths = Lengths::of(&index);
+    for f in 0..4 {
+        for d in 0..n {
+            assert_eq!(lengths.get(f, d as u32), Some(saved[f * n + d]), "{f} {d}");
+        }
+        assert_eq!(lengths.get(f, n as u32), None);
+    }
+}

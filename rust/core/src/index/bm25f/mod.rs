@@ -87,6 +87,11 @@ pub struct Bm25fIndex {
     pub block_last: Array<u32>,
     pub block_max_tf: Array<u16>,
     pub block_min_len: Array<u32>,
+    /// `lengths` in two bytes each, `u16::MAX` for a length that does not
+    /// fit (read from `lengths` then), made the first time a search needs
+    /// them: a search reads the lengths of concepts far apart, and half the
+    /// bytes stay in the CPU's caches twice as well. Not saved.
+    pub short_lengths: std::sync::OnceLock<Vec<u16>>,
 }
 
 /// Field `f`'s lengths, one per concept, of `lengths` laid out field by
@@ -126,6 +131,16 @@ pub struct Blocks<'a> {
 }
 
 impl Bm25fIndex {
+    /// [`Bm25fIndex::short_lengths`], made on first use.
+    pub fn short_lengths(&self) -> &[u16] {
+        self.short_lengths.get_or_init(|| {
+            self.lengths
+                .iter()
+                .map(|&l| u16::try_from(l).unwrap_or(u16::MAX))
+                .collect()
+        })
+    }
+
     /// How many concepts the index covers.
     pub fn len(&self) -> usize {
         self.lengths.len() / 4
