@@ -9,6 +9,7 @@
 mod build;
 mod lay;
 mod list;
+mod lookup;
 mod offsets;
 mod runs;
 mod share;
@@ -92,6 +93,9 @@ pub struct Bm25fIndex {
     /// them: a search reads the lengths of concepts far apart, and half the
     /// bytes stay in the CPU's caches twice as well. Not saved.
     pub short_lengths: std::sync::OnceLock<Vec<u16>>,
+    /// Every 64th token's first bytes, for [`Bm25fIndex::token_id`]
+    /// (lookup.rs), made the first time a token is looked up. Not saved.
+    pub token_heads: std::sync::OnceLock<Vec<u64>>,
 }
 
 /// Field `f`'s lengths, one per concept, of `lengths` laid out field by
@@ -335,18 +339,10 @@ impl Bm25fIndex {
                 == self.long_tokens.len()
     }
 
-    /// The id of a token, by binary search over the sorted vocabulary.
+    /// The id of a token in the sorted vocabulary (lookup.rs).
     pub fn token_id(&self, token: &str) -> Option<u32> {
-        let (mut lo, mut hi) = (0usize, self.token_count());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match self.token(mid as u32).cmp(token.as_bytes()) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(mid as u32),
-            }
-        }
-        None
+        let heads = self.token_heads.get_or_init(|| lookup::heads(self));
+        lookup::find(self, heads, token.as_bytes())
     }
 }
 
