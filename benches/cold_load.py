@@ -72,8 +72,8 @@ def main() -> None:
     builds = [b.partition("=")[::2] for b in args.builds] or [("this", "")]
     times: dict[str, list[float]] = {label: [] for label, _ in builds}
     peaks: dict[str, list[int]] = {label: [] for label, _ in builds}
+    paired = args.order == "paired"
     for r in range(args.rounds):
-        paired = args.order == "paired"
         for label, pythonpath in builds if not paired or r % 2 == 0 else builds[::-1]:
             if paired:
                 one(args.path, pythonpath or None)  # what the timed load follows

@@ -561,8 +561,7 @@ impl CacheFile {
             block_last: self.array(p)?,
             block_max_tf: self.array(p)?,
             block_min_len: self.array(p)?,
-            short_lengths: Default::default(),
-            token_heads: Default::default(),
+            derived: Default::default(),
         };
         b.check(n).map_err(bad)?;
         Ok(b)

@@ -109,7 +109,7 @@ fn fill(
 }
 
 /// Merges tokens' entries from the three fields' runs, tokens ascending: a
-/// cursor per run, and one scratch list per field.
+/// cursor per run, and a scratch list of the token's head entries.
 struct Merger {
     at: [Vec<usize>; 3],
     /// Per field, the token's entries in each run that holds it: the run

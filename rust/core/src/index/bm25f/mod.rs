@@ -88,14 +88,24 @@ pub struct Bm25fIndex {
     pub block_last: Array<u32>,
     pub block_max_tf: Array<u16>,
     pub block_min_len: Array<u32>,
+    /// What searches derive from the arrays above, made on first use and
+    /// never saved.
+    pub derived: Derived,
+}
+
+/// A BM25F index's state derived from its saved arrays, each part made the
+/// first time a search needs it (so a load or reopen does not pay for it)
+/// and kept: an index's arrays never change once made.
+#[derive(Default)]
+pub struct Derived {
     /// `lengths` in two bytes each, `u16::MAX` for a length that does not
-    /// fit (read from `lengths` then), made the first time a search needs
-    /// them: a search reads the lengths of concepts far apart, and half the
-    /// bytes stay in the CPU's caches twice as well. Not saved.
-    pub short_lengths: std::sync::OnceLock<Vec<u16>>,
+    /// fit (read from `lengths` then): a search reads the lengths of
+    /// concepts far apart, and half the bytes stay in the CPU's caches
+    /// better.
+    short_lengths: std::sync::OnceLock<Vec<u16>>,
     /// Every 64th token's first bytes, for [`Bm25fIndex::token_id`]
-    /// (lookup.rs), made the first time a token is looked up. Not saved.
-    pub token_heads: std::sync::OnceLock<Vec<u64>>,
+    /// (lookup.rs).
+    token_heads: std::sync::OnceLock<Vec<u64>>,
 }
 
 /// Field `f`'s lengths, one per concept, of `lengths` laid out field by
@@ -135,9 +145,9 @@ pub struct Blocks<'a> {
 }
 
 impl Bm25fIndex {
-    /// [`Bm25fIndex::short_lengths`], made on first use.
+    /// The field lengths in two bytes each ([`Derived`]).
     pub fn short_lengths(&self) -> &[u16] {
-        self.short_lengths.get_or_init(|| {
+        self.derived.short_lengths.get_or_init(|| {
             self.lengths
                 .iter()
                 .map(|&l| u16::try_from(l).unwrap_or(u16::MAX))
@@ -341,7 +351,7 @@ impl Bm25fIndex {
 
     /// The id of a token in the sorted vocabulary (lookup.rs).
     pub fn token_id(&self, token: &str) -> Option<u32> {
-        let heads = self.token_heads.get_or_init(|| lookup::heads(self));
+        let heads = self.derived.token_heads.get_or_init(|| lookup::heads(self));
         lookup::find(self, heads, token.as_bytes())
     }
 }

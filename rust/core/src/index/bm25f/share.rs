@@ -119,8 +119,7 @@ impl Laid {
             block_last: self.block_last.into(),
             block_max_tf: self.block_max_tf.into(),
             block_min_len: self.block_min_len.into(),
-            short_lengths: Default::default(),
-            token_heads: Default::default(),
+            derived: Default::default(),
         }
     }
 }
