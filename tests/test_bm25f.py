@@ -131,6 +131,24 @@ def test_bundle_search_matches_the_reference(
                 assert [(h.concept_id, h.score) for h in top] == hits[:k]
 
 
+def test_a_length_counts_a_word_past_the_frequency_cap(tmp_path: Path) -> None:
+    """docs/spec.md §12.1: a frequency stops at 65,535, a length counts
+    every token — in the body, the tags and the description alike."""
+    cs = [
+        ("A", ["t " * 66_000], "d " * 70_000 + "zed", "x " * 70_000 + "zed here"),
+        ("B", ["t"], "zed d", "zed y"),
+    ]
+    root = write_bundle(tmp_path / "b", files_of(cs))
+    b = Bundle.load(root, cache=False)
+    docs = reference_of(b, None)
+    assert len(docs[0].fields[3]) == 70_002
+    p = BM25FParams()
+    for q in ("zed", "x", "t d"):
+        hits = [(h.concept_id, float(h.score)) for h in b.search(q, scorer="bm25f", bm25f=p)]
+        want = ref.scores(docs, ref.query_tokens(q, None, set()), ref.Params(p.k1, p.weights, p.b))
+        check_against_reference(hits, b.concept_ids, want)
+
+
 def catalog(
     root: Path, sources: dict[str, str], extra: dict[str, dict[str, str]] | None = None
 ) -> Catalog:

@@ -60,7 +60,7 @@ pub use write::{FileRecord, Sink, TextRef};
 
 const MAGIC: &[u8; 8] = b"OKFASTC\0";
 /// Bump whenever the layout or the meaning of a field changes.
-pub const FORMAT: u32 = 9;
+pub const FORMAT: u32 = 10;
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Bytes of the core's tail: the offsets of the record table, the index and
 /// the directories.

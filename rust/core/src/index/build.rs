@@ -40,6 +40,11 @@ pub struct Chunk {
     /// fields' counts need no second half, and every chunk is held until
     /// the fields are merged, so two bytes a posting count at scale.
     pub(super) tag_tfs: Vec<u16>,
+    /// Occurrences a capped count leaves out: (offset, local word, part of
+    /// the field as `for_each_piece` numbers it, occurrences past
+    /// `u16::MAX`). A length counts every token (docs/spec.md §12.1), so
+    /// the BM25F build adds them back; hardly any text has them.
+    pub(super) beyond: Vec<(u16, u32, u8, u32)>,
     /// A body that could not be read back: the chunk stopped there.
     pub(super) error: Option<TextError>,
 }
@@ -140,6 +145,7 @@ pub fn chunk_words<C: Borrow<Concept>>(
     let mut last: Vec<u32> = Vec::new();
     let mut last_pair: Vec<u32> = Vec::new();
     let mut buf = Vec::new();
+    let mut beyond: FxHashMap<(u16, u32, u8), u32> = FxHashMap::default();
     let mut error = None;
     for (k, c) in concepts.iter().enumerate() {
         // A cancelled load throws the index away: stop adding to it.
@@ -162,7 +168,12 @@ pub fn chunk_words<C: Borrow<Concept>>(
                     pair_tf.push(0);
                 }
                 let at = last_pair[id] as usize;
-                pair_tf[at] = one_more(pair_tf[at], field, sub);
+                let more = one_more(pair_tf[at], field, sub);
+                if more == pair_tf[at] {
+                    // Below CHUNK_MAX (asserted above).
+                    *beyond.entry((k as u16, id as u32, sub as u8)).or_default() += 1;
+                }
+                pair_tf[at] = more;
             });
         });
         if let Err(e) = read {
@@ -213,6 +224,12 @@ pub fn chunk_words<C: Borrow<Concept>>(
         postings,
         tfs,
         tag_tfs,
+        // A concept cut short adds nothing.
+        beyond: beyond
+            .into_iter()
+            .filter(|&((k, _, _), _)| usize::from(k) < ends.len())
+            .map(|((k, w, sub), n)| (k, w, sub, n))
+            .collect(),
         error,
     }
 }

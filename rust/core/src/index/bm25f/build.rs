@@ -123,6 +123,16 @@ fn chunk_lengths(
         .filter(|(_, &(source, _))| source == k)
         .map(|(f, &(_, half))| {
             let mut lengths = vec![0u32; ch.concepts];
+            // The occurrences past a count's cap, in this field's part.
+            let part = u8::from(half == Some(false));
+            for &(o, w, sub, n) in &ch.beyond {
+                let toks = wt_starts[remap[w as usize] as usize + 1]
+                    - wt_starts[remap[w as usize] as usize];
+                if sub == part {
+                    let l = &mut lengths[usize::from(o)];
+                    *l = l.saturating_add(n.saturating_mul(toks));
+                }
+            }
             for (w, &g) in remap.iter().enumerate() {
                 let toks = wt_starts[g as usize + 1] - wt_starts[g as usize];
                 if toks == 0 {
