@@ -108,20 +108,31 @@ impl Chunk {
     }
 }
 
-/// `tf` with one more occurrence in sub-field `sub` (tags 0 and description
-/// 1 of `tags_desc`; 0 elsewhere), each half of `tags_desc` stopping at
-/// `u16::MAX` rather than carrying into the other.
-fn one_more(tf: u32, field: Field, sub: usize) -> u32 {
+/// One more occurrence in sub-field `sub` (tags 0 and description 1 of
+/// `tags_desc`; 0 elsewhere) added to `tf`, each half of `tags_desc`
+/// stopping at `u16::MAX` rather than carrying into the other; `false` when
+/// it stopped there (the occurrence was not counted).
+#[inline(always)]
+fn one_more(tf: &mut u32, field: Field, sub: usize) -> bool {
     let shift = if field == Field::TagsDesc && sub == 0 {
         16
     } else {
         0
     };
-    if (tf >> shift) & 0xFFFF == 0xFFFF {
-        tf
-    } else {
-        tf + (1 << shift)
+    if (*tf >> shift) & 0xFFFF == 0xFFFF {
+        return false;
     }
+    *tf += 1 << shift;
+    true
+}
+
+/// Records an occurrence a capped count left out (`Chunk::beyond`): out of
+/// the scan's loop, which almost never comes here.
+#[cold]
+#[inline(never)]
+fn left_out(beyond: &mut FxHashMap<(u16, u32, u8), u32>, k: usize, w: usize, sub: usize) {
+    // `k` is below CHUNK_MAX (`chunk_words` asserts it).
+    *beyond.entry((k as u16, w as u32, sub as u8)).or_default() += 1;
 }
 
 /// The chunk of field `field` of `concepts` (at most [`CHUNK_MAX`]), at
@@ -168,12 +179,9 @@ pub fn chunk_words<C: Borrow<Concept>>(
                     pair_tf.push(0);
                 }
                 let at = last_pair[id] as usize;
-                let more = one_more(pair_tf[at], field, sub);
-                if more == pair_tf[at] {
-                    // Below CHUNK_MAX (asserted above).
-                    *beyond.entry((k as u16, id as u32, sub as u8)).or_default() += 1;
+                if !one_more(&mut pair_tf[at], field, sub) {
+                    left_out(&mut beyond, k, id, sub);
                 }
-                pair_tf[at] = more;
             });
         });
         if let Err(e) = read {
