@@ -104,17 +104,23 @@ fn build_writing(
         progress.check()?;
     }
     progress.start(Phase::Index, 0);
-    // The file records need no index: they are written while the index is
-    // merged, leaving only the index to write after.
-    let (index, ()) = rayon::join(
-        || Index::from_chunks(chunks, &g.concepts, &Analyzer::new(language)),
-        || write_records(&mut sink, &g, &refs, dirs, written_ns),
-    );
-    let index = Arc::new(index?);
     let ordinal = ordinal_ranks(&g.concepts);
+    // The file records need no index, and the index's first part (the
+    // per-field index) is made before the BM25F index: both are written
+    // while the BM25F lists are laid out, leaving only those to write after.
+    let analyzer = Analyzer::new(language);
+    let index = Index::from_chunks_then(chunks, &g.concepts, &analyzer, |fields, tags| {
+        write_records(&mut sink, &g, &refs, dirs, written_ns);
+        if let Ok(s) = &mut sink {
+            if let Err(e) = s.index_head(fields, tags, &ordinal) {
+                sink = Err(e);
+            }
+        }
+    });
+    let index = Arc::new(index?);
     progress.check()?;
     let written = sink.and_then(|s| {
-        s.finish(&index, &ordinal)?;
+        s.index_tail(&index.bm25f)?;
         fs::rename(&tmp, cache_file)
     });
     // On failure the temporary file is removed; texts already served from it

@@ -12,7 +12,11 @@ use crate::concept::{Actor, Concept};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::fs::stamp::FileStamp;
 use crate::fs::walk::DirListing;
-use crate::index::Index;
+use rustc_hash::FxHashMap;
+
+use crate::array::Array;
+use crate::index::bm25f::Bm25fIndex;
+use crate::index::{FieldIndex, Index};
 
 /// A writer that knows its position and, while `hashing`, feeds a CRC-32.
 struct Out<W: Write> {
@@ -114,10 +118,13 @@ pub struct Sink {
     file: File,
     /// Set by [`Sink::records`]: the core is under way.
     core: Option<CoreStart>,
+    /// Set by [`Sink::index_head`]: where the record table and the index
+    /// start, from the core's start.
+    head: Option<(u64, u64)>,
 }
 
 /// Where the core starts and what its first part ([`Sink::records`]) left
-/// for [`Sink::finish`].
+/// for the rest.
 struct CoreStart {
     texts_len: u64,
     core_at: u64,
@@ -150,6 +157,7 @@ impl Sink {
             texts_base,
             file,
             core: None,
+            head: None,
         })
     }
 
@@ -269,36 +277,75 @@ impl Sink {
     /// Write the rest of the core — the record table, the index and the
     /// ordinal ranks — and the header. [`Sink::records`] must come first.
     pub fn finish(mut self, index: &Index, ordinal: &[u32]) -> std::io::Result<()> {
-        let Some(CoreStart {
-            texts_len,
-            core_at,
-            offsets,
-            dirs_at,
-        }) = self.core.take()
-        else {
+        self.index_head(&index.fields, &index.tags, ordinal)?;
+        self.index_tail(&index.bm25f)
+    }
+
+    /// Write the record table and the index's first part: the per-field
+    /// index, the tags and the ordinal ranks, which are ready before the
+    /// BM25F index is laid out, so they can be written meanwhile.
+    /// [`Sink::records`] must come first, [`Sink::index_tail`] after.
+    pub fn index_head(
+        &mut self,
+        fields: &[FieldIndex; 3],
+        tags: &FxHashMap<String, Array<u32>>,
+        ordinal: &[u32],
+    ) -> std::io::Result<()> {
+        let Some(core) = &self.core else {
             return Err(std::io::Error::other("cache records not written"));
         };
+        let core_at = core.core_at;
         let out = &mut self.out;
         let rel = |out: &Out<_>| out.at - core_at;
         out.pad()?;
-        // The rest's exact size, from a dry run that only counts.
+        // The tag lists sorted (the map's order is not the file's: keep it
+        // deterministic).
+        let mut tags: Vec<(&String, &[u32])> = tags.iter().map(|(t, l)| (t, &**l)).collect();
+        tags.sort_unstable();
+        // The part's exact size, from a dry run that only counts.
         let mut dry = Out {
             w: std::io::sink(),
             at: out.at,
             crc: crc32fast::Hasher::new(),
             hashing: false,
         };
-        // The tag lists sorted once, for both runs (the map's order is not the
-        // file's: keep it deterministic).
-        let mut tags: Vec<(&String, &[u32])> = index.tags.iter().map(|(t, l)| (t, &**l)).collect();
-        tags.sort_unstable();
-        dry.array(&offsets)?;
-        index_out(&mut dry, index, &tags, ordinal)?;
-        preallocate(&self.file, out.at, dry.at - out.at + 24);
+        dry.array(&core.offsets)?;
+        head_out(&mut dry, fields, &tags, ordinal)?;
+        preallocate(&self.file, out.at, dry.at - out.at);
         let table_at = rel(out);
-        out.array(&offsets)?;
+        out.array(&core.offsets)?;
         let index_at = rel(out);
-        index_out(out, index, &tags, ordinal)?;
+        head_out(out, fields, &tags, ordinal)?;
+        self.head = Some((table_at, index_at));
+        Ok(())
+    }
+
+    /// Write the BM25F index, the rest of the core and the header.
+    /// [`Sink::index_head`] must come first.
+    pub fn index_tail(mut self, bm25f: &Bm25fIndex) -> std::io::Result<()> {
+        let (
+            Some(CoreStart {
+                texts_len,
+                core_at,
+                dirs_at,
+                ..
+            }),
+            Some((table_at, index_at)),
+        ) = (self.core.take(), self.head)
+        else {
+            return Err(std::io::Error::other("cache index head not written"));
+        };
+        let out = &mut self.out;
+        let rel = |out: &Out<_>| out.at - core_at;
+        let mut dry = Out {
+            w: std::io::sink(),
+            at: out.at,
+            crc: crc32fast::Hasher::new(),
+            hashing: false,
+        };
+        bm25f_out(&mut dry, bm25f)?;
+        preallocate(&self.file, out.at, dry.at - out.at + 24);
+        bm25f_out(out, bm25f)?;
         out.u64(table_at)?;
         out.u64(index_at)?;
         out.u64(dirs_at)?;
@@ -418,14 +465,15 @@ fn dirs_out<W: Write>(out: &mut Out<W>, dirs: &[DirListing<'_>]) -> std::io::Res
     Ok(())
 }
 
-/// Write `index`, its folded tag lists as `tags` (sorted), and `ordinal`.
-fn index_out<W: Write>(
+/// The index's first part: the per-field index, the tags (sorted) and the
+/// ordinal ranks.
+fn head_out<W: Write>(
     p: &mut Out<W>,
-    index: &Index,
+    fields: &[FieldIndex; 3],
     tags: &[(&String, &[u32])],
     ordinal: &[u32],
 ) -> std::io::Result<()> {
-    for f in &index.fields {
+    for f in fields {
         p.array::<u8>(&f.vocab)?;
         p.array::<u32>(&f.word_starts)?;
         p.array::<u64>(&f.post_starts)?;
@@ -443,8 +491,11 @@ fn index_out<W: Write>(
         p.pad()?;
         p.array::<u32>(list)?;
     }
-    p.array::<u32>(ordinal)?;
-    let b = &index.bm25f;
+    p.array::<u32>(ordinal)
+}
+
+/// The index's second part: the BM25F index.
+fn bm25f_out<W: Write>(p: &mut Out<W>, b: &Bm25fIndex) -> std::io::Result<()> {
     p.array::<u8>(&b.vocab)?;
     p.array::<u32>(&b.token_starts)?;
     p.array::<u64>(&b.starts)?;

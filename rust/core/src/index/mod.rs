@@ -127,6 +127,18 @@ impl Index {
         concepts: &[C],
         analyzer: &Analyzer,
     ) -> Result<Index, TextError> {
+        Index::from_chunks_then(chunks, concepts, analyzer, |_, _| {})
+    }
+
+    /// [`Index::from_chunks`], calling `fields_done` with the per-field
+    /// index and the tags as soon as they are made, while the BM25F index
+    /// is still being laid out (a cache file writes them meanwhile).
+    pub fn from_chunks_then<C: Borrow<Concept> + Sync>(
+        chunks: Chunks,
+        concepts: &[C],
+        analyzer: &Analyzer,
+        fields_done: impl FnOnce(&[FieldIndex; 3], &FxHashMap<String, Array<u32>>) + Send,
+    ) -> Result<Index, TextError> {
         let n = concepts.len();
         if let Some(e) = chunks.0.iter().flatten().find_map(|c| c.error.clone()) {
             return Err(e);
@@ -145,17 +157,20 @@ impl Index {
         // fields' postings are placed, each chunk dropped once placed, while
         // the BM25F lists are laid out from what it took.
         let prepared = bm25f::prepare(analyzer, n, [&mut a, &mut b, &mut c], [&va, &vb, &vc]);
-        let (bm25f, ((title, tags), (tags_desc, body))) = rayon::join(
+        let (bm25f, (fields, tags)) = rayon::join(
             || bm25f::finish(prepared),
             || {
-                rayon::join(
+                let ((title, tags), (tags_desc, body)) = rayon::join(
                     || rayon::join(|| merge_field(a, n, va), || tag_lists(concepts)),
                     || rayon::join(|| merge_field(b, n, vb), || merge_field(c, n, vc)),
-                )
+                );
+                let fields = [title, tags_desc, body];
+                fields_done(&fields, &tags);
+                (fields, tags)
             },
         );
         Ok(Index {
-            fields: [title, tags_desc, body],
+            fields,
             bm25f,
             tags,
         })
