@@ -6,15 +6,15 @@ use std::io::{BufWriter, IoSlice, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap;
+
 use super::{FORMAT, MAGIC, VERSION};
+use crate::array::Array;
 use crate::concept::source::TextStore;
 use crate::concept::{Actor, Concept};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::fs::stamp::FileStamp;
 use crate::fs::walk::DirListing;
-use rustc_hash::FxHashMap;
-
-use crate::array::Array;
 use crate::index::bm25f::Bm25fIndex;
 use crate::index::{FieldIndex, Index};
 
@@ -302,16 +302,11 @@ impl Sink {
         // deterministic).
         let mut tags: Vec<(&String, &[u32])> = tags.iter().map(|(t, l)| (t, &**l)).collect();
         tags.sort_unstable();
-        // The part's exact size, from a dry run that only counts.
-        let mut dry = Out {
-            w: std::io::sink(),
-            at: out.at,
-            crc: crc32fast::Hasher::new(),
-            hashing: false,
-        };
-        dry.array(&core.offsets)?;
-        head_out(&mut dry, fields, &tags, ordinal)?;
-        preallocate(&self.file, out.at, dry.at - out.at);
+        let len = dry_len(out.at, |dry| {
+            dry.array(&core.offsets)?;
+            head_out(dry, fields, &tags, ordinal)
+        })?;
+        preallocate(&self.file, out.at, len);
         let table_at = rel(out);
         out.array(&core.offsets)?;
         let index_at = rel(out);
@@ -337,14 +332,9 @@ impl Sink {
         };
         let out = &mut self.out;
         let rel = |out: &Out<_>| out.at - core_at;
-        let mut dry = Out {
-            w: std::io::sink(),
-            at: out.at,
-            crc: crc32fast::Hasher::new(),
-            hashing: false,
-        };
-        bm25f_out(&mut dry, bm25f)?;
-        preallocate(&self.file, out.at, dry.at - out.at + 24);
+        let len = dry_len(out.at, |dry| bm25f_out(dry, bm25f))?;
+        // The three offsets after it count too.
+        preallocate(&self.file, out.at, len + 24);
         bm25f_out(out, bm25f)?;
         out.u64(table_at)?;
         out.u64(index_at)?;
@@ -365,6 +355,22 @@ impl Sink {
         f.write_all(&fixed)?;
         f.flush()
     }
+}
+
+/// The bytes `write` writes from position `at`, from a dry run that only
+/// counts (so a part's space can be allocated ahead).
+fn dry_len(
+    at: u64,
+    write: impl FnOnce(&mut Out<std::io::Sink>) -> std::io::Result<()>,
+) -> std::io::Result<u64> {
+    let mut dry = Out {
+        w: std::io::sink(),
+        at,
+        crc: crc32fast::Hasher::new(),
+        hashing: false,
+    };
+    write(&mut dry)?;
+    Ok(dry.at - at)
 }
 
 /// Concepts whose texts one `writev` writes: two slices each, well under

@@ -125,13 +125,11 @@ fn chunk_lengths(
             let mut lengths = vec![0u32; ch.concepts];
             // The occurrences past a count's cap, in this field's part.
             let part = u8::from(half == Some(false));
-            for &(o, w, sub, n) in &ch.beyond {
-                let toks = wt_starts[remap[w as usize] as usize + 1]
-                    - wt_starts[remap[w as usize] as usize];
-                if sub == part {
-                    let l = &mut lengths[usize::from(o)];
-                    *l = l.saturating_add(n.saturating_mul(toks));
-                }
+            for &(o, w, _, n) in ch.beyond.iter().filter(|b| b.2 == part) {
+                let g = remap[w as usize] as usize;
+                let toks = wt_starts[g + 1] - wt_starts[g];
+                let l = &mut lengths[usize::from(o)];
+                *l = l.saturating_add(n.saturating_mul(toks));
             }
             for (w, &g) in remap.iter().enumerate() {
                 let toks = wt_starts[g as usize + 1] - wt_starts[g as usize];
