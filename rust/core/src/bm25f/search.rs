@@ -55,6 +55,15 @@ fn score_rest(
     (score > 0.0).then_some(score)
 }
 
+/// A sum of bounds below which a concept fails the pruning test
+/// `(sum + rest) · (1 + SLACK) < threshold` whatever the rounding: the
+/// drain's cheap first test, the exact one after it (−∞ while the top-k is
+/// not full, so every concept is kept).
+fn drain_cut(threshold: f64, rest: f64) -> f64 {
+    let cut = threshold / (1.0 + 2.0 * SLACK) - rest;
+    cut - cut.abs() * SLACK
+}
+
 /// Relative slack of the pruning test: a concept is skipped only when its
 /// bound is below the threshold by more than the rounding of sums taken in
 /// another order could account for.
@@ -237,7 +246,9 @@ pub fn search_index(
                 &mut entry_bounds,
                 (params, &norms),
             );
-            for (d, bound) in stretch.drain(lo) {
+            let cut = |threshold: f64| drain_cut(threshold, rest[gathered]);
+            let mut drain = stretch.drain(lo, cut(top.threshold()));
+            while let Some((d, bound)) = drain.next() {
                 if !allows(allowed, d) {
                     continue;
                 }
@@ -262,6 +273,7 @@ pub fn search_index(
                     &norms,
                 ) {
                     top.offer(Hit { score, position: d });
+                    drain.cut = cut(top.threshold());
                 }
             }
         }

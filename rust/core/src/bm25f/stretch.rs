@@ -177,38 +177,50 @@ impl Stretch {
         self.seen[o >> 6] |= 1u64 << (o & 63);
     }
 
-    /// The concepts gathered, ascending, each with its sum of bounds; the
-    /// stretch is left empty for the next.
-    pub(super) fn drain(&mut self, lo: u32) -> Drain<'_> {
+    /// The concepts gathered, ascending, each with its sum of bounds, those
+    /// whose sum is below the drain's `cut` left out; the stretch is left
+    /// empty for the next (every sum taken, the ones left out too).
+    pub(super) fn drain(&mut self, lo: u32, cut: f64) -> Drain<'_> {
         Drain {
             stretch: self,
             lo,
             w: 0,
             bits: 0,
+            cut,
         }
     }
 }
 
-/// [`Stretch::drain`].
+/// [`Stretch::drain`]. Most concepts gathered fall below the cut, so the
+/// test is here, in a loop that does nothing else, rather than in the
+/// caller's loop that scores the few kept.
 pub(super) struct Drain<'a> {
     stretch: &'a mut Stretch,
     lo: u32,
     w: usize,
     bits: u64,
+    /// Sums below it are left out; the caller raises it as its threshold
+    /// rises.
+    pub(super) cut: f64,
 }
 
 impl Iterator for Drain<'_> {
     type Item = (u32, f64);
 
     fn next(&mut self) -> Option<(u32, f64)> {
-        while self.bits == 0 {
-            let word = self.stretch.seen.get_mut(self.w)?;
-            self.bits = std::mem::take(word);
-            self.w += 1;
+        loop {
+            while self.bits == 0 {
+                let word = self.stretch.seen.get_mut(self.w)?;
+                self.bits = std::mem::take(word);
+                self.w += 1;
+            }
+            let o = (self.w - 1) * 64 + self.bits.trailing_zeros() as usize;
+            self.bits &= self.bits - 1;
+            let sum = std::mem::take(&mut self.stretch.sum[o]);
+            if sum >= self.cut {
+                return Some((self.lo + o as u32, sum));
+            }
         }
-        let o = (self.w - 1) * 64 + self.bits.trailing_zeros() as usize;
-        self.bits &= self.bits - 1;
-        Some((self.lo + o as u32, std::mem::take(&mut self.stretch.sum[o])))
     }
 }
 
