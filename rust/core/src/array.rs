@@ -1,6 +1,8 @@
 //! A read-only array that is either owned or a view into a memory-mapped
 //! cache file, so a reopened bundle uses its saved index in place: no copy,
-//! no decode, and pages the OS can drop and re-read from the file.
+//! no decode, and pages the OS can drop and re-read from the file; or a view
+//! into the writable mapping a build laid its lists into (docs/cache-format.md),
+//! never written again once viewed.
 //!
 //! Only plain little-endian integers are ever viewed (`u8`, `u32`, `u64`);
 //! the cache writer aligns each array, and [`Array::mapped`] checks alignment
@@ -11,7 +13,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use bytemuck::Pod;
-use memmap2::Mmap;
+use memmap2::{Mmap, MmapMut};
 
 pub enum Array<T: Pod> {
     Owned(Vec<T>),
@@ -20,16 +22,38 @@ pub enum Array<T: Pod> {
         at: usize,
         len: usize,
     },
+    Laid {
+        map: Arc<MmapMut>,
+        at: usize,
+        len: usize,
+    },
+}
+
+/// `len` items of `T` at byte offset `at` of `raw`, if they fit and are
+/// aligned.
+fn view<T: Pod>(raw: &[u8], at: usize, len: usize) -> Option<&[T]> {
+    let bytes = len.checked_mul(std::mem::size_of::<T>())?;
+    let raw = raw.get(at..at.checked_add(bytes)?)?;
+    bytemuck::try_cast_slice::<u8, T>(raw).ok()
 }
 
 impl<T: Pod> Array<T> {
     /// A view of `len` items at byte offset `at` of `map`; `None` when that
     /// range is out of bounds or misaligned for `T`.
     pub fn mapped(map: &Arc<Mmap>, at: usize, len: usize) -> Option<Array<T>> {
-        let bytes = len.checked_mul(std::mem::size_of::<T>())?;
-        let raw = map.get(at..at.checked_add(bytes)?)?;
-        bytemuck::try_cast_slice::<u8, T>(raw).ok()?;
+        view::<T>(map, at, len)?;
         Some(Array::Mapped {
+            map: Arc::clone(map),
+            at,
+            len,
+        })
+    }
+
+    /// [`Array::mapped`] of a writable mapping, which nothing writes any
+    /// more.
+    pub fn laid(map: &Arc<MmapMut>, at: usize, len: usize) -> Option<Array<T>> {
+        view::<T>(map, at, len)?;
+        Some(Array::Laid {
             map: Arc::clone(map),
             at,
             len,
@@ -42,6 +66,11 @@ impl<T: Pod> Clone for Array<T> {
         match self {
             Array::Owned(v) => Array::Owned(v.clone()),
             Array::Mapped { map, at, len } => Array::Mapped {
+                map: Arc::clone(map),
+                at: *at,
+                len: *len,
+            },
+            Array::Laid { map, at, len } => Array::Laid {
                 map: Arc::clone(map),
                 at: *at,
                 len: *len,
@@ -71,6 +100,11 @@ impl<T: Pod> Deref for Array<T> {
             Array::Mapped { map, at, len } => {
                 let raw = &map[*at..*at + *len * std::mem::size_of::<T>()];
                 // Checked once in `mapped`; the mapping never changes size.
+                bytemuck::cast_slice(raw)
+            }
+            Array::Laid { map, at, len } => {
+                let raw = &map[*at..*at + *len * std::mem::size_of::<T>()];
+                // Checked once in `laid`.
                 bytemuck::cast_slice(raw)
             }
         }

@@ -2,26 +2,23 @@
 //! file's records are taken from it, the rest read; a new cache file is
 //! written as the files are read, unless every file came from the old one.
 
-use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::assemble::{finish, ordinal_ranks, same_indexed_text, Outcome, SnapshotParts};
-use super::cell::ConceptCell;
+use super::assemble::{finish, same_indexed_text, Outcome, SnapshotParts};
+use super::writing::{build_writing, now_ns, CacheTarget};
 use super::{spliced, Bundle, CacheReport, CacheStatus, MadeBy};
 use crate::cache::{self, CacheFile, Rejected};
-use crate::concept::source::{SourceText, TextStore};
+use crate::concept::source::SourceText;
 use crate::concept::ConceptRow;
-use crate::diagnostic::Diagnostic;
 use crate::error::Error;
 use crate::fs::range::IdRange;
-use crate::fs::read::{read_found, read_some};
+use crate::fs::read::read_found;
 use crate::fs::stamp::{Stamp, RACY_NS};
-use crate::fs::walk::{listings, walk_range, DirRecord, FileEntry, Prior, Stamps, WalkResult};
+use crate::fs::walk::{walk_range, FileEntry, Prior, Stamps, WalkResult};
 use crate::fs::watch::Watch;
-use crate::index::{chunk_fields, Chunks, Index};
 use crate::progress::{Phase, Progress};
 use crate::text::analyze::{Analyzer, Language};
 use crate::text::id_cmp_bytes;
@@ -30,203 +27,6 @@ use crate::text::id_cmp_bytes;
 /// the file while that step is indexed, so at most one step's bodies are in
 /// memory at once.
 pub(super) const WAVE: usize = 32 * 1024;
-
-/// Where and how [`build_writing`] writes: the cache file, the bundle root it
-/// is recorded for, the instant it counts as written, and the files per wave.
-struct CacheTarget<'a> {
-    cache_file: &'a Path,
-    root_key: &'a str,
-    written_ns: u128,
-    wave: usize,
-    /// The walk's directories, whose listings the file records.
-    dirs: &'a [DirRecord],
-    /// The BM25F analyzer's language.
-    language: Option<Language>,
-}
-
-/// Load `found` in waves of `wave` files, writing a new cache file as it
-/// goes: each wave is read (files `cached` yields are not read again) and its
-/// words are indexed while its texts are appended to the cache file, then
-/// served from it, so bodies never pile up in memory. The index is merged at
-/// the end (while the file records are written) and the cache file completed
-/// and renamed into place. A failure to
-/// write the cache only leaves the texts in memory; it is returned beside the
-/// bundle.
-fn build_writing(
-    root: &Path,
-    found: Vec<FileEntry>,
-    walk_diagnostics: Vec<Diagnostic>,
-    watch: Watch,
-    cached: &(dyn Fn(usize) -> Option<Outcome> + Sync),
-    to: CacheTarget<'_>,
-    progress: &Progress,
-) -> Result<(Bundle, std::io::Result<()>), Error> {
-    let CacheTarget {
-        cache_file,
-        root_key,
-        written_ns,
-        wave,
-        dirs,
-        language,
-    } = to;
-    let tmp = cache_file.with_extension(format!("tmp-{}-{}", std::process::id(), now_ns()));
-    // However this ends (cancelled, failed, renamed), no temporary file stays.
-    let _cleanup = RemoveOnDrop(&tmp);
-    let mut sink = fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .and_then(|f| cache::Sink::new(f, root_key, Analyzer::new(language).name()));
-    let mut refs: Vec<cache::TextRef> = Vec::new();
-    let total = found.len();
-    progress.start(Phase::Read, total);
-    let mut g = SnapshotParts::new(&walk_diagnostics, total);
-    let mut chunks = Chunks::default();
-    let mut rest = found.into_iter();
-    let mut first = 0usize;
-    // Each wave's texts are written while it is indexed (both only read it),
-    // so the single-threaded write overlaps parallel work; then they are
-    // served from the file and their memory freed.
-    while first < total {
-        let wave: Vec<FileEntry> = rest.by_ref().take(wave.max(1)).collect();
-        let reads = read_some(root, &wave, first, cached, progress);
-        first += wave.len();
-        progress.check()?;
-        let base = g.concepts.len();
-        g.add(wave, reads);
-        let (more, ()) = rayon::join(
-            || chunk_fields(&g.concepts[base..], base as u32, progress),
-            || write_texts(&mut sink, &g.concepts[base..], &mut refs),
-        );
-        chunks.append(more);
-        serve_stored(&mut sink, &mut g.concepts[base..], &refs, cache_file);
-        progress.check()?;
-    }
-    progress.start(Phase::Index, 0);
-    let ordinal = ordinal_ranks(&g.concepts);
-    // The file records need no index, and the index's first part (the
-    // per-field index) is made before the BM25F index: both are written
-    // while the BM25F lists are laid out, leaving only those to write after.
-    let analyzer = Analyzer::new(language);
-    let index = Index::from_chunks_then(chunks, &g.concepts, &analyzer, |fields, tags| {
-        write_records(&mut sink, &g, &refs, dirs, written_ns);
-        if let Ok(s) = &mut sink {
-            if let Err(e) = s.index_head(fields, tags, &ordinal) {
-                sink = Err(e);
-            }
-        }
-    });
-    let index = Arc::new(index?);
-    progress.check()?;
-    let written = sink.and_then(|s| {
-        s.index_tail(&index.bm25f)?;
-        fs::rename(&tmp, cache_file)
-    });
-    // On failure the temporary file is removed; texts already served from it
-    // stay readable through the open handle.
-    let b = finish(root, g, walk_diagnostics, watch, (index, ordinal));
-    progress.start(Phase::Done, 0);
-    Ok((b, written))
-}
-
-/// Append the texts of `concepts` to the cache file being written, their
-/// references to `refs`. A failure ends the writing (`sink` becomes the
-/// error) and leaves the texts in memory.
-fn write_texts(
-    sink: &mut std::io::Result<cache::Sink>,
-    concepts: &[ConceptCell],
-    refs: &mut Vec<cache::TextRef>,
-) {
-    let Ok(s) = sink else { return };
-    s.preallocate(concepts.iter().map(|c| c.source.stored_len()).sum());
-    let appended = s.texts(concepts.iter().map(|c| &**c));
-    match appended {
-        Ok(new) => refs.extend(new),
-        Err(e) => *sink = Err(e),
-    }
-}
-
-/// Write the file records of `g` (every text written, at `refs`) to the
-/// cache file being written. A failure ends the writing.
-fn write_records(
-    sink: &mut std::io::Result<cache::Sink>,
-    g: &SnapshotParts,
-    refs: &[cache::TextRef],
-    dirs: &[DirRecord],
-    written_ns: u128,
-) {
-    let Ok(s) = sink else { return };
-    let files: Vec<cache::FileRecord<'_>> = g
-        .files
-        .iter()
-        .filter_map(|f| {
-            Some(cache::FileRecord {
-                id: &f.id,
-                stamp: f.stamp?,
-                concept: f
-                    .position
-                    .map(|p| (&*g.concepts[p as usize], refs[p as usize])),
-                diagnostics: f.diagnostics.get(),
-            })
-        })
-        .collect();
-    let ids: Vec<&str> = g.files.iter().map(|f| f.id.as_str()).collect();
-    let dirs = listings(dirs, &ids);
-    if let Err(e) = s.records(&files, &dirs, written_ns) {
-        *sink = Err(e);
-    }
-}
-
-/// Serve the texts of `concepts` (the last ones whose texts
-/// [`write_texts`] appended) from the cache file from now on, dropping them
-/// from memory. Nothing changes when writing has failed.
-fn serve_stored(
-    sink: &mut std::io::Result<cache::Sink>,
-    concepts: &mut [ConceptCell],
-    refs: &[cache::TextRef],
-    cache_file: &Path,
-) {
-    let Ok(s) = sink else { return };
-    let store = match s.store(cache_file) {
-        Ok(store) => store,
-        Err(e) => {
-            *sink = Err(e);
-            return;
-        }
-    };
-    let written = &refs[refs.len() - concepts.len()..];
-    for (c, r) in concepts.iter_mut().zip(written) {
-        if let Some(c) = c.get_mut() {
-            c.source = stored(&store, r);
-        }
-    }
-}
-
-/// Removes a file when dropped (nothing happens if it is gone).
-struct RemoveOnDrop<'a>(&'a Path);
-
-impl Drop for RemoveOnDrop<'_> {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(self.0);
-    }
-}
-
-fn stored(store: &Arc<TextStore>, r: &cache::TextRef) -> SourceText {
-    SourceText::Stored {
-        store: Arc::clone(store),
-        at: r.at,
-        frontmatter_len: r.frontmatter_len,
-        body_len: r.body_len,
-        crc: r.crc,
-    }
-}
-
-fn now_ns() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos())
-}
 
 /// Match the found files with the records of the cache file `o`: both are in
 /// id order, so each part of `found` is matched in one pass from the first

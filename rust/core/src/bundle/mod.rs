@@ -11,6 +11,7 @@ mod refresh;
 mod spliced;
 #[cfg(test)]
 mod tests;
+mod writing;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -99,6 +99,17 @@ mod refresh {
                     (&*p.postings, &*p.dense_bits)
                 );
             }
+            // The BM25F postings were laid in the cache file's lists section
+            // (docs/cache-format.md), as a build in memory lays them.
+            let (a, p) = (&b.index.bm25f, &plain.index.bm25f);
+            assert!(
+                matches!(a.near, crate::array::Array::Laid { .. }),
+                "wave {wave}"
+            );
+            assert_eq!(
+                (&*a.near, &*a.body, &*a.head_words),
+                (&*p.near, &*p.body, &*p.head_words)
+            );
             // A reopen: the recent files are read again, the rest taken as cached.
             let (again, report) = Bundle::load_through(
                 &root,

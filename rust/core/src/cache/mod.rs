@@ -14,10 +14,13 @@
 //!
 //! ```text
 //! header  MAGIC, format u32, okfast version, bundle root (u32 length + bytes),
-//!         texts length u64, core length u64, core CRC-32 u32,
+//!         texts length u64, lists length u64, core length u64,
+//!         lists CRC-32 u32, core CRC-32 u32,
 //!         header CRC-32 u32 (of every header byte before it)
 //! texts   per concept in id order: frontmatter bytes, body bytes
-//! pad     zeros to a multiple of 8
+//! pad     zeros to a multiple of 4096
+//! lists   the BM25F postings' offsets, bytes and head words, each as
+//!         length u64 + items + zero pad to 8 (laid in place: lists.rs)
 //! core    (8-aligned; offsets below are relative to its start)
 //!         file count u64, written-at ns u128, then per file a record:
 //!           id, size u64, mtime ns u128, diagnostics, concept flag, concept
@@ -29,13 +32,13 @@
 //!           0 file, 1 directory; name) in id order
 //!         record offsets u64 × files (8-aligned)
 //!         index: per field each array as length u64 + items + zero pad to 8;
-//!         tags; ordinal ranks
+//!         tags; ordinal ranks; the BM25F index but its postings
 //!         tail: record-offsets table offset u64, index offset u64,
 //!         directories offset u64
 //! ```
 //!
-//! The header and the core are checked when the file is opened (the core's
-//! CRC-32 is computed over the whole core, in parallel); a file that fails
+//! The header, the lists and the core are checked when the file is opened
+//! (their CRC-32s computed over each whole, in parallel); a file that fails
 //! any check is rejected as a whole, never partly used. Each concept's texts
 //! carry their own CRC-32, checked when they are read.
 //!
@@ -48,6 +51,7 @@
 
 mod decode;
 mod listings;
+mod lists;
 mod read;
 mod write;
 
@@ -60,7 +64,7 @@ pub use write::{FileRecord, Sink, TextRef};
 
 const MAGIC: &[u8; 8] = b"OKFASTC\0";
 /// Bump whenever the layout or the meaning of a field changes.
-pub const FORMAT: u32 = 10;
+pub const FORMAT: u32 = 11;
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Bytes of the core's tail: the offsets of the record table, the index and
 /// the directories.

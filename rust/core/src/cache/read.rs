@@ -10,6 +10,7 @@ use rustc_hash::FxHashMap;
 
 use super::decode::{Reader, R};
 use super::listings::Listings;
+use super::lists::LISTS_ALIGN;
 use super::{Rejected, FORMAT, MAGIC, TAIL, VERSION};
 use crate::array::Array;
 use crate::concept::source::{SourceText, TextStore};
@@ -50,6 +51,9 @@ pub struct CacheFile {
     /// Where the core starts in the file (8-aligned).
     core_at: usize,
     core_len: usize,
+    /// Where the lists section (the BM25F postings) is in the file.
+    lists_at: usize,
+    lists_len: usize,
     texts_len: u64,
     pub written_ns: u128,
     /// Each file's record, as an offset into the core.
@@ -62,6 +66,8 @@ pub struct CacheFile {
 struct Layout {
     core_at: usize,
     core_len: usize,
+    lists_at: usize,
+    lists_len: usize,
     texts_base: u64,
     texts_len: u64,
     written_ns: u128,
@@ -185,6 +191,8 @@ impl CacheFile {
             store,
             core_at,
             core_len,
+            lists_at: l.lists_at,
+            lists_len: l.lists_len,
             texts_len: l.texts_len,
             written_ns: l.written_ns,
             records,
@@ -222,7 +230,9 @@ impl CacheFile {
             )));
         }
         let texts_len = h.u64()?;
+        let lists_len = usize::try_from(h.u64()?).map_err(|_| Rejected::Truncated)?;
         let core_len = usize::try_from(h.u64()?).map_err(|_| Rejected::Truncated)?;
+        let lists_crc = h.u32()?;
         let core_crc = h.u32()?;
         let header_end = h.at;
         if crc32fast::hash(&b[..header_end]) != h.u32()? {
@@ -233,17 +243,26 @@ impl CacheFile {
             .checked_add(texts_len)
             .filter(|&e| e <= b.len() as u64)
             .ok_or(Rejected::Truncated)? as usize;
-        let core_at = texts_end.next_multiple_of(8);
+        let lists_at = texts_end.next_multiple_of(LISTS_ALIGN as usize);
+        let core_at = lists_at
+            .checked_add(lists_len)
+            .filter(|&e| e <= b.len())
+            .ok_or(Rejected::Truncated)?
+            .next_multiple_of(8);
         match core_at.checked_add(core_len) {
             Some(end) if end == b.len() => {}
             Some(end) if end > b.len() => return Err(Rejected::Truncated),
             _ => return Err(Rejected::Corrupt("trailing bytes".into())),
         }
-        if b[texts_end..core_at].iter().any(|&x| x != 0) {
+        let padding =
+            |from: usize, to: usize| b.get(from..to).is_some_and(|p| p.iter().all(|&x| x == 0));
+        if !padding(texts_end, lists_at) || !padding(lists_at + lists_len, core_at) {
             return Err(Rejected::Corrupt("padding".into()));
         }
         let core = &b[core_at..];
-        if crc_of_core(file, b, core_at, core_len) != core_crc {
+        if crc_of_core(file, b, lists_at, lists_len) != lists_crc
+            || crc_of_core(file, b, core_at, core_len) != core_crc
+        {
             return Err(Rejected::Checksum);
         }
         let mut p = Reader { b: core, at: 0 };
@@ -263,6 +282,8 @@ impl CacheFile {
         Ok(Layout {
             core_at,
             core_len,
+            lists_at,
+            lists_len,
             texts_base,
             texts_len,
             written_ns,
@@ -535,20 +556,31 @@ impl CacheFile {
     /// concepts (docs/spec.md §12).
     fn bm25f(&self, p: &mut Reader<'_>, n: usize, language: Option<Language>) -> R<Bm25fIndex> {
         let bad = |what: &str| Rejected::Corrupt(format!("saved BM25F index: {what}"));
+        // The postings, in the lists section.
+        let mut q = Reader {
+            b: &self.map[self.lists_at..self.lists_at + self.lists_len],
+            at: 0,
+        };
+        let near = self.array_in(&mut q, self.lists_at)?;
+        let body = self.array_in(&mut q, self.lists_at)?;
+        let head_words = self.array_in(&mut q, self.lists_at)?;
+        if q.at != self.lists_len {
+            return Err(bad("lists section"));
+        }
         let b = Bm25fIndex {
             language,
             vocab: self.array(p)?,
             token_starts: self.array(p)?,
             starts: self.array(p)?,
-            near: self.array(p)?,
+            near,
             firsts: self.array(p)?,
             lasts: self.array(p)?,
             far_tokens: self.array(p)?,
             far_starts: self.array(p)?,
             far_docs: self.array(p)?,
-            body: self.array(p)?,
+            body,
             head_dir: self.array(p)?,
-            head_words: self.array(p)?,
+            head_words,
             wide_tokens: self.array(p)?,
             wide_starts: self.array(p)?,
             wide_tfs: self.array(p)?,
@@ -572,8 +604,14 @@ impl CacheFile {
         Listings::read(&self.core()[self.dirs_at..])
     }
 
-    /// The array at `p` as a view (its length, items, pad).
+    /// The array at `p` in the core as a view (its length, items, pad).
     fn array<T: bytemuck::Pod>(&self, p: &mut Reader<'_>) -> R<Array<T>> {
+        self.array_in(p, self.core_at)
+    }
+
+    /// The array at `p`, reading a part of the file that starts at `base`,
+    /// as a view.
+    fn array_in<T: bytemuck::Pod>(&self, p: &mut Reader<'_>, base: usize) -> R<Array<T>> {
         let len = usize::try_from(p.u64()?).map_err(|_| Rejected::Truncated)?;
         let at = p.at;
         let bytes = len
@@ -581,7 +619,7 @@ impl CacheFile {
             .ok_or(Rejected::Truncated)?;
         p.take(bytes)?;
         p.pad()?;
-        Array::mapped(&self.map, self.core_at + at, len).ok_or(Rejected::Truncated)
+        Array::mapped(&self.map, base + at, len).ok_or(Rejected::Truncated)
     }
 }
 

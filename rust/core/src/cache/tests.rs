@@ -9,6 +9,7 @@ use super::*;
 use crate::array::Array;
 use crate::concept::{read_concept, Concept, FileOutcome};
 use crate::fs::stamp::FileStamp;
+use crate::index::bm25f::ListSizes;
 use crate::index::Index;
 use crate::text::analyze::{Analyzer, Language};
 
@@ -49,6 +50,17 @@ fn written(files: &[(String, FileStamp, FileOutcome)], path: &Path) -> Vec<u8> {
 
 /// [`written`], with `extra` ordinal ranks more than there are concepts.
 fn written_with(files: &[(String, FileStamp, FileOutcome)], path: &Path, extra: u32) -> Vec<u8> {
+    written_how(files, path, extra, false)
+}
+
+/// [`written_with`], the BM25F postings laid through the lists section's
+/// mapping when `mapped` (as a load lays them), else written from memory.
+fn written_how(
+    files: &[(String, FileStamp, FileOutcome)],
+    path: &Path,
+    extra: u32,
+    mapped: bool,
+) -> Vec<u8> {
     let cs = concepts(files);
     let index = Index::build(&cs, &Analyzer::new(LANG));
     let ordinal: Vec<u32> = (0..cs.len() as u32 + extra).collect();
@@ -61,6 +73,20 @@ fn written_with(files: &[(String, FileStamp, FileOutcome)], path: &Path, extra: 
         .unwrap();
     let mut sink = Sink::new(f, "/root", Analyzer::new(LANG).name()).unwrap();
     let refs: Vec<TextRef> = sink.texts(cs.iter()).unwrap();
+    if mapped {
+        let b = &index.bm25f;
+        let sizes = ListSizes {
+            entries: b.body.len(),
+            heads: b.head_words.len(),
+        };
+        let mut lists = sink.lists(sizes).unwrap().expect("a file can be mapped");
+        let (near, body, heads) = lists.parts();
+        near.copy_from_slice(&b.near);
+        body.copy_from_slice(&b.body);
+        heads.copy_from_slice(&b.head_words);
+    } else {
+        sink.lists_from(&index.bm25f).unwrap();
+    }
     let mut refs = refs.into_iter();
     let outs: Vec<FileRecord<'_>> = files
         .iter()
@@ -167,6 +193,29 @@ fn the_saved_index_is_a_view_and_is_checked() {
     drop(o);
     written_with(&files, &path, 64);
     assert!(open(&path).unwrap().index(LANG).is_err());
+}
+
+/// The lists section laid through its mapping is the file written from
+/// memory, byte for byte, and reads back as the index built.
+#[test]
+fn postings_laid_in_place_are_the_postings_written() {
+    let files = sample();
+    let cs = concepts(&files);
+    let (_dir, path) = scratch("lists");
+    let from_memory = written_how(&files, &path, 0, false);
+    let laid = written_how(&files, &path, 0, true);
+    assert_eq!(laid, from_memory);
+    let o = open(&path).unwrap();
+    let (ix, _) = o.index(LANG).unwrap();
+    let built = Index::build(&cs, &Analyzer::new(LANG));
+    let (a, b) = (&ix.bm25f, &built.bm25f);
+    assert!(!b.body.is_empty());
+    assert!(matches!(a.near, Array::Mapped { .. }));
+    assert_eq!(
+        (&*a.near, &*a.body, &*a.head_words),
+        (&*b.near, &*b.body, &*b.head_words)
+    );
+    assert_eq!(*a.starts, *b.starts);
 }
 
 #[test]

@@ -1,13 +1,16 @@
-//! CacheTarget a cache file: texts as the concepts are read, then the core (the
-//! file records, the directory listings, the index) and the header.
+//! Writing a cache file: texts as the concepts are read, then the lists
+//! section (lists.rs), the core (the file records, the directory listings,
+//! the index) and the header.
 
 use std::fs::File;
 use std::io::{BufWriter, IoSlice, Seek, SeekFrom, Write};
+
 use std::path::Path;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use super::lists::{lists_crc, lists_out, ListsAt};
 use super::{FORMAT, MAGIC, VERSION};
 use crate::array::Array;
 use crate::concept::source::TextStore;
@@ -19,15 +22,15 @@ use crate::index::bm25f::Bm25fIndex;
 use crate::index::{FieldIndex, Index};
 
 /// A writer that knows its position and, while `hashing`, feeds a CRC-32.
-struct Out<W: Write> {
-    w: W,
-    at: u64,
-    crc: crc32fast::Hasher,
-    hashing: bool,
+pub(super) struct Out<W: Write> {
+    pub(super) w: W,
+    pub(super) at: u64,
+    pub(super) crc: crc32fast::Hasher,
+    pub(super) hashing: bool,
 }
 
 impl<W: Write> Out<W> {
-    fn raw(&mut self, b: &[u8]) -> std::io::Result<()> {
+    pub(super) fn raw(&mut self, b: &[u8]) -> std::io::Result<()> {
         if self.hashing {
             self.crc.update(b);
         }
@@ -72,7 +75,7 @@ impl<W: Write> Out<W> {
         self.raw(&[0u8; 8][..n])
     }
     /// An array: length, items, zero pad to 8 (items start 8-aligned).
-    fn array<T: bytemuck::Pod>(&mut self, v: &[T]) -> std::io::Result<()> {
+    pub(super) fn array<T: bytemuck::Pod>(&mut self, v: &[T]) -> std::io::Result<()> {
         self.u64(v.len() as u64)?;
         self.raw(bytemuck::cast_slice(v))?;
         self.pad()
@@ -108,14 +111,18 @@ fn header_prefix(root: &str, analyzer: &str) -> Vec<u8> {
 }
 
 /// A cache file being written: texts first, as concepts are read (so a
-/// load never holds every body at once), then [`Sink::finish`] writes the
-/// core and the header.
+/// load never holds every body at once), then the lists section
+/// ([`Sink::lists`]), then the core and the header ([`Sink::records`],
+/// [`Sink::index_head`], [`Sink::index_tail`]; or [`Sink::finish`]).
 pub struct Sink {
-    out: Out<BufWriter<File>>,
+    pub(super) out: Out<BufWriter<File>>,
     prefix: Vec<u8>,
-    texts_base: u64,
+    pub(super) texts_base: u64,
     /// The file's own handle, for reading texts back.
-    file: File,
+    pub(super) file: File,
+    /// Set by [`Sink::lists`]: the texts are done and the lists section is
+    /// made.
+    pub(super) lists: Option<ListsAt>,
     /// Set by [`Sink::records`]: the core is under way.
     core: Option<CoreStart>,
     /// Set by [`Sink::index_head`]: where the record table and the index
@@ -126,7 +133,6 @@ pub struct Sink {
 /// Where the core starts and what its first part ([`Sink::records`]) left
 /// for the rest.
 struct CoreStart {
-    texts_len: u64,
     core_at: u64,
     /// Each file record's offset from the core's start.
     offsets: Vec<u64>,
@@ -149,13 +155,16 @@ impl Sink {
             hashing: false,
         };
         out.raw(&prefix)?;
-        out.raw(&[0u8; 24])?; // texts length, core length, core CRC, header CRC: at the end
+        // Texts length, lists length, core length, lists CRC, core CRC,
+        // header CRC: written at the end.
+        out.raw(&[0u8; FIXED])?;
         let texts_base = out.at;
         Ok(Sink {
             out,
             prefix,
             texts_base,
             file,
+            lists: None,
             core: None,
             head: None,
         })
@@ -168,8 +177,8 @@ impl Sink {
         &mut self,
         concepts: impl IntoIterator<Item = &'c Concept>,
     ) -> std::io::Result<Vec<TextRef>> {
-        if self.core.is_some() {
-            return Err(std::io::Error::other("cache texts after the records"));
+        if self.lists.is_some() {
+            return Err(std::io::Error::other("cache texts after the lists"));
         }
         self.out.w.flush()?;
         let mut refs = Vec::new();
@@ -221,7 +230,7 @@ impl Sink {
         }))
     }
 
-    /// End the texts and write the core's first part: `files` in id order,
+    /// Write the core's first part: `files` in id order,
     /// stamped as written at `written_ns`, and the directory listings `dirs`.
     /// It needs no index, so it can be written while the index is merged;
     /// [`Sink::finish`] writes the rest.
@@ -234,8 +243,10 @@ impl Sink {
         if self.core.is_some() {
             return Err(std::io::Error::other("cache records written twice"));
         }
+        if self.lists.is_none() {
+            return Err(std::io::Error::other("cache records before the lists"));
+        }
         let out = &mut self.out;
-        let texts_len = out.at - self.texts_base;
         out.pad()?;
         let core_at = out.at;
         out.hashing = true;
@@ -266,7 +277,6 @@ impl Sink {
         let dirs_at = rel(out);
         dirs_out(out, dirs)?;
         self.core = Some(CoreStart {
-            texts_len,
             core_at,
             offsets,
             dirs_at,
@@ -275,7 +285,8 @@ impl Sink {
     }
 
     /// Write the rest of the core — the record table, the index and the
-    /// ordinal ranks — and the header. [`Sink::records`] must come first.
+    /// ordinal ranks — and the header. [`Sink::records`] must come first,
+    /// and the lists section hold `index`'s postings ([`Sink::lists_from`]).
     pub fn finish(mut self, index: &Index, ordinal: &[u32]) -> std::io::Result<()> {
         self.index_head(&index.fields, &index.tags, ordinal)?;
         self.index_tail(&index.bm25f)
@@ -315,18 +326,17 @@ impl Sink {
         Ok(())
     }
 
-    /// Write the BM25F index, the rest of the core and the header.
-    /// [`Sink::index_head`] must come first.
+    /// Write the BM25F index but its postings (in the lists section), the
+    /// rest of the core and the header. [`Sink::index_head`] must come
+    /// first; `bm25f`'s postings are the lists section's.
     pub fn index_tail(mut self, bm25f: &Bm25fIndex) -> std::io::Result<()> {
         let (
             Some(CoreStart {
-                texts_len,
-                core_at,
-                dirs_at,
-                ..
+                core_at, dirs_at, ..
             }),
             Some((table_at, index_at)),
-        ) = (self.core.take(), self.head)
+            Some(lists),
+        ) = (self.core.take(), self.head, self.lists)
         else {
             return Err(std::io::Error::other("cache index head not written"));
         };
@@ -342,9 +352,15 @@ impl Sink {
         let core_len = rel(out);
         let core_crc = out.crc.clone().finalize();
         out.w.flush()?;
-        let mut fixed = Vec::with_capacity(24);
-        fixed.extend_from_slice(&texts_len.to_le_bytes());
+        if !lists.mapped {
+            lists_out(&mut self.file, lists.at, bm25f)?;
+        }
+        let lists_crc = lists_crc(bm25f);
+        let mut fixed = Vec::with_capacity(FIXED);
+        fixed.extend_from_slice(&lists.texts_len.to_le_bytes());
+        fixed.extend_from_slice(&lists.len.to_le_bytes());
         fixed.extend_from_slice(&core_len.to_le_bytes());
+        fixed.extend_from_slice(&lists_crc.to_le_bytes());
         fixed.extend_from_slice(&core_crc.to_le_bytes());
         let mut h = crc32fast::Hasher::new();
         h.update(&self.prefix);
@@ -356,6 +372,10 @@ impl Sink {
         f.flush()
     }
 }
+
+/// The header's fixed fields: texts, lists and core lengths (u64 each), the
+/// lists' and the core's CRC-32 and the header's (u32 each).
+const FIXED: usize = 36;
 
 /// The bytes `write` writes from position `at`, from a dry run that only
 /// counts (so a part's space can be allocated ahead).
@@ -393,13 +413,17 @@ fn write_all_vectored(file: &mut File, mut slices: &mut [IoSlice<'_>]) -> std::i
 }
 
 /// [`Sink::preallocate`] on `file` from offset `at`.
-fn preallocate(file: &File, at: u64, len: u64) {
+/// Whether the space is allocated.
+pub(super) fn preallocate(file: &File, at: u64, len: u64) -> bool {
     #[cfg(target_os = "linux")]
     {
-        let _ = rustix::fs::fallocate(file, rustix::fs::FallocateFlags::KEEP_SIZE, at, len);
+        rustix::fs::fallocate(file, rustix::fs::FallocateFlags::KEEP_SIZE, at, len).is_ok()
     }
     #[cfg(not(target_os = "linux"))]
-    let _ = (file, at, len);
+    {
+        let _ = (file, at, len);
+        false
+    }
 }
 
 fn concept_out<W: Write>(p: &mut Out<W>, c: &Concept, r: &TextRef) -> std::io::Result<()> {
@@ -500,20 +524,18 @@ fn head_out<W: Write>(
     p.array::<u32>(ordinal)
 }
 
-/// The index's second part: the BM25F index.
+/// The index's second part: the BM25F index but its postings (in the
+/// lists section).
 fn bm25f_out<W: Write>(p: &mut Out<W>, b: &Bm25fIndex) -> std::io::Result<()> {
     p.array::<u8>(&b.vocab)?;
     p.array::<u32>(&b.token_starts)?;
     p.array::<u64>(&b.starts)?;
-    p.array::<u16>(&b.near)?;
     p.array::<u32>(&b.firsts)?;
     p.array::<u32>(&b.lasts)?;
     p.array::<u32>(&b.far_tokens)?;
     p.array::<u64>(&b.far_starts)?;
     p.array::<u32>(&b.far_docs)?;
-    p.array::<u8>(&b.body)?;
     p.array::<u64>(&b.head_dir)?;
-    p.array::<u32>(&b.head_words)?;
     p.array::<u32>(&b.wide_tokens)?;
     p.array::<u64>(&b.wide_starts)?;
     p.array::<u16>(&b.wide_tfs)?;

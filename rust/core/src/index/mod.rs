@@ -127,17 +127,18 @@ impl Index {
         concepts: &[C],
         analyzer: &Analyzer,
     ) -> Result<Index, TextError> {
-        Index::from_chunks_then(chunks, concepts, analyzer, |_, _| {})
+        Index::from_chunks_then(chunks, concepts, analyzer, &mut ())
     }
 
-    /// [`Index::from_chunks`], calling `fields_done` with the per-field
-    /// index and the tags as soon as they are made, while the BM25F index
-    /// is still being laid out (a cache file writes them meanwhile).
+    /// [`Index::from_chunks`], telling `sink` (a cache file being written)
+    /// the sizes of the BM25F postings before they are laid, to lay them in
+    /// the room it gives, and handing it the per-field index and the tags as
+    /// soon as they are made, while the BM25F index is still being laid out.
     pub fn from_chunks_then<C: Borrow<Concept> + Sync>(
         chunks: Chunks,
         concepts: &[C],
         analyzer: &Analyzer,
-        fields_done: impl FnOnce(&[FieldIndex; 3], &FxHashMap<String, Array<u32>>) + Send,
+        sink: &mut impl BuildSink,
     ) -> Result<Index, TextError> {
         let n = concepts.len();
         if let Some(e) = chunks.0.iter().flatten().find_map(|c| c.error.clone()) {
@@ -157,15 +158,16 @@ impl Index {
         // fields' postings are placed, each chunk dropped once placed, while
         // the BM25F lists are laid out from what it took.
         let prepared = bm25f::prepare(analyzer, n, [&mut a, &mut b, &mut c], [&va, &vb, &vc]);
+        let mapped = sink.lists(prepared.sizes());
         let (bm25f, (fields, tags)) = rayon::join(
-            || bm25f::finish(prepared),
+            || bm25f::finish(prepared, mapped),
             || {
                 let ((title, tags), (tags_desc, body)) = rayon::join(
                     || rayon::join(|| merge_field(a, n, va), || tag_lists(concepts)),
                     || rayon::join(|| merge_field(b, n, vb), || merge_field(c, n, vc)),
                 );
                 let fields = [title, tags_desc, body];
-                fields_done(&fields, &tags);
+                sink.fields_done(&fields, &tags);
                 (fields, tags)
             },
         );
@@ -176,6 +178,22 @@ impl Index {
         })
     }
 }
+
+/// What a build tells a cache file being written as it builds
+/// ([`Index::from_chunks_then`]); `()` is told nothing.
+pub trait BuildSink: Send {
+    /// Room for the BM25F lists' postings of `sizes` (docs/cache-format.md),
+    /// or `None`: the heap.
+    fn lists(&mut self, _sizes: bm25f::ListSizes) -> Option<bm25f::MappedLists> {
+        None
+    }
+
+    /// The per-field index and the tags, made while the BM25F lists are
+    /// still being laid out.
+    fn fields_done(&mut self, _fields: &[FieldIndex; 3], _tags: &FxHashMap<String, Array<u32>>) {}
+}
+
+impl BuildSink for () {}
 
 /// Word `w` of a vocabulary buffer (each word followed by `\n`) whose words
 /// start at `starts`.

@@ -7,7 +7,8 @@
 
 use rayon::prelude::*;
 
-use super::lay::{lay, token_ranges, RangeRuns};
+use super::lay::{count, lay, token_ranges, RangeRuns};
+use super::postings::{ListSizes, MappedLists};
 use super::runs::{distinct_tokens, sub_tf, Csr, Runs, SOURCES};
 use super::{totals_of, Bm25fIndex};
 use crate::index::build::{Chunk, Vocab};
@@ -21,8 +22,22 @@ pub struct Prepared {
     vocab: Vec<u8>,
     token_starts: Vec<u32>,
     runs: Vec<RangeRuns>,
+    /// Per token range, each token's entries and head entries.
+    counts: Vec<Vec<(u32, u32)>>,
     lengths: Vec<u32>,
     totals: [u64; 4],
+}
+
+impl Prepared {
+    /// The sizes of the lists' postings arrays, known before they are laid.
+    pub fn sizes(&self) -> ListSizes {
+        let (mut entries, mut heads) = (0usize, 0usize);
+        for &(c, h) in self.counts.iter().flatten() {
+            entries += c as usize;
+            heads += h as usize;
+        }
+        ListSizes { entries, heads }
+    }
 }
 
 /// The BM25F index of `n` concepts, first half, from the per-field index's
@@ -64,20 +79,23 @@ pub fn prepare(
     }
     let runs = by_range;
     let totals = totals_of(&lengths);
+    let counts = count(token_starts.len() - 1, &runs);
     Prepared {
         language: analyzer.language(),
         vocab,
         token_starts,
         runs,
+        counts,
         lengths,
         totals,
     }
 }
 
-/// The second half, which needs no chunk: each token's lists laid out.
-pub fn finish(p: Prepared) -> Bm25fIndex {
+/// The second half, which needs no chunk: each token's lists laid out, their
+/// postings in `mapped` when it is sized for them ([`Prepared::sizes`]).
+pub fn finish(p: Prepared, mapped: Option<MappedLists>) -> Bm25fIndex {
     let n_tokens = p.token_starts.len() - 1;
-    let (laid, wide, far) = lay(n_tokens, p.runs, &p.lengths);
+    let (laid, wide, far) = lay(n_tokens, p.runs, &p.counts, &p.lengths, mapped);
     laid.into_index(
         wide,
         far,

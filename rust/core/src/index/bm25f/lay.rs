@@ -9,6 +9,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
+use super::postings::MappedLists;
 use super::runs::Runs;
 use super::share::{blocks_of, Far, Laid, Share, Wide};
 
@@ -28,29 +29,48 @@ pub(super) fn token_ranges(n_tokens: usize) -> (usize, usize) {
 /// chunk after another ascend).
 pub(super) type RangeRuns = [Vec<Runs>; 3];
 
-/// The lists of tokens `0..n_tokens` from their ranges' runs
-/// ([`token_ranges`]), with concept `d`'s field lengths at
-/// `lengths[f * n + d]` (field by field). Each range's runs are dropped once its lists are
-/// laid out, so the memory of the runs goes as that of the lists comes.
-pub(super) fn lay(n_tokens: usize, runs: Vec<RangeRuns>, lengths: &[u32]) -> (Laid, Wide, Far) {
-    let (per, _) = token_ranges(n_tokens);
-    let ranges: Vec<Range<usize>> = (0..runs.len())
-        .map(|r| r * per..((r + 1) * per).min(n_tokens))
-        .collect();
-    let counts: Vec<Vec<(u32, u32)>> = ranges
+/// Each token's entries and head entries (list.rs), range by range
+/// ([`token_ranges`]), from the ranges' runs: what [`lay`] sizes its arrays
+/// by, known before anything is laid (a cache file makes their room from it).
+pub(super) fn count(n_tokens: usize, runs: &[RangeRuns]) -> Vec<Vec<(u32, u32)>> {
+    ranges_of(n_tokens, runs.len())
         .par_iter()
-        .zip(&runs)
+        .zip(runs)
         .map(|(r, rr)| {
             let rr = [&rr[0][..], &rr[1][..], &rr[2][..]];
             let mut m = Merger::new(rr, r.start);
             r.clone().map(|t| m.count(rr, t as u32)).collect()
         })
-        .collect();
+        .collect()
+}
+
+/// The token ranges of `n_tokens` tokens in `n_ranges` ranges.
+fn ranges_of(n_tokens: usize, n_ranges: usize) -> Vec<Range<usize>> {
+    let (per, _) = token_ranges(n_tokens);
+    (0..n_ranges)
+        .map(|r| r * per..((r + 1) * per).min(n_tokens))
+        .collect()
+}
+
+/// The lists of tokens `0..n_tokens` from their ranges' runs, counted
+/// ([`count`]), with concept `d`'s field lengths at `lengths[f * n + d]`
+/// (field by field); the postings laid in `mapped` when it is sized for
+/// them. Each range's runs are dropped once its lists are laid out, so the
+/// memory of the runs goes as that of the lists comes.
+pub(super) fn lay(
+    n_tokens: usize,
+    runs: Vec<RangeRuns>,
+    counts: &[Vec<(u32, u32)>],
+    lengths: &[u32],
+    mapped: Option<MappedLists>,
+) -> (Laid, Wide, Far) {
+    let ranges = ranges_of(n_tokens, runs.len());
     let mut laid = Laid::sized(
         counts
             .iter()
             .flatten()
             .map(|&(c, h)| (c as usize, h as usize)),
+        mapped,
     );
     let mut rest = laid.share();
     let shares: Vec<Share<'_>> = counts
@@ -66,7 +86,7 @@ pub(super) fn lay(n_tokens: usize, runs: Vec<RangeRuns>, lengths: &[u32]) -> (La
         .into_par_iter()
         .zip(runs)
         .zip(shares)
-        .zip(&counts)
+        .zip(counts)
         .map(|(((r, rr), share), c)| {
             fill(r, c, [&rr[0][..], &rr[1][..], &rr[2][..]], lengths, share)
         })

@@ -11,6 +11,7 @@ mod lay;
 mod list;
 mod lookup;
 mod offsets;
+mod postings;
 mod runs;
 mod share;
 mod splice;
@@ -18,6 +19,7 @@ mod splice;
 pub use build::{finish, prepare, Prepared};
 pub use list::{tfs_of, TokenList, Words};
 pub use offsets::{DocIter, Docs};
+pub use postings::{ListSizes, ListsLayout, MappedLists};
 pub use splice::splice;
 
 use crate::array::Array;

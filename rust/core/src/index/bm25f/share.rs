@@ -7,17 +7,17 @@
 
 use super::list::{body_byte, head_dir, head_word, is_head};
 use super::offsets::{near, offsets};
+use super::postings::{ListSizes, MappedLists, Postings};
 use super::{Bm25fIndex, BLOCK};
 use crate::text::analyze::Language;
 
 /// The index's postings and bounds, as `Bm25fIndex` holds them.
 pub(super) struct Laid {
     starts: Vec<u64>,
-    near: Vec<u16>,
+    /// `near`, `body` and `head_words`: the heap's or a cache file's.
+    postings: Postings,
     firsts: Vec<u32>,
     lasts: Vec<u32>,
-    body: Vec<u8>,
-    head_words: Vec<u32>,
     max_tf: Vec<u16>,
     min_len: Vec<u32>,
     long_tokens: Vec<u32>,
@@ -30,8 +30,12 @@ pub(super) struct Laid {
 impl Laid {
     /// Zeroed arrays for tokens with `counts` entries and head entries
     /// (list.rs) each, in token order, with where each token starts, the
-    /// long tokens and where their blocks start.
-    pub(super) fn sized(counts: impl Iterator<Item = (usize, usize)>) -> Laid {
+    /// long tokens and where their blocks start; the postings in `mapped`
+    /// when it is sized for them.
+    pub(super) fn sized(
+        counts: impl Iterator<Item = (usize, usize)>,
+        mapped: Option<MappedLists>,
+    ) -> Laid {
         let mut starts = vec![0u64];
         let mut long_tokens = Vec::new();
         let mut block_starts = vec![0u64];
@@ -47,13 +51,15 @@ impl Laid {
             }
         }
         let tokens = starts.len() - 1;
+        let sizes = ListSizes {
+            entries: total,
+            heads,
+        };
         Laid {
             starts,
-            near: vec![0; total],
+            postings: Postings::new(sizes, mapped),
             firsts: vec![0; tokens],
             lasts: vec![0; tokens],
-            body: vec![0; total],
-            head_words: vec![0; heads],
             max_tf: vec![0; 4 * tokens],
             min_len: vec![0; 4 * tokens],
             long_tokens,
@@ -66,12 +72,13 @@ impl Laid {
 
     /// The whole arrays, to cut shares from.
     pub(super) fn share(&mut self) -> Share<'_> {
+        let (near, body, head_words) = self.postings.parts();
         Share {
-            near: &mut self.near,
+            near,
             firsts: &mut self.firsts,
             lasts: &mut self.lasts,
-            body: &mut self.body,
-            head_words: &mut self.head_words,
+            body,
+            head_words,
             max_tf: &mut self.max_tf,
             min_len: &mut self.min_len,
             block_last: &mut self.block_last,
@@ -93,20 +100,23 @@ impl Laid {
         lengths: Vec<u32>,
         totals: [u64; 4],
     ) -> Bm25fIndex {
+        let mut postings = self.postings;
+        let head_dir = head_dir(postings.parts().1);
+        let (near, body, head_words) = postings.into_arrays();
         Bm25fIndex {
             language,
             vocab: vocab.into(),
             token_starts: token_starts.into(),
             starts: self.starts.into(),
-            near: self.near.into(),
+            near,
             firsts: self.firsts.into(),
             lasts: self.lasts.into(),
             far_tokens: far.tokens.into(),
             far_starts: far.starts.into(),
             far_docs: far.items.into(),
-            head_dir: head_dir(&self.body).into(),
-            body: self.body.into(),
-            head_words: self.head_words.into(),
+            head_dir: head_dir.into(),
+            body,
+            head_words,
             wide_tokens: wide.tokens.into(),
             wide_starts: wide.starts.into(),
             wide_tfs: wide.items.into(),

@@ -73,7 +73,7 @@ pub fn splice(old: &Bm25fIndex, small: &Bm25fIndex, map: &Remap<'_>, n: usize) -
         vocab.push(b'\n');
     }
     token_starts.push(vocab.len() as u32);
-    let mut laid = Laid::sized(listed.iter().map(|&t| counts[t]));
+    let mut laid = Laid::sized(listed.iter().map(|&t| counts[t]), None);
     // Each token's share of every array, filled in parallel.
     let mut rest = laid.share();
     let outs: Vec<Out<'_>> = listed

@@ -1,0 +1,155 @@
+//! Where a build lays the BM25F lists' three largest arrays — the concepts'
+//! offsets (`near`), the frequency bytes (`body`) and the head words — on
+//! the heap, or straight into their place in a cache file being written (a
+//! writable mapping of its lists section, docs/cache-format.md), so that
+//! they are neither held twice nor copied from memory into the file.
+
+use std::sync::Arc;
+
+use memmap2::MmapMut;
+
+use crate::array::Array;
+
+/// The sizes of the three arrays: one offset and one byte per entry, one
+/// word per head entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListSizes {
+    pub entries: usize,
+    pub heads: usize,
+}
+
+/// Where the three arrays' items start in a lists section laid out as a
+/// cache file lays out every array (length u64, items, zeros to 8 bytes),
+/// one after the other: `near`, `body`, `head_words`; and its length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListsLayout {
+    pub near: usize,
+    pub body: usize,
+    pub head_words: usize,
+    pub len: usize,
+}
+
+impl ListsLayout {
+    pub fn of(s: ListSizes) -> ListsLayout {
+        let near = 8;
+        let body = (near + 2 * s.entries).next_multiple_of(8) + 8;
+        let head_words = (body + s.entries).next_multiple_of(8) + 8;
+        let len = (head_words + 4 * s.heads).next_multiple_of(8);
+        ListsLayout {
+            near,
+            body,
+            head_words,
+            len,
+        }
+    }
+}
+
+/// A lists section mapped writable, its three length words written, its
+/// items zero until laid.
+pub struct MappedLists {
+    map: MmapMut,
+    sizes: ListSizes,
+    layout: ListsLayout,
+}
+
+impl MappedLists {
+    /// `map` as the lists section for `sizes`; `None` when its length is not
+    /// theirs.
+    pub fn new(mut map: MmapMut, sizes: ListSizes) -> Option<MappedLists> {
+        let layout = ListsLayout::of(sizes);
+        if map.len() != layout.len || map.as_ptr() as usize % 8 != 0 {
+            return None;
+        }
+        for (at, n) in [
+            (layout.near, sizes.entries),
+            (layout.body, sizes.entries),
+            (layout.head_words, sizes.heads),
+        ] {
+            map[at - 8..at].copy_from_slice(&(n as u64).to_le_bytes());
+        }
+        Some(MappedLists { map, sizes, layout })
+    }
+
+    pub fn sizes(&self) -> ListSizes {
+        self.sizes
+    }
+
+    /// The three arrays, to be laid.
+    pub fn parts(&mut self) -> (&mut [u16], &mut [u8], &mut [u32]) {
+        let (l, s) = (self.layout, self.sizes);
+        let (front, heads) = self.map.split_at_mut(l.head_words);
+        let (near, body) = front.split_at_mut(l.body);
+        (
+            bytemuck::cast_slice_mut(&mut near[l.near..l.near + 2 * s.entries]),
+            &mut body[..s.entries],
+            bytemuck::cast_slice_mut(&mut heads[..4 * s.heads]),
+        )
+    }
+
+    /// The arrays laid, as views of the mapping (which nothing writes
+    /// after this).
+    fn into_arrays(self) -> (Array<u16>, Array<u8>, Array<u32>) {
+        let (l, s) = (self.layout, self.sizes);
+        let map = Arc::new(self.map);
+        // The mapping is page-aligned and the layout 8-aligned (checked in
+        // `new`): the views fit.
+        (
+            view(&map, l.near, s.entries),
+            view(&map, l.body, s.entries),
+            view(&map, l.head_words, s.heads),
+        )
+    }
+}
+
+fn view<T: bytemuck::Pod>(map: &Arc<MmapMut>, at: usize, len: usize) -> Array<T> {
+    Array::laid(map, at, len).unwrap_or_default()
+}
+
+/// The three arrays of a build being laid: on the heap, or mapped.
+pub(super) enum Postings {
+    Heap {
+        near: Vec<u16>,
+        body: Vec<u8>,
+        head_words: Vec<u32>,
+    },
+    Mapped(MappedLists),
+}
+
+impl Postings {
+    /// Zeroed arrays of `sizes`: in `mapped` when it is for them, else on
+    /// the heap.
+    pub(super) fn new(sizes: ListSizes, mapped: Option<MappedLists>) -> Postings {
+        match mapped {
+            Some(m) if m.sizes == sizes => Postings::Mapped(m),
+            _ => Postings::Heap {
+                near: vec![0; sizes.entries],
+                body: vec![0; sizes.entries],
+                head_words: vec![0; sizes.heads],
+            },
+        }
+    }
+
+    /// The three arrays, to be laid.
+    pub(super) fn parts(&mut self) -> (&mut [u16], &mut [u8], &mut [u32]) {
+        match self {
+            Postings::Heap {
+                near,
+                body,
+                head_words,
+            } => (near, body, head_words),
+            Postings::Mapped(m) => m.parts(),
+        }
+    }
+
+    /// The arrays laid, as the index holds them.
+    pub(super) fn into_arrays(self) -> (Array<u16>, Array<u8>, Array<u32>) {
+        match self {
+            Postings::Heap {
+                near,
+                body,
+                head_words,
+            } => (near.into(), body.into(), head_words.into()),
+            Postings::Mapped(m) => m.into_arrays(),
+        }
+    }
+}
