@@ -248,6 +248,33 @@ mod refresh {
     /// The space allocated ahead of a cache file's texts and index
     /// ([`cache::Sink::preallocate`]) is exactly what they fill: the file
     /// holds no blocks past its end, and it is read back.
+    /// Lists laid in the cache file whose pages the load let go of as it
+    /// laid them (docs/cache-format.md) read back whole: many pages per
+    /// token range, so whole pages are let go of, and every array as a
+    /// plain load builds it.
+    #[test]
+    fn postings_laid_in_the_file_and_let_go_of_read_back_whole() {
+        let d = crate::testing::scratch_dir("bundle", "laid");
+        for i in 0..3000 {
+            let body: String = (0..100)
+                .map(|k| format!("w{} ", (i * 7 + k * 13) % 997))
+                .collect();
+            let text = format!("---\ntype: T\ntitle: t{i} x{}\n---\n{body}", i % 50);
+            fs::write(d.join(format!("c{i:04}.md")), text).unwrap();
+        }
+        let plain = Bundle::load(&d).unwrap();
+        let cache_dir = crate::testing::scratch_dir("bundle", "laid-cache");
+        let (b, r) = Bundle::load_cached(&d, &cache_dir.join("c.okfc")).unwrap();
+        assert_eq!(r.status, CacheStatus::Miss);
+        let (a, p) = (&b.index.bm25f, &plain.index.bm25f);
+        assert!(matches!(a.near, crate::array::Array::Laid { .. }));
+        // Each of the 64 token ranges spans two pages or more of offsets.
+        assert!(2 * a.near.len() > 64 * 2 * 4096, "{}", a.near.len());
+        assert!(*a.near == *p.near && *a.body == *p.body && *a.head_words == *p.head_words);
+        let _ = fs::remove_dir_all(&d);
+        let _ = fs::remove_dir_all(&cache_dir);
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn a_cache_file_has_no_space_allocated_past_its_end() {

@@ -9,7 +9,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::postings::MappedLists;
+use super::postings::{release_laid, MappedLists};
 use super::runs::Runs;
 use super::share::{blocks_of, Far, Laid, Share, Wide};
 
@@ -72,6 +72,7 @@ pub(super) fn lay(
             .map(|&(c, h)| (c as usize, h as usize)),
         mapped,
     );
+    let mapped = laid.mapped();
     let mut rest = laid.share();
     let shares: Vec<Share<'_>> = counts
         .iter()
@@ -88,11 +89,31 @@ pub(super) fn lay(
         .zip(shares)
         .zip(counts)
         .map(|(((r, rr), share), c)| {
-            fill(r, c, [&rr[0][..], &rr[1][..], &rr[2][..]], lengths, share)
+            // The share's postings, as addresses, to let go of once laid.
+            let spans = [
+                bytes_of(share.near),
+                bytes_of(share.body),
+                bytes_of(share.head_words),
+            ];
+            let sides = fill(r, c, [&rr[0][..], &rr[1][..], &rr[2][..]], lengths, share);
+            if mapped {
+                for (at, len) in spans {
+                    // SAFETY: the range of a share this closure owned,
+                    // still borrowed from `laid` (alive), written no more.
+                    release_laid(unsafe { std::slice::from_raw_parts(at as *const u8, len) });
+                }
+            }
+            sides
         })
         .collect();
     let (wide, far): (Vec<Wide>, Vec<Far>) = sides.into_iter().unzip();
     (laid, Wide::concat(wide), Far::concat(far))
+}
+
+/// Where a slice's bytes are and how many, as plain numbers (to cross to
+/// another thread with no borrow).
+fn bytes_of<T>(s: &[T]) -> (usize, usize) {
+    (s.as_ptr() as usize, std::mem::size_of_val(s))
 }
 
 /// Writes the lists of the tokens in `range` (`counts` entries and head

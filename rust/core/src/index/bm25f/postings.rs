@@ -105,6 +105,36 @@ fn view<T: bytemuck::Pod>(map: &Arc<MmapMut>, at: usize, len: usize) -> Array<T>
     Array::laid(map, at, len).unwrap_or_default()
 }
 
+/// Lets the process go of the whole pages of `laid`, a part of a
+/// [`MappedLists`] laid and never written again: they stay in the file's
+/// page cache, dirty until written back, and a later read maps them again
+/// (a shared file mapping loses nothing to `MADV_DONTNEED`). So the lists
+/// laid so far do not count in the process's memory while the rest of the
+/// build still holds its runs (a large load's highest moment). Only ever
+/// called on a mapping: on the heap it would zero the memory.
+pub(super) fn release_laid(laid: &[u8]) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        let (at, end) = (laid.as_ptr() as usize, laid.as_ptr() as usize + laid.len());
+        let (from, to) = (at.next_multiple_of(PAGE), end / PAGE * PAGE);
+        if from < to {
+            // SAFETY: whole pages inside `laid`, a part of a shared file
+            // mapping that nothing else writes; dropping their entries keeps
+            // their contents in the file's pages (see above). Best effort.
+            let _ = unsafe {
+                rustix::mm::madvise(
+                    from as *mut std::ffi::c_void,
+                    to - from,
+                    rustix::mm::Advice::LinuxDontNeed,
+                )
+            };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = laid;
+}
+
 /// The three arrays of a build being laid: on the heap, or mapped.
 pub(super) enum Postings {
     Heap {
@@ -127,6 +157,11 @@ impl Postings {
                 head_words: vec![0; sizes.heads],
             },
         }
+    }
+
+    /// Whether they are a cache file's ([`release_laid`] may be used).
+    pub(super) fn mapped(&self) -> bool {
+        matches!(self, Postings::Mapped(_))
     }
 
     /// The three arrays, to be laid.

@@ -70,6 +70,11 @@ impl Laid {
         }
     }
 
+    /// Whether the postings are laid in a cache file's mapping.
+    pub(super) fn mapped(&self) -> bool {
+        self.postings.mapped()
+    }
+
     /// The whole arrays, to cut shares from.
     pub(super) fn share(&mut self) -> Share<'_> {
         let (near, body, head_words) = self.postings.parts();
