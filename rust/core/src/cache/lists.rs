@@ -8,8 +8,8 @@ use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 
 use memmap2::MmapOptions;
-use rayon::prelude::*;
 
+use super::read::hasher_parallel;
 use super::write::{preallocate, Out, Sink};
 use crate::index::bm25f::{Bm25fIndex, ListSizes, ListsLayout, MappedLists};
 
@@ -98,15 +98,7 @@ pub(super) fn lists_crc(b: &Bm25fIndex) -> u32 {
     let mut all = crc32fast::Hasher::new();
     let mut array = |items: &[u8], len: usize| {
         all.update(&(len as u64).to_le_bytes());
-        let parts: Vec<crc32fast::Hasher> = items
-            .par_chunks(CRC_SLICE)
-            .map(|s| {
-                let mut h = crc32fast::Hasher::new();
-                h.update(s);
-                h
-            })
-            .collect();
-        parts.iter().for_each(|p| all.combine(p));
+        all.combine(&hasher_parallel(items));
         all.update(&[0u8; 8][..(8 - items.len() % 8) % 8]);
     };
     array(bytemuck::cast_slice(&b.near), b.near.len());
@@ -129,6 +121,3 @@ pub(super) fn lists_out(file: &mut File, at: u64, b: &Bm25fIndex) -> std::io::Re
     out.array::<u32>(&b.head_words)?;
     out.w.flush()
 }
-
-/// Bytes per parallel slice of [`lists_crc`].
-const CRC_SLICE: usize = 8 << 20;

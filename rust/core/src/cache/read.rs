@@ -138,6 +138,12 @@ fn combined(parts: &[crc32fast::Hasher]) -> u32 {
 
 /// CRC-32 of `b`, in parallel slices combined in order.
 fn crc_parallel(b: &[u8]) -> u32 {
+    hasher_parallel(b).finalize()
+}
+
+/// A hasher fed `b`, in parallel slices combined in order (to go on
+/// hashing what follows `b`, or to combine with what precedes it).
+pub(super) fn hasher_parallel(b: &[u8]) -> crc32fast::Hasher {
     let parts: Vec<crc32fast::Hasher> = b
         .par_chunks(CRC_SLICE)
         .map(|s| {
@@ -146,7 +152,9 @@ fn crc_parallel(b: &[u8]) -> u32 {
             h
         })
         .collect();
-    combined(&parts)
+    let mut all = crc32fast::Hasher::new();
+    parts.iter().for_each(|p| all.combine(p));
+    all
 }
 
 impl CacheFile {
