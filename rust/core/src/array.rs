@@ -15,15 +15,29 @@ use std::sync::Arc;
 use bytemuck::Pod;
 use memmap2::{Mmap, MmapMut};
 
+/// What an array can be a view into: a cache file mapped to be read, or
+/// the writable mapping a build laid its lists into (docs/cache-format.md),
+/// never written again once viewed.
+pub enum Map {
+    Read(Mmap),
+    Laid(MmapMut),
+}
+
+impl Deref for Map {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Map::Read(m) => m,
+            Map::Laid(m) => m,
+        }
+    }
+}
+
 pub enum Array<T: Pod> {
     Owned(Vec<T>),
     Mapped {
-        map: Arc<Mmap>,
-        at: usize,
-        len: usize,
-    },
-    Laid {
-        map: Arc<MmapMut>,
+        map: Arc<Map>,
         at: usize,
         len: usize,
     },
@@ -40,20 +54,9 @@ fn view<T: Pod>(raw: &[u8], at: usize, len: usize) -> Option<&[T]> {
 impl<T: Pod> Array<T> {
     /// A view of `len` items at byte offset `at` of `map`; `None` when that
     /// range is out of bounds or misaligned for `T`.
-    pub fn mapped(map: &Arc<Mmap>, at: usize, len: usize) -> Option<Array<T>> {
+    pub fn mapped(map: &Arc<Map>, at: usize, len: usize) -> Option<Array<T>> {
         view::<T>(map, at, len)?;
         Some(Array::Mapped {
-            map: Arc::clone(map),
-            at,
-            len,
-        })
-    }
-
-    /// [`Array::mapped`] of a writable mapping, which nothing writes any
-    /// more.
-    pub fn laid(map: &Arc<MmapMut>, at: usize, len: usize) -> Option<Array<T>> {
-        view::<T>(map, at, len)?;
-        Some(Array::Laid {
             map: Arc::clone(map),
             at,
             len,
@@ -66,11 +69,6 @@ impl<T: Pod> Clone for Array<T> {
         match self {
             Array::Owned(v) => Array::Owned(v.clone()),
             Array::Mapped { map, at, len } => Array::Mapped {
-                map: Arc::clone(map),
-                at: *at,
-                len: *len,
-            },
-            Array::Laid { map, at, len } => Array::Laid {
                 map: Arc::clone(map),
                 at: *at,
                 len: *len,
@@ -100,11 +98,6 @@ impl<T: Pod> Deref for Array<T> {
             Array::Mapped { map, at, len } => {
                 let raw = &map[*at..*at + *len * std::mem::size_of::<T>()];
                 // Checked once in `mapped`; the mapping never changes size.
-                bytemuck::cast_slice(raw)
-            }
-            Array::Laid { map, at, len } => {
-                let raw = &map[*at..*at + *len * std::mem::size_of::<T>()];
-                // Checked once in `laid`.
                 bytemuck::cast_slice(raw)
             }
         }

@@ -5,6 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use memmap2::Mmap;
+
+use crate::array::Map;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
@@ -46,7 +48,7 @@ struct Fields<'a> {
 
 /// An open, checked cache file.
 pub struct CacheFile {
-    map: Arc<Mmap>,
+    map: Arc<Map>,
     store: Arc<TextStore>,
     /// Where the core starts in the file (8-aligned).
     core_at: usize,
@@ -173,7 +175,7 @@ impl CacheFile {
         let map = unsafe { Mmap::map(&file) }.map_err(OpenError::Unreadable)?;
         let l = CacheFile::check(&map, &file, root, analyzer)?;
         let (core_at, core_len) = (l.core_at, l.core_len);
-        let map = Arc::new(map);
+        let map = Arc::new(Map::Read(map));
         let n = (core_len - TAIL) / 8; // an upper bound, checked by `mapped`
         let mut r = Reader {
             b: &map[core_at..],

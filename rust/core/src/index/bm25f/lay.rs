@@ -89,7 +89,8 @@ pub(super) fn lay(
         .zip(shares)
         .zip(counts)
         .map(|(((r, rr), share), c)| {
-            // The share's postings, as addresses, to let go of once laid.
+            // The share's postings, as addresses (`fill` takes the share
+            // apart), to let go of once laid.
             let spans = [
                 bytes_of(share.near),
                 bytes_of(share.body),
@@ -97,11 +98,7 @@ pub(super) fn lay(
             ];
             let sides = fill(r, c, [&rr[0][..], &rr[1][..], &rr[2][..]], lengths, share);
             if mapped {
-                for (at, len) in spans {
-                    // SAFETY: the range of a share this closure owned,
-                    // still borrowed from `laid` (alive), written no more.
-                    release_laid(unsafe { std::slice::from_raw_parts(at as *const u8, len) });
-                }
+                spans.into_iter().for_each(release_laid);
             }
             sides
         })

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use memmap2::MmapMut;
 
-use crate::array::Array;
+use crate::array::{Array, Map};
 
 /// The sizes of the three arrays: one offset and one byte per entry, one
 /// word per head entry.
@@ -70,10 +70,6 @@ impl MappedLists {
         Some(MappedLists { map, sizes, layout })
     }
 
-    pub fn sizes(&self) -> ListSizes {
-        self.sizes
-    }
-
     /// The three arrays, to be laid.
     pub fn parts(&mut self) -> (&mut [u16], &mut [u8], &mut [u32]) {
         let (l, s) = (self.layout, self.sizes);
@@ -90,7 +86,7 @@ impl MappedLists {
     /// after this).
     fn into_arrays(self) -> (Array<u16>, Array<u8>, Array<u32>) {
         let (l, s) = (self.layout, self.sizes);
-        let map = Arc::new(self.map);
+        let map = Arc::new(Map::Laid(self.map));
         // The mapping is page-aligned and the layout 8-aligned (checked in
         // `new`): the views fit.
         (
@@ -101,25 +97,24 @@ impl MappedLists {
     }
 }
 
-fn view<T: bytemuck::Pod>(map: &Arc<MmapMut>, at: usize, len: usize) -> Array<T> {
-    Array::laid(map, at, len).unwrap_or_default()
+fn view<T: bytemuck::Pod>(map: &Arc<Map>, at: usize, len: usize) -> Array<T> {
+    Array::mapped(map, at, len).unwrap_or_default()
 }
 
-/// Lets the process go of the whole pages of `laid`, a part of a
-/// [`MappedLists`] laid and never written again: they stay in the file's
+/// Lets the process go of the whole pages of the `len` bytes at address
+/// `at`, a part of a [`MappedLists`] laid and never written again: they stay in the file's
 /// page cache, dirty until written back, and a later read maps them again
 /// (a shared file mapping loses nothing to `MADV_DONTNEED`). So the lists
 /// laid so far do not count in the process's memory while the rest of the
 /// build still holds its runs (a large load's highest moment). Only ever
 /// called on a mapping: on the heap it would zero the memory.
-pub(super) fn release_laid(laid: &[u8]) {
+pub(super) fn release_laid((at, len): (usize, usize)) {
     #[cfg(target_os = "linux")]
     {
         const PAGE: usize = 4096;
-        let (at, end) = (laid.as_ptr() as usize, laid.as_ptr() as usize + laid.len());
-        let (from, to) = (at.next_multiple_of(PAGE), end / PAGE * PAGE);
+        let (from, to) = (at.next_multiple_of(PAGE), (at + len) / PAGE * PAGE);
         if from < to {
-            // SAFETY: whole pages inside `laid`, a part of a shared file
+            // SAFETY: whole pages inside the span, a part of a shared file
             // mapping that nothing else writes; dropping their entries keeps
             // their contents in the file's pages (see above). Best effort.
             let _ = unsafe {
@@ -132,7 +127,7 @@ pub(super) fn release_laid(laid: &[u8]) {
         }
     }
     #[cfg(not(target_os = "linux"))]
-    let _ = laid;
+    let _ = (at, len);
 }
 
 /// The three arrays of a build being laid: on the heap, or mapped.
