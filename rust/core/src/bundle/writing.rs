@@ -22,7 +22,7 @@ use crate::fs::read::read_some;
 use crate::fs::walk::{listings, DirRecord, FileEntry};
 use crate::fs::watch::Watch;
 use crate::index::bm25f::{ListSizes, MappedLists};
-use crate::index::{chunk_fields, BuildSink, Chunks, FieldIndex, Index};
+use crate::index::{chunk_fields, BuildSink, Chunks, FieldIndex, Index, Scratches};
 use crate::progress::{Phase, Progress};
 use crate::text::analyze::{Analyzer, Language};
 
@@ -80,6 +80,7 @@ pub(super) fn build_writing(
     let mut chunks = Chunks::default();
     let mut rest = found.into_iter();
     let mut first = 0usize;
+    let scratches = Scratches::default();
     // Each wave's texts are written while it is indexed (both only read it),
     // so the single-threaded write overlaps parallel work; then they are
     // served from the file and their memory freed.
@@ -91,13 +92,14 @@ pub(super) fn build_writing(
         let base = g.concepts.len();
         g.add(wave, reads);
         let (more, ()) = rayon::join(
-            || chunk_fields(&g.concepts[base..], base as u32, progress),
+            || chunk_fields(&g.concepts[base..], base as u32, progress, &scratches),
             || write_texts(&mut sink, &g.concepts[base..], &mut refs),
         );
         chunks.append(more);
         serve_stored(&mut sink, &mut g.concepts[base..], &refs, cache_file);
         progress.check()?;
     }
+    drop(scratches);
     progress.start(Phase::Index, 0);
     let ordinal = ordinal_ranks(&g.concepts);
     let analyzer = Analyzer::new(language);

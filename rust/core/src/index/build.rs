@@ -3,6 +3,7 @@
 
 use std::borrow::Borrow;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -135,27 +136,72 @@ fn left_out(beyond: &mut FxHashMap<(u16, u32, u8), u32>, k: usize, w: usize, sub
     *beyond.entry((k as u16, w as u32, sub as u8)).or_default() += 1;
 }
 
+/// The buffers a [`chunk_words`] call fills and is done with by its end,
+/// kept for the next call on the same thread: grown afresh for every chunk
+/// (by doubling, each step a copy into new pages) they cost the load a
+/// fresh page fault per 4 KiB of pairs, and fresh pages are what a load
+/// pays most for (docs/performance.md, "Cold load: the chunks' buffers
+/// kept").
+#[derive(Default)]
+pub struct Scratch {
+    /// The (word, concept) pairs, concept by concept: concept `k`'s words
+    /// are `pair_word[ends[k - 1]..ends[k]]` (its position is implicit,
+    /// which halves the largest buffer of the build).
+    pair_word: Vec<u32>,
+    pair_tf: Vec<u32>,
+    ends: Vec<usize>,
+    /// The last concept (position + 1) each word was recorded for, and
+    /// where its pair for that concept is: side by side, one cache line
+    /// for both.
+    last: Vec<(u32, u32)>,
+    /// The counting sort's next free slot per word.
+    cursor: Vec<u32>,
+    /// A folded word.
+    buf: Vec<u8>,
+}
+
+/// The [`Scratch`] buffers of the threads indexing the chunks of one load,
+/// kept from one wave of files to the next and freed with it.
+#[derive(Default)]
+pub struct Scratches(Mutex<Vec<Scratch>>);
+
+impl Scratches {
+    fn take(&self) -> Scratch {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+            .unwrap_or_default()
+    }
+
+    fn put(&self, s: Scratch) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+    }
+}
+
 /// The chunk of field `field` of `concepts` (at most [`CHUNK_MAX`]), at
-/// positions from `base` on.
+/// positions from `base` on, built in `scratch`'s buffers.
 pub fn chunk_words<C: Borrow<Concept>>(
     concepts: &[C],
     base: u32,
     field: Field,
     progress: &Progress,
+    scratch: &mut Scratch,
 ) -> Chunk {
     assert!(concepts.len() <= CHUNK_MAX, "a chunk's offsets fit 16 bits");
     let mut words = Interner::default();
-    // The (word, concept) pairs, concept by concept: concept `k`'s words are
-    // `pair_word[ends[k - 1]..ends[k]]` (its position is implicit, which
-    // halves the largest buffer of the build).
-    let mut pair_word: Vec<u32> = Vec::new();
-    let mut pair_tf: Vec<u32> = Vec::new();
-    let mut ends: Vec<usize> = Vec::with_capacity(concepts.len());
-    // The last concept (position + 1) each word was recorded for, and where
-    // its pair for that concept is.
-    let mut last: Vec<u32> = Vec::new();
-    let mut last_pair: Vec<u32> = Vec::new();
-    let mut buf = Vec::new();
+    let Scratch {
+        pair_word,
+        pair_tf,
+        last,
+        ends,
+        cursor,
+        buf,
+    } = scratch;
+    pair_word.clear();
+    pair_tf.clear();
+    last.clear();
+    ends.clear();
     let mut beyond: FxHashMap<(u16, u32, u8), u32> = FxHashMap::default();
     let mut error = None;
     for (k, c) in concepts.iter().enumerate() {
@@ -165,20 +211,19 @@ pub fn chunk_words<C: Borrow<Concept>>(
         }
         let pos = base + k as u32;
         let read = field.for_each_piece(c.borrow(), |sub, piece| {
-            for_each_folded_word(piece, &mut buf, |w| {
+            for_each_folded_word(piece, buf, |w| {
                 let (id, new) = words.intern(w);
                 let id = id as usize;
                 if new {
-                    last.push(0);
-                    last_pair.push(0);
+                    last.push((0, 0));
                 }
-                if last[id] != pos + 1 {
-                    last[id] = pos + 1;
-                    last_pair[id] = pair_word.len() as u32;
+                let seen = &mut last[id];
+                if seen.0 != pos + 1 {
+                    *seen = (pos + 1, pair_word.len() as u32);
                     pair_word.push(id as u32);
                     pair_tf.push(0);
                 }
-                let at = last_pair[id] as usize;
+                let at = seen.1 as usize;
                 if !one_more(&mut pair_tf[at], field, sub) {
                     left_out(&mut beyond, k, id, sub);
                 }
@@ -197,13 +242,14 @@ pub fn chunk_words<C: Borrow<Concept>>(
     pair_tf.truncate(pair_word.len());
     // Counting sort of the pairs by word; positions stay ascending.
     let mut starts = vec![0u32; words.len() + 1];
-    for &w in &pair_word {
+    for &w in pair_word.iter() {
         starts[w as usize + 1] += 1;
     }
     for i in 1..starts.len() {
         starts[i] += starts[i - 1];
     }
-    let mut cursor = starts.clone();
+    cursor.clear();
+    cursor.extend_from_slice(&starts);
     let mut postings = vec![0u16; pair_word.len()];
     let mut tfs = vec![0u16; pair_word.len()];
     let halves = field == Field::TagsDesc;
@@ -256,6 +302,7 @@ pub fn chunk_fields<C: Borrow<Concept> + Sync>(
     concepts: &[C],
     base: u32,
     progress: &Progress,
+    scratches: &Scratches,
 ) -> Chunks {
     let threads = rayon::current_num_threads().max(1);
     let size = concepts.len().div_ceil(threads * 2).clamp(256, CHUNK_MAX);
@@ -270,13 +317,16 @@ pub fn chunk_fields<C: Borrow<Concept> + Sync>(
         .with_max_len(1)
         .map(|_| {
             let mut mine = Vec::new();
+            let mut scratch = scratches.take();
             loop {
                 let t = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&(k, i)) = tasks.get(t) else { break };
                 let part = &concepts[i * size..((i + 1) * size).min(concepts.len())];
                 let at = base + (i * size) as u32;
-                mine.push((t, chunk_words(part, at, FIELDS[k].0, progress)));
+                let chunk = chunk_words(part, at, FIELDS[k].0, progress, &mut scratch);
+                mine.push((t, chunk));
             }
+            scratches.put(scratch);
             mine
         })
         .collect();

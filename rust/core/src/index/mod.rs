@@ -14,7 +14,7 @@ pub mod intern;
 pub mod splice;
 pub mod trigram;
 
-pub use build::{chunk_fields, Chunks};
+pub use build::{chunk_fields, Chunks, Scratches};
 use build::{merge_field, merge_vocab, tag_lists};
 
 use std::borrow::Borrow;
@@ -118,7 +118,8 @@ impl Index {
         analyzer: &Analyzer,
         progress: &Progress,
     ) -> Result<Index, TextError> {
-        Index::from_chunks(chunk_fields(concepts, 0, progress), concepts, analyzer)
+        let chunks = chunk_fields(concepts, 0, progress, &Scratches::default());
+        Index::from_chunks(chunks, concepts, analyzer)
     }
 
     /// The index of `concepts` from the chunks of all of them.
@@ -378,7 +379,8 @@ pub(crate) mod tests {
             .num_threads(1)
             .build()
             .unwrap();
-        let chunks = pool.install(|| chunk_fields(&concepts, 0, &Progress::default()));
+        let chunks = pool
+            .install(|| chunk_fields(&concepts, 0, &Progress::default(), &Scratches::default()));
         assert_eq!(chunks.0[2].len(), 3);
         let ix =
             pool.install(|| Index::from_chunks(chunks, &concepts, &Analyzer::new(None)).unwrap());
@@ -399,7 +401,8 @@ pub(crate) mod tests {
         let mut rng = crate::testing::Rng(0x5851_F42D_4C95_7F2D);
         let concepts = random_concepts(3000, &mut rng);
         let n = concepts.len();
-        let [mut a, mut b, mut c] = chunk_fields(&concepts, 0, &Progress::default()).0;
+        let [mut a, mut b, mut c] =
+            chunk_fields(&concepts, 0, &Progress::default(), &Scratches::default()).0;
         let had: usize = [&a, &b, &c]
             .iter()
             .flat_map(|f| f.iter())

@@ -118,7 +118,11 @@ impl Runs {
         while i < pairs.len() {
             let t = pairs[i].0;
             let runs = &mut out[t as usize / per];
-            let j = i + pairs[i..].partition_point(|p| p.0 == t);
+            // Most tokens come from one word: a scan, not a search.
+            let mut j = i + 1;
+            while j < pairs.len() && pairs[j].0 == t {
+                j += 1;
+            }
             let words = &pairs[i..j];
             let entries = |w: u32| ch.entries(w as usize);
             let tf_of = |tf: u32, times: u16| {
