@@ -169,6 +169,13 @@ impl Runs {
                         }
                     }
                 }
+            } else if let (false, &[(_, w1, t1), (_, w2, t2)]) = (halves, words) {
+                // Two words outside `tags_desc` (the most common case of a
+                // token from several words: a word and the same word with
+                // punctuation), merged straight from their postings.
+                let one = ch.postings_and_tfs(w1 as usize);
+                let two = ch.postings_and_tfs(w2 as usize);
+                merge_two(runs, (one.0, one.1, t1), (two.0, two.1, t2));
             } else if words.len() <= MERGE {
                 // A few words: their postings, each ascending, merged; a
                 // concept holding two of the words is one entry.
@@ -289,6 +296,38 @@ impl Runs {
     }
 }
 
+/// Appends to `runs` (outside `tags_desc`) the merge of two words'
+/// postings, each with its counts and how many times the token comes out
+/// of the word: a concept holding both is one entry, its counts (each times
+/// its word's) added, stopping at `u16::MAX`; an entry whose count is 0 is
+/// left out, as everywhere in the runs. The general merge's loops over its
+/// words' heads, unrolled for two.
+fn merge_two(runs: &mut Runs, one: (&[u16], &[u16], u16), two: (&[u16], &[u16], u16)) {
+    let ((o1, f1, t1), (o2, f2, t2)) = (one, two);
+    let (mut i, mut j) = (0, 0);
+    while i < o1.len() && j < o2.len() {
+        let (x, y) = (o1[i], o2[j]);
+        let a = if x <= y { f1[i].saturating_mul(t1) } else { 0 };
+        let b = if y <= x { f2[j].saturating_mul(t2) } else { 0 };
+        let sum = a.saturating_add(b);
+        if sum > 0 {
+            runs.offsets.push(x.min(y));
+            runs.a.push(sum);
+        }
+        i += usize::from(x <= y);
+        j += usize::from(y <= x);
+    }
+    for (o, f, t, from) in [(o1, f1, t1, i), (o2, f2, t2, j)] {
+        for (&o, &f) in o[from..].iter().zip(&f[from..]) {
+            let a = f.saturating_mul(t);
+            if a > 0 {
+                runs.offsets.push(o);
+                runs.a.push(a);
+            }
+        }
+    }
+}
+
 /// Rows of `T` (`items[starts[i]..starts[i + 1]]`).
 pub(super) struct Csr<T> {
     starts: Vec<u32>,
@@ -318,4 +357,51 @@ pub(super) fn distinct_tokens((wt_starts, wt_toks): &(Vec<u32>, Vec<u32>)) -> Cs
         starts.push(items.len() as u32);
     }
     Csr { starts, items }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::testing::Rng;
+
+    /// A word's postings: distinct ascending offsets, each with a count
+    /// (some 0, some near the cap).
+    fn word(rng: &mut Rng) -> (Vec<u16>, Vec<u16>) {
+        let (mut o, mut f) = (Vec::new(), Vec::new());
+        for x in 0..60u16 {
+            if rng.below(3) == 0 {
+                o.push(x);
+                f.push(match rng.below(6) {
+                    0 => 0,
+                    1 => u16::MAX - rng.below(3) as u16,
+                    _ => 1 + rng.below(4) as u16,
+                });
+            }
+        }
+        (o, f)
+    }
+
+    #[test]
+    fn two_words_merge_as_their_counts_added_up() {
+        let mut rng = Rng(0x2A2A);
+        for round in 0..500 {
+            let (one, two) = (word(&mut rng), word(&mut rng));
+            let (t1, t2) = (1 + rng.below(3) as u16, 1 + rng.below(3) as u16);
+            let mut want: BTreeMap<u16, u16> = BTreeMap::new();
+            for ((o, f), t) in [(&one, t1), (&two, t2)] {
+                for (&o, &f) in o.iter().zip(f) {
+                    let e = want.entry(o).or_default();
+                    *e = e.saturating_add(f.saturating_mul(t));
+                }
+            }
+            want.retain(|_, a| *a > 0);
+            let mut runs = Runs::default();
+            merge_two(&mut runs, (&one.0, &one.1, t1), (&two.0, &two.1, t2));
+            let got: Vec<(u16, u16)> = runs.offsets.iter().copied().zip(runs.a).collect();
+            let want: Vec<(u16, u16)> = want.into_iter().collect();
+            assert_eq!(got, want, "round {round}");
+        }
+    }
 }
