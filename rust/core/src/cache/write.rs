@@ -345,17 +345,25 @@ impl Sink {
         let len = dry_len(out.at, |dry| bm25f_out(dry, bm25f))?;
         // The three offsets after it count too.
         preallocate(&self.file, out.at, len + 24);
-        bm25f_out(out, bm25f)?;
-        out.u64(table_at)?;
-        out.u64(index_at)?;
-        out.u64(dirs_at)?;
+        // The core's rest is written on one thread while the lists laid in
+        // the file are read back for their checksum on the other.
+        let (written, laid_crc) = rayon::join(
+            || -> std::io::Result<()> {
+                bm25f_out(out, bm25f)?;
+                out.u64(table_at)?;
+                out.u64(index_at)?;
+                out.u64(dirs_at)?;
+                out.w.flush()
+            },
+            || lists.mapped.then(|| lists_crc(bm25f)),
+        );
+        written?;
         let core_len = rel(out);
         let core_crc = out.crc.clone().finalize();
-        out.w.flush()?;
         if !lists.mapped {
             lists_out(&mut self.file, lists.at, bm25f)?;
         }
-        let lists_crc = lists_crc(bm25f);
+        let lists_crc = laid_crc.unwrap_or_else(|| lists_crc(bm25f));
         let mut fixed = Vec::with_capacity(FIXED);
         fixed.extend_from_slice(&lists.texts_len.to_le_bytes());
         fixed.extend_from_slice(&lists.len.to_le_bytes());
