@@ -140,8 +140,7 @@ fn left_out(beyond: &mut FxHashMap<(u16, u32, u8), u32>, k: usize, w: usize, sub
 /// kept for the next call on the same thread: grown afresh for every chunk
 /// (by doubling, each step a copy into new pages) they cost the load a
 /// fresh page fault per 4 KiB of pairs, and fresh pages are what a load
-/// pays most for (docs/performance.md, "Cold load: the chunks' buffers
-/// kept").
+/// pays most for (docs/performance.md, "Cold load: where the rest goes").
 #[derive(Default)]
 pub struct Scratch {
     /// The (word, concept) pairs, concept by concept: concept `k`'s words
