@@ -10,7 +10,9 @@ Without ``LABEL=PYTHONPATH`` pairs it times the okfast this interpreter
 imports; with them, each label's process runs with that ``PYTHONPATH`` (an
 unpacked wheel of another commit, say) and ``this=`` names this one. Prints
 one JSON object per label: median, first quartile and least load time in
-milliseconds, and the largest peak in MiB.
+milliseconds, the largest peak in MiB, and the load's median user and system
+CPU time in seconds (steadier than the wall time on a VM whose memory costs
+vary by the hour, and what a change to the load's work moves).
 
 Where a load's memory comes from moves its time more than any build does on
 a VM that hands freed memory back to its host (docs/performance.md, "Cold
@@ -41,15 +43,19 @@ CHILD = """
 import resource, shutil, sys, tempfile, time
 import okfast
 d = tempfile.mkdtemp()
+before = resource.getrusage(resource.RUSAGE_SELF)
 t = time.perf_counter()
 okfast.Bundle.load(sys.argv[1], cache_dir=d)
 ms = (time.perf_counter() - t) * 1000
+after = resource.getrusage(resource.RUSAGE_SELF)
 shutil.rmtree(d)
-print(ms, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+user = after.ru_utime - before.ru_utime
+system = after.ru_stime - before.ru_stime
+print(ms, after.ru_maxrss // 1024, user, system)
 """
 
 
-def one(path: str, pythonpath: str | None) -> tuple[float, int]:
+def one(path: str, pythonpath: str | None) -> tuple[float, int, float, float]:
     env = dict(os.environ)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
@@ -58,7 +64,7 @@ def one(path: str, pythonpath: str | None) -> tuple[float, int]:
     out = subprocess.run(
         [sys.executable, "-c", CHILD, path], env=env, capture_output=True, text=True, check=True
     ).stdout.split()
-    return float(out[0]), int(out[1])
+    return float(out[0]), int(out[1]), float(out[2]), float(out[3])
 
 
 def main() -> None:
@@ -72,15 +78,17 @@ def main() -> None:
     builds = [b.partition("=")[::2] for b in args.builds] or [("this", "")]
     times: dict[str, list[float]] = {label: [] for label, _ in builds}
     peaks: dict[str, list[int]] = {label: [] for label, _ in builds}
+    cpu: dict[str, list[tuple[float, float]]] = {label: [] for label, _ in builds}
     paired = args.order == "paired"
     for r in range(args.rounds):
         for label, pythonpath in builds if not paired or r % 2 == 0 else builds[::-1]:
             if paired:
                 one(args.path, pythonpath or None)  # what the timed load follows
             time.sleep(args.settle)
-            ms, peak = one(args.path, pythonpath or None)
+            ms, peak, user, system = one(args.path, pythonpath or None)
             times[label].append(ms)
             peaks[label].append(peak)
+            cpu[label].append((user, system))
     for label, _ in builds:
         t = sorted(times[label])
         print(
@@ -91,6 +99,8 @@ def main() -> None:
                     "q25_ms": round(t[len(t) // 4], 1),
                     "min_ms": round(t[0], 1),
                     "peak_mib": max(peaks[label]),
+                    "median_user_s": round(statistics.median(u for u, _ in cpu[label]), 2),
+                    "median_system_s": round(statistics.median(s for _, s in cpu[label]), 2),
                     "rounds": len(t),
                 }
             )
