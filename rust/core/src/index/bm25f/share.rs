@@ -202,6 +202,33 @@ fn cut<'a, T>(rest: &mut &'a mut [T], n: usize) -> &'a mut [T] {
     head
 }
 
+/// Per field, the largest frequency and the smallest length of a concept
+/// holding the token there (`u32::MAX` when none does), over the entries
+/// `docs` with their frequencies `tfs` (four per entry). An entry in the
+/// body alone (nearly all of a long list's) reads one field, not four.
+fn entry_bounds(docs: &[u32], tfs: &[u16], lengths: &[u32]) -> ([u16; 4], [u32; 4]) {
+    let mut mx = [0u16; 4];
+    let mut mn = [u32::MAX; 4];
+    let body = super::field_lengths(lengths, 3);
+    for (&d, tf) in docs.iter().zip(tfs.chunks_exact(4)) {
+        let d = d as usize;
+        if tf[0] | tf[1] | tf[2] == 0 {
+            if tf[3] > 0 {
+                mx[3] = mx[3].max(tf[3]);
+                mn[3] = mn[3].min(body[d]);
+            }
+            continue;
+        }
+        for f in 0..4 {
+            if tf[f] > 0 {
+                mx[f] = mx[f].max(tf[f]);
+                mn[f] = mn[f].min(super::field_lengths(lengths, f)[d]);
+            }
+        }
+    }
+    (mx, mn)
+}
+
 /// The blocks a list of `entries` entries is cut into: none for a short
 /// list (its token's bounds say it all).
 pub(super) fn blocks_of(entries: usize) -> usize {
@@ -282,18 +309,7 @@ impl<'a> Share<'a> {
         let n = docs.len();
         for (blk, from) in (0..n).step_by(BLOCK).enumerate() {
             let to = (from + BLOCK).min(n);
-            let mut mx = [0u16; 4];
-            let mut mn = [u32::MAX; 4];
-            for e in from..to {
-                let d = docs[e] as usize;
-                for f in 0..4 {
-                    let tf = tfs[4 * e + f];
-                    if tf > 0 {
-                        mx[f] = mx[f].max(tf);
-                        mn[f] = mn[f].min(super::field_lengths(lengths, f)[d]);
-                    }
-                }
-            }
+            let (mx, mn) = entry_bounds(&docs[from..to], &tfs[4 * from..4 * to], lengths);
             for f in 0..4 {
                 token_max[f] = token_max[f].max(mx[f]);
                 token_min[f] = token_min[f].min(mn[f]);
@@ -306,5 +322,47 @@ impl<'a> Share<'a> {
         }
         self.max_tf.copy_from_slice(&token_max);
         self.min_len.copy_from_slice(&token_min);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::Rng;
+
+    /// Entries in the body alone, in the heads alone and in both, some
+    /// frequencies 0: the bounds are those of every field's nonzero
+    /// frequencies, taken one field at a time.
+    #[test]
+    fn entry_bounds_are_each_fields_over_its_nonzero_frequencies() {
+        let mut rng = Rng(0xB0B0);
+        for round in 0..300 {
+            let n = 1 + rng.below(50);
+            let lengths: Vec<u32> = (0..4 * n).map(|_| rng.below(1000) as u32).collect();
+            let docs: Vec<u32> = (0..n as u32).filter(|_| rng.below(2) == 0).collect();
+            let tfs: Vec<u16> = (0..4 * docs.len())
+                .map(|i| match (i % 4, rng.below(4)) {
+                    (3, 0) => 0,
+                    (3, _) => 1 + rng.below(9) as u16,
+                    (_, 0) => 1 + rng.below(9) as u16,
+                    _ => 0,
+                })
+                .collect();
+            let (mut mx, mut mn) = ([0u16; 4], [u32::MAX; 4]);
+            for (e, &d) in docs.iter().enumerate() {
+                for f in 0..4 {
+                    let tf = tfs[4 * e + f];
+                    if tf > 0 {
+                        mx[f] = mx[f].max(tf);
+                        mn[f] = mn[f].min(lengths[f * n + d as usize]);
+                    }
+                }
+            }
+            assert_eq!(
+                entry_bounds(&docs, &tfs, &lengths),
+                (mx, mn),
+                "round {round}"
+            );
+        }
     }
 }
