@@ -157,6 +157,10 @@ pub struct Scratch {
     cursor: Vec<u32>,
     /// A folded word.
     buf: Vec<u8>,
+    /// Per field (title, `tags_desc`, body), how many distinct words the
+    /// last chunk of it held: the next one's table is made that large at
+    /// once rather than grown to it, each step a rehash.
+    words_seen: [usize; 3],
 }
 
 /// The [`Scratch`] buffers of the threads indexing the chunks of one load,
@@ -188,7 +192,6 @@ pub fn chunk_words<C: Borrow<Concept>>(
     scratch: &mut Scratch,
 ) -> Chunk {
     assert!(concepts.len() <= CHUNK_MAX, "a chunk's offsets fit 16 bits");
-    let mut words = Interner::default();
     let Scratch {
         pair_word,
         pair_tf,
@@ -196,7 +199,10 @@ pub fn chunk_words<C: Borrow<Concept>>(
         ends,
         cursor,
         buf,
+        words_seen,
     } = scratch;
+    let seen = &mut words_seen[field as usize];
+    let mut words = Interner::with_table(*seen);
     pair_word.clear();
     pair_tf.clear();
     last.clear();
@@ -234,6 +240,7 @@ pub fn chunk_words<C: Borrow<Concept>>(
         }
         ends.push(pair_word.len());
     }
+    *seen = words.len();
     // Only read from now on: its table is dead weight.
     words.freeze();
     // A concept cut short (its body unreadable) adds no pairs.

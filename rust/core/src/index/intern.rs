@@ -88,6 +88,18 @@ impl Interner {
         }
     }
 
+    /// An empty interner whose table holds `n` words without growing (its
+    /// words' arena grows as they come).
+    pub fn with_table(n: usize) -> Interner {
+        let size = (n * 2 + 2).next_power_of_two().max(1024);
+        Interner {
+            table: vec![0; size],
+            mask: size - 1,
+            id_bits: size.trailing_zeros(),
+            ..Interner::default()
+        }
+    }
+
     /// Drop the lookup table, keeping the words: for an interner that will
     /// only be read (a finished index chunk waiting to be merged). Interning
     /// into it again builds a new table.
@@ -247,6 +259,21 @@ mod tests {
         assert!(it.id_bits >= 20);
         for (i, w) in words.iter().enumerate() {
             assert_eq!(it.intern(w.as_bytes()), (i as u32, false));
+        }
+    }
+
+    /// An interner made for `n` words numbers them as one grown from the
+    /// default does, and grows past `n` when more come.
+    #[test]
+    fn a_table_made_large_numbers_the_words_the_same() {
+        let words: Vec<String> = (0..5000).map(|i| format!("w{}", i % 3000)).collect();
+        for n in [0, 100, 3000, 10_000] {
+            let (mut a, mut b) = (Interner::default(), Interner::with_table(n));
+            for w in &words {
+                assert_eq!(a.intern(w.as_bytes()), b.intern(w.as_bytes()), "n = {n}");
+            }
+            assert_eq!(b.len(), 3000);
+            assert_eq!((a.arena, a.starts), (b.arena, b.starts));
         }
     }
 
