@@ -109,21 +109,27 @@ impl Chunk {
     }
 }
 
-/// One more occurrence in sub-field `sub` (tags 0 and description 1 of
-/// `tags_desc`; 0 elsewhere) added to `tf`, each half of `tags_desc`
-/// stopping at `u16::MAX` rather than carrying into the other; `false` when
-/// it stopped there (the occurrence was not counted).
-#[inline(always)]
-fn one_more(tf: &mut u32, field: Field, sub: usize) -> bool {
-    let shift = if field == Field::TagsDesc && sub == 0 {
-        16
+/// Where an occurrence in sub-field `sub` (tags 0 and description 1 of
+/// `tags_desc`; 0 elsewhere) counts in a pair's count: the half of it that
+/// one occurrence adds to (its lowest bit). Each half of `tags_desc` stops at
+/// `u16::MAX` rather than carrying into the other ([`one_more`]).
+fn count_unit(field: Field, sub: usize) -> u32 {
+    if field == Field::TagsDesc && sub == 0 {
+        1 << 16
     } else {
-        0
-    };
-    if (*tf >> shift) & 0xFFFF == 0xFFFF {
+        1
+    }
+}
+
+/// One more occurrence added to `tf` at `unit` ([`count_unit`]); `false`
+/// when that half is full (the occurrence was not counted).
+#[inline(always)]
+fn one_more(tf: &mut u32, unit: u32) -> bool {
+    let half = unit * 0xFFFF;
+    if *tf & half == half {
         return false;
     }
-    *tf += 1 << shift;
+    *tf += unit;
     true
 }
 
@@ -216,6 +222,7 @@ pub fn chunk_words<C: Borrow<Concept>>(
         }
         let pos = base + k as u32;
         let read = field.for_each_piece(c.borrow(), |sub, piece| {
+            let unit = count_unit(field, sub);
             for_each_folded_word(piece, buf, |w| {
                 let (id, new) = words.intern(w);
                 let id = id as usize;
@@ -229,7 +236,7 @@ pub fn chunk_words<C: Borrow<Concept>>(
                     pair_tf.push(0);
                 }
                 let at = seen.1 as usize;
-                if !one_more(&mut pair_tf[at], field, sub) {
+                if !one_more(&mut pair_tf[at], unit) {
                     left_out(&mut beyond, k, id, sub);
                 }
             });
