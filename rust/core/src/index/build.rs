@@ -3,12 +3,12 @@
 
 use std::borrow::Borrow;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::intern::{hash, Interner};
+use super::scratch::{Scratch, Scratches};
 use super::trigram::Trigrams;
 use super::{vocab_word, Field, FieldIndex, FIELDS, NOT_DENSE};
 use crate::array::Array;
@@ -140,52 +140,6 @@ fn one_more(tf: &mut u32, unit: u32) -> bool {
 fn left_out(beyond: &mut FxHashMap<(u16, u32, u8), u32>, k: usize, w: usize, sub: usize) {
     // `k` is below CHUNK_MAX (`chunk_words` asserts it).
     *beyond.entry((k as u16, w as u32, sub as u8)).or_default() += 1;
-}
-
-/// The buffers a [`chunk_words`] call fills and is done with by its end,
-/// kept for the next call on the same thread: grown afresh for every chunk
-/// (by doubling, each step a copy into new pages) they cost the load a
-/// fresh page fault per 4 KiB of pairs, and fresh pages are what a load
-/// pays most for (docs/performance.md, "Cold load: where the rest goes").
-#[derive(Default)]
-pub struct Scratch {
-    /// The (word, concept) pairs, concept by concept: concept `k`'s words
-    /// are `pair_word[ends[k - 1]..ends[k]]` (its position is implicit,
-    /// which halves the largest buffer of the build).
-    pair_word: Vec<u32>,
-    pair_tf: Vec<u32>,
-    ends: Vec<usize>,
-    /// The last concept (position + 1) each word was recorded for, and
-    /// where its pair for that concept is: side by side, one cache line
-    /// for both.
-    last: Vec<(u32, u32)>,
-    /// The counting sort's next free slot per word.
-    cursor: Vec<u32>,
-    /// A folded word.
-    buf: Vec<u8>,
-    /// Per field (title, `tags_desc`, body), how many distinct words the
-    /// last chunk of it held: the next one's table is made that large at
-    /// once rather than grown to it, each step a rehash.
-    words_seen: [usize; 3],
-}
-
-/// The [`Scratch`] buffers of the threads indexing the chunks of one load,
-/// kept from one wave of files to the next and freed with it.
-#[derive(Default)]
-pub struct Scratches(Mutex<Vec<Scratch>>);
-
-impl Scratches {
-    fn take(&self) -> Scratch {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop()
-            .unwrap_or_default()
-    }
-
-    fn put(&self, s: Scratch) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(s);
-    }
 }
 
 /// The chunk of field `field` of `concepts` (at most [`CHUNK_MAX`]), at

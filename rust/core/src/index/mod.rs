@@ -11,11 +11,13 @@
 pub mod bm25f;
 mod build;
 pub mod intern;
+mod scratch;
 pub mod splice;
 pub mod trigram;
 
-pub use build::{chunk_fields, Chunks, Scratches};
+pub use build::{chunk_fields, Chunks};
 use build::{merge_field, merge_vocab, tag_lists};
+pub use scratch::Scratches;
 
 use std::borrow::Borrow;
 
