@@ -123,19 +123,19 @@ fn crc_of_core(file: &File, b: &[u8], at: usize, len: usize) -> u32 {
             )
             .collect();
         if let Some(parts) = parts {
-            return combined(&parts);
+            return combined(&parts).finalize();
         }
     }
     crc_parallel(&b[at..at + len])
 }
 
-/// The CRC-32 of consecutive slices' hashers, in order.
-fn combined(parts: &[crc32fast::Hasher]) -> u32 {
+/// One hasher of consecutive slices' hashers, in order.
+fn combined(parts: &[crc32fast::Hasher]) -> crc32fast::Hasher {
     let mut all = crc32fast::Hasher::new();
     for p in parts {
         all.combine(p);
     }
-    all.finalize()
+    all
 }
 
 /// CRC-32 of `b`, in parallel slices combined in order.
@@ -154,9 +154,7 @@ pub(super) fn hasher_parallel(b: &[u8]) -> crc32fast::Hasher {
             h
         })
         .collect();
-    let mut all = crc32fast::Hasher::new();
-    parts.iter().for_each(|p| all.combine(p));
-    all
+    combined(&parts)
 }
 
 impl CacheFile {

@@ -76,16 +76,10 @@ impl Interner {
     /// An interner that holds `n` words of `bytes` bytes in all without
     /// growing.
     pub fn with_capacity(n: usize, bytes: usize) -> Interner {
-        let size = (n * 2 + 2).next_power_of_two().max(1024);
-        let mut starts = Vec::with_capacity(n + 1);
-        starts.push(0);
-        Interner {
-            table: vec![0; size],
-            mask: size - 1,
-            id_bits: size.trailing_zeros(),
-            arena: Vec::with_capacity(bytes),
-            starts,
-        }
+        let mut it = Interner::with_table(n);
+        it.arena.reserve(bytes);
+        it.starts.reserve(n);
+        it
     }
 
     /// An empty interner whose table holds `n` words without growing (its

@@ -212,11 +212,11 @@ fn entry_bounds(docs: &[u32], tfs: &[u16], lengths: &[u32]) -> ([u16; 4], [u32; 
     let body = super::field_lengths(lengths, 3);
     for (&d, tf) in docs.iter().zip(tfs.chunks_exact(4)) {
         let d = d as usize;
-        if tf[0] | tf[1] | tf[2] == 0 {
-            if tf[3] > 0 {
-                mx[3] = mx[3].max(tf[3]);
-                mn[3] = mn[3].min(body[d]);
-            }
+        let tf = [tf[0], tf[1], tf[2], tf[3]];
+        if !is_head(tf) {
+            // In the body alone.
+            mx[3] = mx[3].max(tf[3]);
+            mn[3] = mn[3].min(body[d]);
             continue;
         }
         for f in 0..4 {
