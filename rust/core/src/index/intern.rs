@@ -12,13 +12,14 @@ use std::hash::Hasher;
 use rustc_hash::FxHasher;
 
 pub struct Interner {
-    /// `0` = empty; else the hash's top `32 - id_bits` bits above `id + 1`.
-    /// A table of `2^k` slots holds fewer than `2^(k-1)` words, so
-    /// `id_bits = k` always fits `id + 1`; the rest of the slot filters
-    /// probes before any word is compared.
+    /// `0` = empty; else the hash's top bits outside `ids` above `id + 1`.
+    /// A table of `2^k` slots holds fewer than `2^(k-1)` words, so `k` bits
+    /// always fit `id + 1`; the rest of the slot filters probes before any
+    /// word is compared.
     table: Vec<u32>,
     mask: usize,
-    id_bits: u32,
+    /// The slot's bits that hold `id + 1`: the low `k` for `2^k` slots.
+    ids: u32,
     pub arena: Vec<u8>,
     /// Word `i` is `arena[starts[i]..starts[i + 1]]`.
     pub starts: Vec<u32>,
@@ -38,7 +39,7 @@ impl Default for Interner {
         Interner {
             table: vec![0; 1024],
             mask: 1023,
-            id_bits: 10,
+            ids: 1023,
             arena: Vec::new(),
             starts: vec![0],
         }
@@ -47,7 +48,7 @@ impl Default for Interner {
 
 /// Byte equality, inlined for the short words that dominate a vocabulary
 /// (a `memcmp` call costs more): up to 16 bytes are compared as two
-/// overlapping 8- or 4-byte loads from each end.
+/// overlapping 8- or 4-byte loads from each end, or three single bytes.
 #[inline]
 fn same(a: &[u8], b: &[u8]) -> bool {
     let n = a.len();
@@ -65,7 +66,9 @@ fn same(a: &[u8], b: &[u8]) -> bool {
         u32::from_le_bytes(x)
     };
     match n {
-        0..=3 => a == b,
+        0 => true,
+        // Three single bytes cover every byte of a word of one to three.
+        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
         4..=7 => u32_at(a, 0) == u32_at(b, 0) && u32_at(a, n - 4) == u32_at(b, n - 4),
         8..=16 => u64_at(a, 0) == u64_at(b, 0) && u64_at(a, n - 8) == u64_at(b, n - 8),
         _ => a == b,
@@ -89,7 +92,7 @@ impl Interner {
         Interner {
             table: vec![0; size],
             mask: size - 1,
-            id_bits: size.trailing_zeros(),
+            ids: ids_of(size),
             ..Interner::default()
         }
     }
@@ -129,13 +132,14 @@ impl Interner {
     }
 
     /// [`Interner::intern`] with `h = hash(w)` already at hand.
+    #[inline(always)]
     pub fn intern_hashed(&mut self, w: &[u8], h: u64) -> (u32, bool) {
         if self.table.is_empty() {
             self.mask = self.len().max(512).next_power_of_two() - 1;
             self.grow();
         }
-        let tag = tag_of(h, self.id_bits);
-        let ids = u32::MAX >> (32 - self.id_bits);
+        let ids = self.ids;
+        let tag = tag_of(h, ids);
         let mut i = h as usize & self.mask;
         loop {
             let e = self.table[i];
@@ -150,6 +154,14 @@ impl Interner {
             }
             i = (i + 1) & self.mask;
         }
+        (self.insert(w, i, tag), true)
+    }
+
+    /// Files `w`, not yet held, in empty slot `i` with hash bits `tag`.
+    /// Apart from the lookup, which is inlined where words are scanned: most
+    /// words of a text have been seen before.
+    #[inline(never)]
+    fn insert(&mut self, w: &[u8], i: usize, tag: u32) -> u32 {
         let id = self.len() as u32;
         self.arena.extend_from_slice(w);
         self.starts.push(self.arena.len() as u32);
@@ -157,7 +169,7 @@ impl Interner {
         if self.len() * 2 > self.table.len() {
             self.grow();
         }
-        (id, true)
+        id
     }
 
     fn grow(&mut self) {
@@ -169,7 +181,7 @@ impl Interner {
             size <= 1 << 32,
             "okfast: more than 2^31 distinct words in one index part"
         );
-        let id_bits = size.trailing_zeros();
+        let ids = ids_of(size);
         let mut table = vec![0u32; size];
         let mask = size - 1;
         for id in 0..self.len() as u32 {
@@ -178,23 +190,26 @@ impl Interner {
             while table[i] != 0 {
                 i = (i + 1) & mask;
             }
-            table[i] = tag_of(h, id_bits) | (id + 1);
+            table[i] = tag_of(h, ids) | (id + 1);
         }
         self.table = table;
         self.mask = mask;
-        self.id_bits = id_bits;
+        self.ids = ids;
     }
 }
 
-/// The part of a slot that holds hash bits, for a table whose ids take
-/// `id_bits` bits: the hash's top `32 - id_bits` bits, shifted above the id
-/// (none when ids take the whole slot).
+/// The bits of a slot that hold `id + 1` in a table of `size` slots (a
+/// power of two up to 2^32).
+fn ids_of(size: usize) -> u32 {
+    (size - 1) as u32
+}
+
+/// The part of a slot that holds hash bits, for a table whose ids take the
+/// bits `ids`: the hash's top bits in place (none when ids take the whole
+/// slot).
 #[inline]
-fn tag_of(h: u64, id_bits: u32) -> u32 {
-    match 32 - id_bits {
-        0 => 0,
-        tag_bits => ((h >> (64 - tag_bits)) as u32) << id_bits,
-    }
+fn tag_of(h: u64, ids: u32) -> u32 {
+    (h >> 32) as u32 & !ids
 }
 
 #[cfg(test)]
@@ -233,10 +248,11 @@ mod tests {
 
     #[test]
     fn slots_hold_the_top_hash_bits_above_the_id() {
-        assert_eq!(tag_of(u64::MAX, 10), 0xFFFF_FC00);
-        assert_eq!(tag_of(0x8000_0000_0000_0000, 31), 0x8000_0000);
-        assert_eq!(tag_of(u64::MAX, 32), 0);
-        assert_eq!(tag_of(0x0000_FFFF_FFFF_FFFF, 16), 0);
+        assert_eq!(tag_of(u64::MAX, ids_of(1 << 10)), 0xFFFF_FC00);
+        assert_eq!(tag_of(0x8000_0000_0000_0000, ids_of(1 << 31)), 0x8000_0000);
+        assert_eq!(tag_of(u64::MAX, ids_of(1 << 32)), 0);
+        assert_eq!(tag_of(0x0000_FFFF_FFFF_FFFF, ids_of(1 << 16)), 0);
+        assert_eq!(tag_of(0xABCD_0000_FFFF_FFFF, ids_of(1 << 16)), 0xABCD_0000);
     }
 
     /// Through many grows (tags shrink as ids widen), every word keeps its
@@ -250,7 +266,7 @@ mod tests {
         for (i, w) in words.iter().enumerate() {
             assert_eq!(it.intern(w.as_bytes()), (i as u32, true));
         }
-        assert!(it.id_bits >= 20);
+        assert!(it.ids >= (1 << 20) - 1);
         for (i, w) in words.iter().enumerate() {
             assert_eq!(it.intern(w.as_bytes()), (i as u32, false));
         }

@@ -228,8 +228,7 @@ fn tokens_of_words(
         );
     }
     all.freeze();
-    let mut order: Vec<u32> = (0..all.len() as u32).collect();
-    order.par_sort_unstable_by(|&a, &b| all.word(a).cmp(all.word(b)));
+    let order = in_byte_order(&all);
     let mut rank = vec![0u32; order.len()];
     let mut vocab = Vec::with_capacity(all.arena.len() + order.len());
     let mut token_starts = Vec::with_capacity(order.len() + 1);
@@ -264,4 +263,61 @@ fn tokens_of_words(
         Err(_) => unreachable!("three fields"),
     };
     (vocab, token_starts, word_tokens)
+}
+
+/// The ids of `all`'s words in byte order of the words.
+fn in_byte_order(all: &Interner) -> Vec<u32> {
+    // Sorted by each word's first eight bytes as one integer, and by the
+    // whole word only where those are equal: most comparisons are then of
+    // two integers held in the array, not of two words looked up elsewhere.
+    let mut keyed: Vec<(u64, u32)> = (0..all.len() as u32)
+        .map(|t| (prefix_key(all.word(t)), t))
+        .collect();
+    keyed.par_sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| all.word(a.1).cmp(all.word(b.1))));
+    keyed.into_iter().map(|(_, t)| t).collect()
+}
+
+/// A word's first eight bytes as a big-endian integer, zeros after its end:
+/// `a < b` as bytes implies `prefix_key(a) <= prefix_key(b)` (a word that
+/// ends sooner orders first, and its zeros are no greater than any byte).
+fn prefix_key(w: &[u8]) -> u64 {
+    let mut x = [0u8; 8];
+    let n = w.len().min(8);
+    x[..n].copy_from_slice(&w[..n]);
+    u64::from_be_bytes(x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Words sharing their first eight bytes or more, prefixes of each
+    /// other, bytes above 0x7F: the order is the words' byte order.
+    #[test]
+    fn words_are_put_in_byte_order() {
+        let words: [&[u8]; 14] = [
+            b"zeta",
+            b"abcdefghj",
+            b"a",
+            b"abcdefgh",
+            b"abcdefghi\xc3\xa9",
+            b"ab",
+            b"abcdefghi",
+            b"abcdefgi",
+            b"\xc3\xa9t\xc3\xa9",
+            b"abcdefgh\x00",
+            b"b",
+            b"abcdefghij",
+            b"abcdefga",
+            b"\x00",
+        ];
+        let mut all = Interner::default();
+        for w in words {
+            all.intern(w);
+        }
+        let got: Vec<&[u8]> = in_byte_order(&all).iter().map(|&t| all.word(t)).collect();
+        let mut want = words.to_vec();
+        want.sort();
+        assert_eq!(got, want);
+    }
 }
