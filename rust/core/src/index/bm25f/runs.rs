@@ -139,14 +139,22 @@ impl Runs {
             if words.len() > 1 && held >= span / 8 {
                 dense.resize(span, (0, 0));
                 for &(_, w, times) in words {
-                    for (o, tf) in entries(w) {
-                        let (a, b) = tf_of(tf, times);
-                        let slot = &mut dense[usize::from(o)];
-                        *slot = (slot.0.saturating_add(a), slot.1.saturating_add(b));
+                    let (offsets, a, b) = ch.halves(w as usize);
+                    if let Some(b) = b {
+                        for ((&o, &x), &y) in offsets.iter().zip(a).zip(b) {
+                            let slot = &mut dense[usize::from(o)];
+                            slot.0 = slot.0.saturating_add(x.saturating_mul(times));
+                            slot.1 = slot.1.saturating_add(y.saturating_mul(times));
+                        }
+                    } else {
+                        for (&o, &x) in offsets.iter().zip(a) {
+                            let slot = &mut dense[usize::from(o)].0;
+                            *slot = slot.saturating_add(x.saturating_mul(times));
+                        }
                     }
                 }
                 for (x, slot) in dense.iter_mut().enumerate() {
-                    if *slot != (0, 0) {
+                    if slot.0 | slot.1 != 0 {
                         // Below the chunk's concepts, which fit 16 bits.
                         runs.push(x as u16, slot.0, slot.1, halves);
                         *slot = (0, 0);
