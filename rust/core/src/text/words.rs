@@ -157,37 +157,47 @@ pub fn for_each_folded_word(s: &str, buf: &mut Vec<u8>, mut f: impl FnMut(&[u8])
             }
         };
         // Bits past the text read as white space (the padding), so a run
-        // that reaches the end of the text closes here.
-        let mut k = 0u32;
-        while k < 64 {
-            let Some(start) = run else {
-                // The next word byte at or after `k`.
-                let words = !ws >> k;
-                if words == 0 {
-                    break;
-                }
-                k += words.trailing_zeros();
-                run = Some(at + k as usize);
-                run_high = false;
+        // that reaches the end of the text closes here. A word starts at a
+        // word byte after white space and ends at white space after a word
+        // byte: each bit of `starts` is followed by one of `ends`, or by the
+        // block's end when the word goes on into the next block.
+        let words = !ws;
+        let mut starts = words & !(words << 1);
+        let mut ends = ws & (words << 1);
+        if let Some(start) = run {
+            // The run from the blocks before goes on to the first white
+            // space here; its first byte here is not a start.
+            starts &= !1;
+            if ws == 0 {
+                run_high |= high != 0;
+                at += len;
                 continue;
-            };
-            // The next white-space byte at or after `k`.
-            let spaces = ws >> k;
-            if spaces == 0 {
-                // The run goes on into the next block.
-                run_high |= high >> k != 0;
+            }
+            let end = ws.trailing_zeros();
+            run_high |= high & ((1u64 << end) - 1) != 0;
+            emit(s, start..at + end as usize, run_high, buf, &mut f);
+            run = None;
+            // Its end, unless the run ended with the last block.
+            if end > 0 {
+                ends &= ends - 1;
+            }
+        }
+        while starts != 0 {
+            let start = starts.trailing_zeros();
+            starts &= starts - 1;
+            if ends == 0 {
+                run = Some(at + start as usize);
+                run_high = high >> start != 0;
                 break;
             }
-            let end = k + spaces.trailing_zeros();
-            run_high |= (high >> k) & ((1u64 << (end - k)) - 1) != 0;
-            if start >= at && !run_high {
+            let end = ends.trailing_zeros();
+            ends &= ends - 1;
+            if high & (u64::MAX << start) & ((1u64 << end) - 1) == 0 {
                 // An ASCII word inside this block: already upper-cased.
-                f(&up[start - at..end as usize]);
+                f(&up[start as usize..end as usize]);
             } else {
-                emit(s, start..at + end as usize, run_high, buf, &mut f);
+                emit(s, at + start as usize..at + end as usize, true, buf, &mut f);
             }
-            run = None;
-            k = end;
         }
         at += len;
     }
@@ -270,6 +280,36 @@ mod tests {
             });
             let want: Vec<String> = split_ws(s).map(fold).collect();
             assert_eq!(got, want, "{s:?}");
+        }
+    }
+
+    /// Random texts with words longer than a block (which the random texts
+    /// below hardly make), beside white space and non-ASCII letters.
+    #[test]
+    fn folded_words_equal_fold_then_split_with_words_longer_than_a_block() {
+        const PIECES: [&str; 12] = [
+            "a", "Zq", " ", "  ", "\t", "\n", "é", "ß", "\u{a0}", "\u{3000}", "İ", "x9",
+        ];
+        let mut rng = crate::testing::Rng(0x5EED);
+        let mut buf = Vec::new();
+        for round in 0..3000 {
+            let mut s = String::new();
+            let target = rng.below(300);
+            while s.len() < target {
+                if rng.below(8) == 0 {
+                    // A word of up to 150 bytes: spans one or two blocks.
+                    let n = rng.below(150);
+                    s.extend(std::iter::repeat_n('w', n));
+                } else {
+                    s.push_str(PIECES[rng.below(PIECES.len())]);
+                }
+            }
+            let mut got: Vec<String> = Vec::new();
+            for_each_folded_word(&s, &mut buf, |w| {
+                got.push(String::from_utf8(w.to_vec()).unwrap())
+            });
+            let want: Vec<String> = split_ws(&s).map(fold).collect();
+            assert_eq!(got, want, "round {round}: {s:?}");
         }
     }
 
