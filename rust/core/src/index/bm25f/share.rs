@@ -204,29 +204,48 @@ fn cut<'a, T>(rest: &mut &'a mut [T], n: usize) -> &'a mut [T] {
 
 /// Per field, the largest frequency and the smallest length of a concept
 /// holding the token there (`u32::MAX` when none does), over the entries
-/// `docs` with their frequencies `tfs` (four per entry). An entry in the
-/// body alone (nearly all of a long list's) reads one field, not four.
-fn entry_bounds(docs: &[u32], tfs: &[u16], lengths: &[u32]) -> ([u16; 4], [u32; 4]) {
+/// `docs` with their frequencies `tfs` (four per entry); and whether any
+/// frequency is wide. Each entry's byte is written to `bytes` (one per
+/// entry) and each head entry's word to the next of `words`, in the same
+/// pass. An entry in the body alone (nearly all of a long list's) reads one
+/// field, not four.
+fn encode(
+    docs: &[u32],
+    tfs: &[u16],
+    lengths: &[u32],
+    bytes: &mut [u8],
+    words: &mut std::slice::IterMut<'_, u32>,
+) -> ([u16; 4], [u32; 4], bool) {
     let mut mx = [0u16; 4];
     let mut mn = [u32::MAX; 4];
+    let mut top = 0u16;
     let body = super::field_lengths(lengths, 3);
-    for (&d, tf) in docs.iter().zip(tfs.chunks_exact(4)) {
+    for ((&d, tf), byte) in docs.iter().zip(tfs.chunks_exact(4)).zip(bytes) {
         let d = d as usize;
         let tf = [tf[0], tf[1], tf[2], tf[3]];
         if !is_head(tf) {
             // In the body alone.
+            *byte = body_byte(tf);
+            top = top.max(tf[3]);
             mx[3] = mx[3].max(tf[3]);
             mn[3] = mn[3].min(body[d]);
             continue;
         }
+        *byte = 0;
+        // The share holds as many words as the count of head entries it
+        // was cut for, which is taken the same way.
+        if let Some(w) = words.next() {
+            *w = head_word(tf);
+        }
         for f in 0..4 {
+            top = top.max(tf[f]);
             if tf[f] > 0 {
                 mx[f] = mx[f].max(tf[f]);
                 mn[f] = mn[f].min(super::field_lengths(lengths, f)[d]);
             }
         }
     }
-    (mx, mn)
+    (mx, mn, top >= super::WIDE)
 }
 
 /// The blocks a list of `entries` entries is cut into: none for a short
@@ -267,21 +286,7 @@ impl<'a> Share<'a> {
     /// whether the token is wide (its frequencies also belong in [`Wide`])
     /// and whether it is far (its concepts belong in [`Far`]).
     pub(super) fn put(&mut self, docs: &[u32], full: &[u16], lengths: &[u32]) -> (bool, bool) {
-        let wide = full.iter().any(|&tf| tf >= super::WIDE);
-        let mut words = self.head_words.iter_mut();
-        for (to, tfs) in self.body.iter_mut().zip(full.chunks_exact(4)) {
-            let tfs = [tfs[0], tfs[1], tfs[2], tfs[3]];
-            *to = body_byte(tfs);
-            if is_head(tfs) {
-                // The share holds as many words as the count of head
-                // entries it was cut for, which is taken the same way.
-                if let Some(w) = words.next() {
-                    *w = head_word(tfs);
-                }
-            }
-        }
-        debug_assert!(words.next().is_none(), "head entries miscounted");
-        self.bound(docs, full, lengths);
+        let wide = self.bound(docs, full, lengths);
         (wide, self.place(docs))
     }
 
@@ -302,14 +307,25 @@ impl<'a> Share<'a> {
     /// Per field the largest frequency and the smallest length of a concept
     /// holding the token there (`u32::MAX` when none does), over the token
     /// and over each block of a long list, with each block's last position,
-    /// from the token's frequencies `tfs` (four per entry).
-    fn bound(&mut self, docs: &[u32], tfs: &[u16], lengths: &[u32]) {
+    /// from the token's frequencies `tfs` (four per entry); its bytes and
+    /// head words written as they are read ([`encode`]). Whether any
+    /// frequency is wide.
+    fn bound(&mut self, docs: &[u32], tfs: &[u16], lengths: &[u32]) -> bool {
         let mut token_max = [0u16; 4];
         let mut token_min = [u32::MAX; 4];
+        let mut wide = false;
+        let mut words = self.head_words.iter_mut();
         let n = docs.len();
         for (blk, from) in (0..n).step_by(BLOCK).enumerate() {
             let to = (from + BLOCK).min(n);
-            let (mx, mn) = entry_bounds(&docs[from..to], &tfs[4 * from..4 * to], lengths);
+            let (mx, mn, w) = encode(
+                &docs[from..to],
+                &tfs[4 * from..4 * to],
+                lengths,
+                &mut self.body[from..to],
+                &mut words,
+            );
+            wide |= w;
             for f in 0..4 {
                 token_max[f] = token_max[f].max(mx[f]);
                 token_min[f] = token_min[f].min(mn[f]);
@@ -320,8 +336,10 @@ impl<'a> Share<'a> {
                 self.block_min_len[4 * blk..4 * blk + 4].copy_from_slice(&mn);
             }
         }
+        debug_assert!(words.next().is_none(), "head entries miscounted");
         self.max_tf.copy_from_slice(&token_max);
         self.min_len.copy_from_slice(&token_min);
+        wide
     }
 }
 
@@ -331,24 +349,30 @@ mod tests {
     use crate::testing::Rng;
 
     /// Entries in the body alone, in the heads alone and in both, some
-    /// frequencies 0: the bounds are those of every field's nonzero
-    /// frequencies, taken one field at a time.
+    /// frequencies 0, some wide: the bounds are those of every field's
+    /// nonzero frequencies, taken one field at a time; each entry's byte
+    /// and each head entry's word as list.rs defines them.
     #[test]
-    fn entry_bounds_are_each_fields_over_its_nonzero_frequencies() {
+    fn entries_encode_with_each_fields_bounds_over_its_nonzero_frequencies() {
         let mut rng = Rng(0xB0B0);
         for round in 0..300 {
             let n = 1 + rng.below(50);
             let lengths: Vec<u32> = (0..4 * n).map(|_| rng.below(1000) as u32).collect();
             let docs: Vec<u32> = (0..n as u32).filter(|_| rng.below(2) == 0).collect();
+            let tf = |rng: &mut Rng| match rng.below(20) {
+                0 => 250 + rng.below(20) as u16,
+                _ => 1 + rng.below(9) as u16,
+            };
             let tfs: Vec<u16> = (0..4 * docs.len())
                 .map(|i| match (i % 4, rng.below(4)) {
                     (3, 0) => 0,
-                    (3, _) => 1 + rng.below(9) as u16,
-                    (_, 0) => 1 + rng.below(9) as u16,
+                    (3, _) => tf(&mut rng),
+                    (_, 0) => tf(&mut rng),
                     _ => 0,
                 })
                 .collect();
             let (mut mx, mut mn) = ([0u16; 4], [u32::MAX; 4]);
+            let (mut want_bytes, mut want_words) = (Vec::new(), Vec::new());
             for (e, &d) in docs.iter().enumerate() {
                 for f in 0..4 {
                     let tf = tfs[4 * e + f];
@@ -357,12 +381,18 @@ mod tests {
                         mn[f] = mn[f].min(lengths[f * n + d as usize]);
                     }
                 }
+                let four = [tfs[4 * e], tfs[4 * e + 1], tfs[4 * e + 2], tfs[4 * e + 3]];
+                want_bytes.push(body_byte(four));
+                if is_head(four) {
+                    want_words.push(head_word(four));
+                }
             }
-            assert_eq!(
-                entry_bounds(&docs, &tfs, &lengths),
-                (mx, mn),
-                "round {round}"
-            );
+            let wide = tfs.iter().any(|&tf| tf >= super::super::WIDE);
+            let mut bytes = vec![7u8; docs.len()];
+            let mut words = vec![7u32; want_words.len()];
+            let got = encode(&docs, &tfs, &lengths, &mut bytes, &mut words.iter_mut());
+            assert_eq!(got, (mx, mn, wide), "round {round}");
+            assert_eq!((bytes, words), (want_bytes, want_words), "round {round}");
         }
     }
 }
