@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use super::intern::{hash, Interner};
+use super::intern::{hash, Interner, Marked};
 use super::scratch::{Scratch, Scratches};
 use super::trigram::Trigrams;
 use super::{vocab_word, Field, FieldIndex, FIELDS, NOT_DENSE};
@@ -22,7 +22,7 @@ use crate::text::{fold_into, for_each_folded_word};
 /// dense ids and appended to one flat pair list — one probe and sequential
 /// writes per token; per-word vectors would cost a cache miss per token.
 pub struct Chunk {
-    pub(super) words: Interner,
+    pub(super) words: Interner<Marked>,
     pub(super) starts: Vec<u32>,
     /// The chunk's first position: its concepts are at most [`CHUNK_MAX`]
     /// consecutive positions from it.
@@ -167,17 +167,15 @@ pub fn chunk_words<C: Borrow<Concept>>(
     let Scratch {
         pair_word,
         pair_tf,
-        last,
         ends,
         cursor,
         buf,
         words_seen,
     } = scratch;
     let seen = &mut words_seen[field as usize];
-    let mut words = Interner::with_table(*seen);
+    let mut words: Interner<Marked> = Interner::with_table(*seen);
     pair_word.clear();
     pair_tf.clear();
-    last.clear();
     ends.clear();
     let mut beyond: FxHashMap<(u16, u32, u8), u32> = FxHashMap::default();
     let mut error = None;
@@ -186,24 +184,22 @@ pub fn chunk_words<C: Borrow<Concept>>(
         if k % 1024 == 0 && progress.cancelled() {
             break;
         }
-        let pos = base + k as u32;
+        // A word's mark is its last pair's index + 1 (0: none yet); its
+        // pair is this concept's when that index is not below the
+        // concept's first pair's, as pairs are added concept by concept.
+        let first = pair_word.len() as u32;
         let read = field.for_each_piece(c.borrow(), |sub, piece| {
             let unit = count_unit(field, sub);
             for_each_folded_word(piece, buf, |w| {
-                let (id, new) = words.intern(w);
-                let id = id as usize;
-                if new {
-                    last.push((0, 0));
-                }
-                let seen = &mut last[id];
-                if seen.0 != pos + 1 {
-                    *seen = (pos + 1, pair_word.len() as u32);
-                    pair_word.push(id as u32);
+                let (id, mark) = words.intern_marked(w);
+                if *mark <= first {
+                    pair_word.push(id);
                     pair_tf.push(0);
+                    *mark = pair_word.len() as u32;
                 }
-                let at = seen.1 as usize;
+                let at = *mark as usize - 1;
                 if !one_more(&mut pair_tf[at], unit) {
-                    left_out(&mut beyond, k, id, sub);
+                    left_out(&mut beyond, k, id as usize, sub);
                 }
             });
         });

@@ -5,18 +5,68 @@
 //! of chasing a pointer to a separately allocated key, and the table is half
 //! the size it would be with `u64` slots (more of it stays in cache). This is
 //! the hot loop of loading (one probe per token), so it is worth its own
-//! small table.
+//! small table. The word scan's interner ([`Marked`] slots) keeps a number
+//! of its own beside each key, so what it tracks per word is read from the
+//! cache line the probe already brought in.
 
 use std::hash::Hasher;
 
 use rustc_hash::FxHasher;
 
-pub struct Interner {
-    /// `0` = empty; else the hash's top bits outside `ids` above `id + 1`.
-    /// A table of `2^k` slots holds fewer than `2^(k-1)` words, so `k` bits
-    /// always fit `id + 1`; the rest of the slot filters probes before any
-    /// word is compared.
-    table: Vec<u32>,
+/// A table slot: its key, `0` when empty, else the hash's top bits outside
+/// the interner's `ids` above `id + 1`; and whatever else the slot holds,
+/// which moves with the key when the table grows.
+pub trait Slot: Copy + Default {
+    fn key(&self) -> u32;
+    /// A slot of a newly filed word (anything else it holds at its default).
+    fn filed(key: u32) -> Self;
+    fn rekey(&mut self, key: u32);
+}
+
+impl Slot for u32 {
+    #[inline]
+    fn key(&self) -> u32 {
+        *self
+    }
+    #[inline]
+    fn filed(key: u32) -> u32 {
+        key
+    }
+    #[inline]
+    fn rekey(&mut self, key: u32) {
+        *self = key;
+    }
+}
+
+/// A slot with a number the interner's user keeps with the word, `0` for a
+/// word just filed: the word scan's mark of the last concept it recorded
+/// the word for (build.rs).
+#[derive(Clone, Copy, Default)]
+pub struct Marked {
+    key: u32,
+    mark: u32,
+}
+
+impl Slot for Marked {
+    #[inline]
+    fn key(&self) -> u32 {
+        self.key
+    }
+    #[inline]
+    fn filed(key: u32) -> Marked {
+        Marked { key, mark: 0 }
+    }
+    #[inline]
+    fn rekey(&mut self, key: u32) {
+        self.key = key;
+    }
+}
+
+pub struct Interner<S: Slot = u32> {
+    /// Keys ([`Slot`]). A table of `2^k` slots holds fewer than `2^(k-1)`
+    /// words, so `k` bits always fit `id + 1`; the rest of the key filters
+    /// probes before any word is compared.
+    table: Vec<S>,
     mask: usize,
     /// The slot's bits that hold `id + 1`: the low `k` for `2^k` slots.
     ids: u32,
@@ -34,10 +84,10 @@ pub fn hash(w: &[u8]) -> u64 {
     x ^ (x >> 29) ^ (x >> 47)
 }
 
-impl Default for Interner {
+impl<S: Slot> Default for Interner<S> {
     fn default() -> Self {
         Interner {
-            table: vec![0; 1024],
+            table: vec![S::default(); 1024],
             mask: 1023,
             ids: 1023,
             arena: Vec::new(),
@@ -75,10 +125,10 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     }
 }
 
-impl Interner {
+impl<S: Slot> Interner<S> {
     /// An interner that holds `n` words of `bytes` bytes in all without
     /// growing.
-    pub fn with_capacity(n: usize, bytes: usize) -> Interner {
+    pub fn with_capacity(n: usize, bytes: usize) -> Interner<S> {
         let mut it = Interner::with_table(n);
         it.arena.reserve(bytes);
         it.starts.reserve(n);
@@ -87,10 +137,10 @@ impl Interner {
 
     /// An empty interner whose table holds `n` words without growing (its
     /// words' arena grows as they come).
-    pub fn with_table(n: usize) -> Interner {
+    pub fn with_table(n: usize) -> Interner<S> {
         let size = (n * 2 + 2).next_power_of_two().max(1024);
         Interner {
-            table: vec![0; size],
+            table: vec![S::default(); size],
             mask: size - 1,
             ids: ids_of(size),
             ..Interner::default()
@@ -134,6 +184,13 @@ impl Interner {
     /// [`Interner::intern`] with `h = hash(w)` already at hand.
     #[inline(always)]
     pub fn intern_hashed(&mut self, w: &[u8], h: u64) -> (u32, bool) {
+        let (id, new, _) = self.file(w, h);
+        (id, new)
+    }
+
+    /// The id of `w`, whether it was new, and its slot.
+    #[inline(always)]
+    fn file(&mut self, w: &[u8], h: u64) -> (u32, bool, usize) {
         if self.table.is_empty() {
             self.mask = self.len().max(512).next_power_of_two() - 1;
             self.grow();
@@ -142,34 +199,42 @@ impl Interner {
         let tag = tag_of(h, ids);
         let mut i = h as usize & self.mask;
         loop {
-            let e = self.table[i];
+            let e = self.table[i].key();
             if e == 0 {
                 break;
             }
             if e & !ids == tag {
                 let id = (e & ids) - 1;
                 if same(self.word(id), w) {
-                    return (id, false);
+                    return (id, false, i);
                 }
             }
             i = (i + 1) & self.mask;
         }
-        (self.insert(w, i, tag), true)
+        let (id, i) = self.insert(w, i, tag);
+        (id, true, i)
     }
 
     /// Files `w`, not yet held, in empty slot `i` with hash bits `tag`.
     /// Apart from the lookup, which is inlined where words are scanned: most
     /// words of a text have been seen before.
+    /// Returns its id and slot.
     #[inline(never)]
-    fn insert(&mut self, w: &[u8], i: usize, tag: u32) -> u32 {
+    fn insert(&mut self, w: &[u8], i: usize, tag: u32) -> (u32, usize) {
         let id = self.len() as u32;
         self.arena.extend_from_slice(w);
         self.starts.push(self.arena.len() as u32);
-        self.table[i] = tag | (id + 1);
-        if self.len() * 2 > self.table.len() {
-            self.grow();
+        self.table[i] = S::filed(tag | (id + 1));
+        if self.len() * 2 <= self.table.len() {
+            return (id, i);
         }
-        id
+        self.grow();
+        // Its slot in the grown table.
+        let mut i = hash(w) as usize & self.mask;
+        while self.table[i].key() & self.ids != id + 1 {
+            i = (i + 1) & self.mask;
+        }
+        (id, i)
     }
 
     fn grow(&mut self) {
@@ -182,19 +247,40 @@ impl Interner {
             "okfast: more than 2^31 distinct words in one index part"
         );
         let ids = ids_of(size);
-        let mut table = vec![0u32; size];
+        let mut table = vec![S::default(); size];
         let mask = size - 1;
-        for id in 0..self.len() as u32 {
+        let mut place = |id: u32, mut slot: S| {
             let h = hash(self.word(id));
             let mut i = h as usize & mask;
-            while table[i] != 0 {
+            while table[i].key() != 0 {
                 i = (i + 1) & mask;
             }
-            table[i] = tag_of(h, ids) | (id + 1);
+            slot.rekey(tag_of(h, ids) | (id + 1));
+            table[i] = slot;
+        };
+        if self.table.is_empty() {
+            // A frozen interner's words, filed afresh.
+            (0..self.len() as u32).for_each(|id| place(id, S::filed(0)));
+        } else {
+            // Each slot moves whole, with what it holds beside its key.
+            for &slot in &self.table {
+                if slot.key() != 0 {
+                    place((slot.key() & self.ids) - 1, slot);
+                }
+            }
         }
         self.table = table;
         self.mask = mask;
         self.ids = ids;
+    }
+}
+
+impl Interner<Marked> {
+    /// The id of `w` and its slot's mark (`0` for a word just filed).
+    #[inline(always)]
+    pub fn intern_marked(&mut self, w: &[u8]) -> (u32, &mut u32) {
+        let (id, _, i) = self.file(w, hash(w));
+        (id, &mut self.table[i].mark)
     }
 }
 
@@ -216,6 +302,27 @@ fn tag_of(h: u64, ids: u32) -> u32 {
 mod tests {
     use super::*;
 
+    /// A word's mark stays with it through every grow of the table, the
+    /// grow that filing the word itself sets off included; a word just
+    /// filed has 0.
+    #[test]
+    fn marks_stay_with_their_words_as_the_table_grows() {
+        let mut it: Interner<Marked> = Interner::default();
+        let words: Vec<String> = (0..50_000u32)
+            .map(|i| format!("{:x}", i.wrapping_mul(2_654_435_761)))
+            .collect();
+        let mark_of = |i: usize| i as u32 * 3 + 1;
+        for (i, w) in words.iter().enumerate() {
+            let (id, mark) = it.intern_marked(w.as_bytes());
+            assert_eq!((id, *mark), (i as u32, 0));
+            *mark = mark_of(i);
+        }
+        for (i, w) in words.iter().enumerate() {
+            let (id, mark) = it.intern_marked(w.as_bytes());
+            assert_eq!((id, *mark), (i as u32, mark_of(i)), "word {i}");
+        }
+    }
+
     /// Every length up to 40 bytes, equal and differing at every position.
     #[test]
     fn same_is_byte_equality() {
@@ -234,7 +341,7 @@ mod tests {
     /// A released interner holds nothing, and interns from id 0 again.
     #[test]
     fn a_released_interner_is_empty_and_usable() {
-        let mut it = Interner::default();
+        let mut it: Interner = Interner::default();
         for w in ["alpha", "beta", "gamma"] {
             it.intern(w.as_bytes());
         }
@@ -259,7 +366,7 @@ mod tests {
     /// id and is found again.
     #[test]
     fn ids_survive_growing_to_a_large_vocabulary() {
-        let mut it = Interner::default();
+        let mut it: Interner = Interner::default();
         let words: Vec<String> = (0..300_000u32)
             .map(|i| format!("{:x}", i.wrapping_mul(2_654_435_761)))
             .collect();
@@ -278,7 +385,8 @@ mod tests {
     fn a_table_made_large_numbers_the_words_the_same() {
         let words: Vec<String> = (0..5000).map(|i| format!("w{}", i % 3000)).collect();
         for n in [0, 100, 3000, 10_000] {
-            let (mut a, mut b) = (Interner::default(), Interner::with_table(n));
+            let (mut a, mut b): (Interner, Interner) =
+                (Interner::default(), Interner::with_table(n));
             for w in &words {
                 assert_eq!(a.intern(w.as_bytes()), b.intern(w.as_bytes()), "n = {n}");
             }
@@ -289,7 +397,7 @@ mod tests {
 
     #[test]
     fn ids_are_dense_and_stable() {
-        let mut it = Interner::default();
+        let mut it: Interner = Interner::default();
         let words: Vec<String> = (0..5000).map(|i| format!("w{}", i % 3000)).collect();
         let mut seen = std::collections::HashMap::new();
         for w in &words {

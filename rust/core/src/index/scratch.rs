@@ -18,10 +18,6 @@ pub struct Scratch {
     pub(super) pair_word: Vec<u32>,
     pub(super) pair_tf: Vec<u32>,
     pub(super) ends: Vec<usize>,
-    /// The last concept (position + 1) each word was recorded for, and
-    /// where its pair for that concept is: side by side, one cache line
-    /// for both.
-    pub(super) last: Vec<(u32, u32)>,
     /// The counting sort's next free slot per word.
     pub(super) cursor: Vec<u32>,
     /// A folded word.
