@@ -74,12 +74,12 @@ impl Chunk {
     /// `tags_desc`, the tags') and, for `tags_desc` only, the description's.
     #[inline]
     pub(super) fn halves(&self, w: usize) -> (&[u16], &[u16], Option<&[u16]>) {
-        let range = self.starts[w] as usize..self.starts[w + 1] as usize;
-        let (offsets, tfs) = (&self.postings[range.clone()], &self.tfs[range.clone()]);
-        match self.tag_tfs.get(range) {
-            Some(tags) if !self.tag_tfs.is_empty() => (offsets, tags, Some(tfs)),
-            _ => (offsets, tfs, None),
+        let (offsets, tfs) = self.postings_and_tfs(w);
+        if self.tag_tfs.is_empty() {
+            return (offsets, tfs, None);
         }
+        let tags = &self.tag_tfs[self.starts[w] as usize..self.starts[w + 1] as usize];
+        (offsets, tags, Some(tfs))
     }
 
     /// The count beside posting `p` (of all the chunk's), as

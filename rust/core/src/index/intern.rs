@@ -211,26 +211,25 @@ impl<S: Slot> Interner<S> {
             }
             i = (i + 1) & self.mask;
         }
-        let (id, i) = self.insert(w, i, tag);
+        let (id, i) = self.insert(w, h, i);
         (id, true, i)
     }
 
-    /// Files `w`, not yet held, in empty slot `i` with hash bits `tag`.
-    /// Apart from the lookup, which is inlined where words are scanned: most
-    /// words of a text have been seen before.
-    /// Returns its id and slot.
+    /// Files `w` (hash `h`), not yet held, in empty slot `i`; returns its
+    /// id and slot. Apart from the lookup, which is inlined where words are
+    /// scanned: most words of a text have been seen before.
     #[inline(never)]
-    fn insert(&mut self, w: &[u8], i: usize, tag: u32) -> (u32, usize) {
+    fn insert(&mut self, w: &[u8], h: u64, i: usize) -> (u32, usize) {
         let id = self.len() as u32;
         self.arena.extend_from_slice(w);
         self.starts.push(self.arena.len() as u32);
-        self.table[i] = S::filed(tag | (id + 1));
+        self.table[i] = S::filed(tag_of(h, self.ids) | (id + 1));
         if self.len() * 2 <= self.table.len() {
             return (id, i);
         }
         self.grow();
         // Its slot in the grown table.
-        let mut i = hash(w) as usize & self.mask;
+        let mut i = h as usize & self.mask;
         while self.table[i].key() & self.ids != id + 1 {
             i = (i + 1) & self.mask;
         }

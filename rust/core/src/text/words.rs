@@ -159,28 +159,25 @@ pub fn for_each_folded_word(s: &str, buf: &mut Vec<u8>, mut f: impl FnMut(&[u8])
         // Bits past the text read as white space (the padding), so a run
         // that reaches the end of the text closes here. A word starts at a
         // word byte after white space and ends at white space after a word
-        // byte: each bit of `starts` is followed by one of `ends`, or by the
+        // byte (the byte before the block is one when a run goes on into
+        // it): each bit of `starts` is followed by one of `ends`, or by the
         // block's end when the word goes on into the next block.
         let words = !ws;
-        let mut starts = words & !(words << 1);
-        let mut ends = ws & (words << 1);
+        let after_word = words << 1 | u64::from(run.is_some());
+        let mut starts = words & !after_word;
+        let mut ends = ws & after_word;
         if let Some(start) = run {
-            // The run from the blocks before goes on to the first white
-            // space here; its first byte here is not a start.
-            starts &= !1;
-            if ws == 0 {
+            // The run from the blocks before ends at the first end here.
+            if ends == 0 {
                 run_high |= high != 0;
                 at += len;
                 continue;
             }
-            let end = ws.trailing_zeros();
+            let end = ends.trailing_zeros();
+            ends &= ends - 1;
             run_high |= high & ((1u64 << end) - 1) != 0;
             emit(s, start..at + end as usize, run_high, buf, &mut f);
             run = None;
-            // Its end, unless the run ended with the last block.
-            if end > 0 {
-                ends &= ends - 1;
-            }
         }
         while starts != 0 {
             let start = starts.trailing_zeros();

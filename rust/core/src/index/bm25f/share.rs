@@ -282,35 +282,14 @@ impl<'a> Share<'a> {
     }
 
     /// For a one-token share, its concepts `docs` (list.rs) and frequencies
-    /// `full` (four per entry) as bytes and head words, and its bounds;
-    /// whether the token is wide (its frequencies also belong in [`Wide`])
-    /// and whether it is far (its concepts belong in [`Far`]).
-    pub(super) fn put(&mut self, docs: &[u32], full: &[u16], lengths: &[u32]) -> (bool, bool) {
-        let wide = self.bound(docs, full, lengths);
-        (wide, self.place(docs))
-    }
-
-    /// For a one-token share, its concepts `docs`: its first and last, and
-    /// its offsets unless it is far (then `true`; its offsets stay 0).
-    pub(super) fn place(&mut self, docs: &[u32]) -> bool {
-        self.firsts[0] = docs.first().copied().unwrap_or(0);
-        self.lasts[0] = docs.last().copied().unwrap_or(0);
-        if near(docs) {
-            offsets(docs, self.near);
-            false
-        } else {
-            self.near.fill(0);
-            true
-        }
-    }
-
-    /// Per field the largest frequency and the smallest length of a concept
+    /// `full` (four per entry) as bytes and head words, and its bounds: per
+    /// field the largest frequency and the smallest length of a concept
     /// holding the token there (`u32::MAX` when none does), over the token
     /// and over each block of a long list, with each block's last position,
-    /// from the token's frequencies `tfs` (four per entry); its bytes and
-    /// head words written as they are read ([`encode`]). Whether any
-    /// frequency is wide.
-    fn bound(&mut self, docs: &[u32], tfs: &[u16], lengths: &[u32]) -> bool {
+    /// all in one pass over the entries ([`encode`]). Whether the token is
+    /// wide (its frequencies also belong in [`Wide`]) and whether it is far
+    /// (its concepts belong in [`Far`]).
+    pub(super) fn put(&mut self, docs: &[u32], full: &[u16], lengths: &[u32]) -> (bool, bool) {
         let mut token_max = [0u16; 4];
         let mut token_min = [u32::MAX; 4];
         let mut wide = false;
@@ -320,7 +299,7 @@ impl<'a> Share<'a> {
             let to = (from + BLOCK).min(n);
             let (mx, mn, w) = encode(
                 &docs[from..to],
-                &tfs[4 * from..4 * to],
+                &full[4 * from..4 * to],
                 lengths,
                 &mut self.body[from..to],
                 &mut words,
@@ -339,7 +318,21 @@ impl<'a> Share<'a> {
         debug_assert!(words.next().is_none(), "head entries miscounted");
         self.max_tf.copy_from_slice(&token_max);
         self.min_len.copy_from_slice(&token_min);
-        wide
+        (wide, self.place(docs))
+    }
+
+    /// For a one-token share, its concepts `docs`: its first and last, and
+    /// its offsets unless it is far (then `true`; its offsets stay 0).
+    pub(super) fn place(&mut self, docs: &[u32]) -> bool {
+        self.firsts[0] = docs.first().copied().unwrap_or(0);
+        self.lasts[0] = docs.last().copied().unwrap_or(0);
+        if near(docs) {
+            offsets(docs, self.near);
+            false
+        } else {
+            self.near.fill(0);
+            true
+        }
     }
 }
 
