@@ -169,9 +169,19 @@ impl<T: Copy, const PER: usize> Side<T, PER> {
         self.starts.push((self.items.len() / PER) as u64);
     }
 
-    /// `parts` one after the other (their tokens ascending).
-    pub(super) fn concat(parts: impl IntoIterator<Item = Self>) -> Self {
-        let mut all = Self::default();
+    /// `parts` one after the other (their tokens ascending), into arrays
+    /// made at their full size at once: grown by doubling, the far
+    /// concepts (megabytes at scale) would be copied into fresh pages at
+    /// every step, and fresh pages are what a cold load pays most for.
+    pub(super) fn concat(parts: Vec<Self>) -> Self {
+        let tokens: usize = parts.iter().map(|p| p.tokens.len()).sum();
+        let items: usize = parts.iter().map(|p| p.items.len()).sum();
+        let mut all = Side {
+            tokens: Vec::with_capacity(tokens),
+            starts: Vec::with_capacity(tokens + 1),
+            items: Vec::with_capacity(items),
+        };
+        all.starts.push(0);
         for p in parts {
             let base = (all.items.len() / PER) as u64;
             all.tokens.extend(p.tokens);
