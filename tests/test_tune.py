@@ -15,10 +15,14 @@ from eval_extra import requires_eval_extra
 from okfast import Catalog, InvalidArgumentError, JudgedSet, Resolver, Scorer, Strategy
 from okfast.cli import main
 from okfast.qrels import JudgedQuery
+from okfast.scoring import DEFAULT_BM25F
 from okfast.settings import Settings
 from okfast.tune import (
+    STANDARD_ERRORS,
     Trial,
+    _choose,
     _decide,
+    anchors,
     apply,
     candidates,
     history_path,
@@ -89,7 +93,8 @@ def test_the_acceptance_is_the_k_fold_read_literally() -> None:
     # time; trial 2 is better everywhere: the folds choose 1, holdout worse.
     current = trial(0.5, 0.5, 0.5, 0.5)
     overfit = trial(1.0, 1.0, 1.0, 0.0)
-    r = _decide(qs, [current, overfit], "ndcg@10", 2, 0, 2, 2, False)
+    literal = {"anchored": [0], "standard_errors": 0.0}
+    r = _decide(qs, [current, overfit], "ndcg@10", 2, 0, 2, 2, False, **literal)
     # Fold 0 holds q0, q2 (train q1, q3: overfit 0.5 vs current 0.5, a tie:
     # the current wins); fold 1 holds q1, q3 (train q0, q2: overfit 1.0).
     assert [(f.queries, f.chosen) for f in r.folds] == [((0, 2), 0), ((1, 3), 1)]
@@ -97,10 +102,63 @@ def test_the_acceptance_is_the_k_fold_read_literally() -> None:
     assert r.current == 0.5 and r.proposed is None
     assert r.deltas == {"q0": 0.0, "q1": 0.5, "q2": 0.0, "q3": -0.5}
     better = trial(0.9, 0.9, 0.9, 0.9)
-    r = _decide(qs, [current, overfit, better], "ndcg@10", 2, 0, 3, 3, False)
+    r = _decide(qs, [current, overfit, better], "ndcg@10", 2, 0, 3, 3, False, **literal)
     assert [f.chosen for f in r.folds] == [2, 1]
     assert r.holdout == pytest.approx((0.9 + 1.0 + 0.9 + 0.0) / 4)
     assert r.proposed == 2
+
+
+def test_a_lead_within_the_standard_errors_keeps_the_anchor() -> None:
+    qs = [JudgedQuery(f"q{i}", "t", {}) for i in range(6)]
+    current = trial(0.5, 0.5, 0.5, 0.5, 0.5, 0.5)
+    default = trial(0.6, 0.6, 0.6, 0.6, 0.6, 0.6)
+    # Leads the default by 0.1 on average, with a standard error of the
+    # per-query differences of sqrt(0.48 / 5) / sqrt(6) = 0.1265.
+    lucky = trial(0.9, 0.3, 0.9, 0.3, 0.9, 0.9)
+    trials, every = [current, default, lucky], range(6)
+    assert _choose(trials, every, [0, 1], 0.0) == 2
+    assert _choose(trials, every, [0, 1], 0.75) == 2  # 0.1 > 0.75 * 0.1265
+    assert _choose(trials, every, [0, 1], 0.8) == 1  # 0.1 <= 0.8 * 0.1265
+    assert _choose(trials, every, [0, 1], STANDARD_ERRORS) == 1
+    # It leads the current by 0.2 (the same standard error): at one standard
+    # error, chosen over the current alone, not over the default too.
+    assert _choose(trials, every, [0], 1.0) == 2
+    assert _choose(trials, every, [0, 1], 1.0) == 1
+    # Of the anchors within the margin, the best; the current wins a tie.
+    assert _choose([current, default, current, lucky], every, [0, 1, 2], 9.0) == 1
+    assert _choose([current, current, lucky], every, [0, 1], 9.0) == 0
+    # A lead with no spread is a lead at any margin.
+    steady = trial(0.7, 0.7, 0.7, 0.7, 0.7, 0.7)
+    assert _choose([current, default, steady], every, [0, 1], 100.0) == 2
+    # The whole acceptance: the folds and the proposal keep the default.
+    r = _decide(qs, trials, "ndcg@10", 3, 0, 3, 3, False, anchored=[0, 1], standard_errors=2.0)
+    assert r.proposed == 1 and r.standard_errors == 2.0
+    r = _decide(qs, trials, "ndcg@10", 3, 0, 3, 3, False, anchored=[0, 1], standard_errors=0.0)
+    assert r.proposed == 2
+    # With the current as the only anchor within the margin, nothing is proposed.
+    r = _decide(
+        qs, [current, lucky], "ndcg@10", 3, 0, 2, 2, False, anchored=[0], standard_errors=9.0
+    )
+    assert r.proposed is None and {f.chosen for f in r.folds} == {0}
+
+
+def test_the_anchors_are_the_current_and_the_bm25f_defaults() -> None:
+    one = anchors(Settings(scorer=Scorer.FUSION, rrf_k=5), multi_source=False)
+    assert [(a.scorer, a.strategy, a.bm25f) for a in one] == [
+        (Scorer.FUSION, Strategy.GROUPED, DEFAULT_BM25F),
+        (Scorer.BM25F, Strategy.GROUPED, DEFAULT_BM25F),
+    ]
+    assert anchors(Settings(scorer=Scorer.BM25F), multi_source=False) == [
+        Settings(scorer=Scorer.BM25F, strategy=Strategy.GROUPED, bm25f=DEFAULT_BM25F)
+    ]
+    many = anchors(Settings(), multi_source=True)
+    assert [(a.scorer, a.strategy) for a in many] == [
+        (Scorer.WEIGHTED_COUNT, Strategy.GROUPED),
+        *((Scorer.BM25F, t) for t in Strategy),
+    ]
+    # The candidates hold them, so they are always measured.
+    got = {c.to_json() for c in candidates(Settings(), multi_source=True, budget=40, seed=0)}
+    assert {a.to_json() for a in many} <= got
 
 
 @requires_eval_extra
@@ -120,8 +178,11 @@ def test_tune_proposes_what_wins_on_held_out_queries(tmp_path: Path) -> None:
     assert sorted(i for f in report.folds for i in f.queries) == list(range(10))
     proposal = report.proposal()
     assert proposal is not None and proposal.scorer is not Scorer.WEIGHTED_COUNT
-    # Its objective on all queries is the best measured.
-    assert report.trials[report.proposed or 0].mean == max(t.mean for t in report.trials)
+    # The best measured on all queries, or a default it does not lead by more
+    # than the margin (docs/spec.md §14.2).
+    chosen = report.trials[report.proposed or 0]
+    fixed = {a.to_json() for a in anchors(report.trials[0].settings, multi_source=False)}
+    assert chosen.mean == max(t.mean for t in report.trials) or (chosen.settings.to_json() in fixed)
     # Tuning again from the proposal proposes nothing better on held-out queries
     # than it, or something that beats it there.
     after = tune(resolver, judged, current=proposal, budget=12, seed=1)
@@ -151,6 +212,9 @@ def test_bad_arguments_are_refused(tmp_path: Path) -> None:
         ({"folds": 1}, "folds"),
         ({"folds": 11}, "11 folds"),
         ({"seed": "x"}, "seed"),
+        ({"standard_errors": -1.0}, "standard_errors"),
+        ({"standard_errors": math.nan}, "standard_errors"),
+        ({"standard_errors": "2"}, "standard_errors"),
     ):
         with pytest.raises(InvalidArgumentError, match=word):
             tune(r, judged, **kwargs)
@@ -211,6 +275,19 @@ def test_the_command_writes_applies_and_reverts(
     assert (
         code == 2 and err.count("\n") == 1 and "nothing" not in err.lower() or "no applied" in err
     )
+
+
+@requires_eval_extra
+def test_the_command_takes_the_margin(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    catalog, qrels = corpus(tmp_path)
+    base = ["--catalog", str(catalog), "--qrels", str(qrels), "--budget", "6"]
+    code, text, _ = run(capsys, *base, "--standard-errors", "0", "--json")
+    assert code == 0 and json.loads(text)["standard_errors"] == 0.0
+    code, text, _ = run(capsys, *base, "--out", str(tmp_path / "p.json"))
+    assert code == 0 and "more than 2 standard errors" in text
+    assert Settings.load(tmp_path / "p.json").provenance["standard_errors"] == 2.0
+    code, _, err = run(capsys, *base, "--standard-errors", "-1")
+    assert code == 2 and "standard_errors" in err and err.count("\n") == 1
 
 
 @requires_eval_extra

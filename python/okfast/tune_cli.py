@@ -17,7 +17,16 @@ from okfast.errors import InvalidArgumentError
 from okfast.qrels import JudgedSet
 from okfast.resolver import Resolver
 from okfast.settings import Settings, settings_for
-from okfast.tune import OBJECTIVES, TuneReport, apply, label, revert, tune, with_provenance
+from okfast.tune import (
+    OBJECTIVES,
+    STANDARD_ERRORS,
+    TuneReport,
+    apply,
+    label,
+    revert,
+    tune,
+    with_provenance,
+)
 
 #: How many of the per-query deltas the table shows at each end.
 SHOWN = 5
@@ -72,6 +81,7 @@ def _run(args: argparse.Namespace, load: Any, out: Any) -> int:
         seed=args.seed,
         folds=args.folds,
         progress=bar,
+        standard_errors=args.standard_errors,
     )
     report = with_provenance(
         report,
@@ -116,6 +126,10 @@ def _print(report: TuneReport, args: argparse.Namespace, catalog: Catalog) -> No
     print(
         f"{how} {len(report.trials)} configurations (of {report.space} in the space, "
         f"seed {report.seed}) on {n} judged queries, objective {report.objective}"
+    )
+    print(
+        f"a configuration is chosen over the defaults when it leads them by more than "
+        f"{report.standard_errors:g} standard errors"
     )
     print(f"current: {label(report.trials[0].settings)}")
     print(f"  {report.objective} {report.current:.4f} on all queries")
@@ -171,6 +185,13 @@ def register(sub: Any, load: Any, out: Any, positive: Any) -> None:
     )
     t.add_argument("--seed", type=int, default=0, metavar="K", help="the random search's seed")
     t.add_argument("--folds", type=positive, default=5, metavar="K", help="k of the k-fold holdout")
+    t.add_argument(
+        "--standard-errors",
+        type=float,
+        default=STANDARD_ERRORS,
+        metavar="Z",
+        help="how far the best must lead the defaults to be chosen (0: the best mean)",
+    )
     t.add_argument("--out", default=None, metavar="FILE", help="write the proposed settings here")
     t.add_argument(
         "--plot", default=None, metavar="FILE", help="draw train vs holdout (okfast[plot])"
