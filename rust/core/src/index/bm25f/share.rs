@@ -162,6 +162,18 @@ impl<T, const PER: usize> Default for Side<T, PER> {
 }
 
 impl<T: Copy, const PER: usize> Side<T, PER> {
+    /// An empty side with room for `tokens` tokens of `items` items in all,
+    /// so that pushing them copies nothing into fresh pages ([`Side::concat`]).
+    pub(super) fn with_room(tokens: usize, items: usize) -> Self {
+        let mut starts = Vec::with_capacity(tokens + 1);
+        starts.push(0);
+        Side {
+            tokens: Vec::with_capacity(tokens),
+            starts,
+            items: Vec::with_capacity(items),
+        }
+    }
+
     /// Token `t`'s items, `PER` per entry, after the tokens before it.
     pub(super) fn push(&mut self, t: u32, items: &[T]) {
         self.tokens.push(t);
@@ -176,12 +188,7 @@ impl<T: Copy, const PER: usize> Side<T, PER> {
     pub(super) fn concat(parts: Vec<Self>) -> Self {
         let tokens: usize = parts.iter().map(|p| p.tokens.len()).sum();
         let items: usize = parts.iter().map(|p| p.items.len()).sum();
-        let mut all = Side {
-            tokens: Vec::with_capacity(tokens),
-            starts: Vec::with_capacity(tokens + 1),
-            items: Vec::with_capacity(items),
-        };
-        all.starts.push(0);
+        let mut all = Side::with_room(tokens, items);
         for p in parts {
             let base = (all.items.len() / PER) as u64;
             all.tokens.extend(p.tokens);

@@ -91,7 +91,16 @@ pub fn splice(old: &Bm25fIndex, small: &Bm25fIndex, map: &Remap<'_>, n: usize) -
         .into_par_iter()
         .map(|mut out| out.fill(old, small, map, &lengths))
         .collect();
-    let (mut wide, mut far) = (Wide::default(), Far::default());
+    // Each side made at its full size at once, as a build's (`Side::concat`).
+    let room = |sizes: &mut dyn Iterator<Item = usize>| {
+        sizes.fold((0, 0), |(tokens, items), n| (tokens + 1, items + n))
+    };
+    let (wide_room, far_room) = (
+        room(&mut apart.iter().filter_map(|a| a.0.as_ref().map(Vec::len))),
+        room(&mut apart.iter().filter_map(|a| a.1.as_ref().map(Vec::len))),
+    );
+    let mut wide = Wide::with_room(wide_room.0, wide_room.1);
+    let mut far = Far::with_room(far_room.0, far_room.1);
     for (t, (w, f)) in apart.iter().enumerate() {
         if let Some(w) = w {
             wide.push(t as u32, w);
