@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from conftest import write_bundle
 from eval_extra import requires_eval_extra
+from hypothesis import given
+from hypothesis import strategies as st
 from okfast import Catalog, InvalidArgumentError, JudgedSet, Resolver, Scorer, Strategy
 from okfast.cli import main
 from okfast.qrels import JudgedQuery
@@ -140,6 +142,33 @@ def test_a_lead_within_the_standard_errors_keeps_the_anchor() -> None:
         qs, [current, lucky], "ndcg@10", 3, 0, 2, 2, False, anchored=[0], standard_errors=9.0
     )
     assert r.proposed is None and {f.chosen for f in r.folds} == {0}
+
+
+@given(
+    st.lists(
+        st.lists(st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0]), min_size=5, max_size=5),
+        min_size=1,
+        max_size=6,
+    ),
+    st.floats(min_value=0.0, max_value=5.0),
+)
+def test_the_choice_is_the_best_or_an_anchor_within_the_margin(
+    rows: list[list[float]], z: float
+) -> None:
+    trials = [trial(*r) for r in rows]
+    means = [t.mean for t in trials]
+    best = means.index(max(means))  # the earliest of the best
+    assert _choose(trials, range(5), [0], 0.0) == best
+    chosen = _choose(trials, range(5), [0], z)
+    assert chosen in (0, best)
+    # The anchor when the best leads it by no more than z standard errors.
+    diffs = [b - a for b, a in zip(rows[best], rows[0], strict=True)]
+    m = sum(diffs) / 5
+    se = (sum((d - m) ** 2 for d in diffs) / 4) ** 0.5 / 5**0.5
+    if m < z * se - 1e-9:
+        assert chosen == 0
+    if m > z * se + 1e-9:
+        assert chosen == best
 
 
 def test_the_anchors_are_the_current_and_the_bm25f_defaults() -> None:
