@@ -314,6 +314,7 @@ def test_the_command_takes_the_margin(tmp_path: Path, capsys: pytest.CaptureFixt
     assert code == 0 and json.loads(text)["standard_errors"] == 0.0
     code, text, _ = run(capsys, *base, "--out", str(tmp_path / "p.json"))
     assert code == 0 and "more than 2 standard errors" in text
+    assert "BM25F's built-in defaults: no configuration measured led them" in text
     assert Settings.load(tmp_path / "p.json").provenance["standard_errors"] == 2.0
     code, _, err = run(capsys, *base, "--standard-errors", "-1")
     assert code == 2 and "standard_errors" in err and err.count("\n") == 1
