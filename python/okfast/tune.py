@@ -463,28 +463,22 @@ def _choose(
     best = max(range(len(trials)), key=lambda t: (trials[t].mean_over(queries), -t))
     for a in sorted(anchored, key=lambda t: (-trials[t].mean_over(queries), t)):
         # The best itself leads by 0: an anchor that is the best is kept.
-        if _lead(trials[best], trials[a], queries) <= z * _standard_error(
-            trials[best], trials[a], queries
-        ):
+        lead, se = _lead(trials[best], trials[a], queries)
+        if lead <= z * se:
             return a
     return best
 
 
-def _lead(best: Trial, other: Trial, queries: Sequence[int]) -> float:
-    """The mean over ``queries`` of ``best``'s objective minus ``other``'s."""
-    return math.fsum(best.per_query[i] - other.per_query[i] for i in queries) / len(queries)
-
-
-def _standard_error(best: Trial, other: Trial, queries: Sequence[int]) -> float:
-    """The standard error of the mean of the per-query differences (the
-    sample standard deviation, n - 1, over the square root of n); 0 for one
-    query."""
+def _lead(best: Trial, other: Trial, queries: Sequence[int]) -> tuple[float, float]:
+    """The mean over ``queries`` of ``best``'s objective minus ``other``'s,
+    and its standard error (the differences' sample standard deviation,
+    n - 1, over the square root of n; 0 for one query)."""
     n = len(queries)
-    if n < 2:
-        return 0.0
     diffs = [best.per_query[i] - other.per_query[i] for i in queries]
     m = math.fsum(diffs) / n
-    return math.sqrt(math.fsum((d - m) ** 2 for d in diffs) / (n - 1)) / math.sqrt(n)
+    if n < 2:
+        return m, 0.0
+    return m, math.sqrt(math.fsum((d - m) ** 2 for d in diffs) / (n - 1)) / math.sqrt(n)
 
 
 def with_provenance(
