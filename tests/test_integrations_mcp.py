@@ -385,6 +385,16 @@ def damaged_cache(catalog: Path) -> Iterator[Path]:
     yield bundle.cache_file
 
 
+def damage_a_text(cache_file: Path) -> None:
+    """Flip a byte of the sourdough recipe's stored body in place. The file
+    keeps its length: one truncated in place under a snapshot that maps it
+    faults, as any memory-mapped database does (docs/cache-format.md)."""
+    at = cache_file.read_bytes().index(b"Our best seller.")
+    with cache_file.open("r+b") as f:
+        f.seek(at)
+        f.write(b"0")
+
+
 async def test_serves_on_a_damaged_cache_file(catalog: Path, damaged_cache: Path) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -400,17 +410,16 @@ async def test_serves_on_a_damaged_cache_file(catalog: Path, damaged_cache: Path
         assembled = structured(await c.call_tool("assemble_context", {"query": "sourdough"}))
         # Damaged again while serving (the snapshot reads its texts from the
         # file): each tool reloads the bundles once and answers as before.
-        # (The snapshot came from a rebuild, so the change reaches its texts only.)
-        damaged_cache.write_bytes(b"more junk")
+        damage_a_text(damaged_cache)
         assert (
             structured(await c.call_tool("assemble_context", {"query": "sourdough"})) == assembled
         )
-        damaged_cache.write_bytes(b"more junk")
+        damage_a_text(damaged_cache)
         assert structured(await c.call_tool("resolve", {"query": "sourdough", "limit": 5})) == got
-        damaged_cache.write_bytes(b"more junk")
+        damage_a_text(damaged_cache)
         body = structured(await c.call_tool("get_concept", sourdough))["body"]
         assert body == fresh.concept("recipes/house-sourdough").body
-        damaged_cache.write_bytes(b"more junk")
+        damage_a_text(damaged_cache)
         got_resource = await c.read_resource("okf://bakery/recipes/house-sourdough")
         assert got_resource.contents[0].text == body
 
@@ -424,7 +433,7 @@ async def test_a_damaged_snapshot_of_a_callers_resolver_is_a_tool_error(
         resolver = Resolver(Catalog.load(catalog))
         server = okfast_mcp.build_server(resolver=resolver)
     async with Client(server) as c:
-        damaged_cache.write_bytes(b"more junk")
+        damage_a_text(damaged_cache)
         text = error_text(await c.call_tool("resolve", {"query": "sourdough"}))
         assert "cache file" in text
         # The assembly degrades instead: the unreadable passages are left out

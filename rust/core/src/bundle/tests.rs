@@ -10,10 +10,10 @@ use crate::score::QueryTerms;
 mod refresh {
     use super::*;
 
-    /// Whether `a` is a view of the cache file a load laid it into.
+    /// Whether `a` is a view of a cache file: the one a load laid it into,
+    /// as the load serves it once written (docs/spec.md §9.5).
     fn laid_in_file<T: bytemuck::Pod>(a: &crate::array::Array<T>) -> bool {
-        use crate::array::{Array, Map};
-        matches!(a, Array::Mapped { map, .. } if matches!(**map, Map::Laid(_)))
+        matches!(a, crate::array::Array::Mapped { .. })
     }
 
     /// A snapshot's concept ids in position order.
@@ -420,7 +420,7 @@ mod spliced {
     /// ordinal ranks, and both scorers' rankings (score bits) and
     /// explanations.
     #[allow(clippy::type_complexity)]
-    fn answers(b: &Bundle) -> Vec<String> {
+    pub(super) fn answers(b: &Bundle) -> Vec<String> {
         let mut out: Vec<String> = b
             .concepts
             .iter()
@@ -512,6 +512,58 @@ mod spliced {
             assert_eq!(in_memory, ["c04", "c05b", "sub/c09"]);
             assert_eq!(fs::read(&file).unwrap(), written);
         }
+        let _ = fs::remove_dir_all(&d);
+    }
+}
+
+mod served {
+    use super::*;
+    use crate::array::{Array, Map};
+
+    /// A cold load through a cache file answers from the file it has just
+    /// written, as a reopen does: no concept is in memory until used and the
+    /// index is a view of the file, so what the build held is freed
+    /// (docs/spec.md §9.5). A load whose cache file cannot be written keeps
+    /// what it built.
+    #[test]
+    fn a_cold_load_serves_from_the_cache_file_it_wrote() {
+        let d = crate::testing::scratch_dir("bundle", "served");
+        fs::create_dir_all(d.join("root/sub")).unwrap();
+        let root = d.join("root");
+        for i in 0..30 {
+            let dir = if i % 3 == 0 { "sub/" } else { "" };
+            let text = match i % 7 {
+                6 => "---\ntitle: [broken\n---\n".to_string(),
+                k => {
+                    format!("---\ntype: T\ntitle: t{i}\ntags: [k{k}]\n---\nbody {i} w{k} gone{i}\n")
+                }
+            };
+            fs::write(root.join(format!("{dir}c{i:02}.md")), text).unwrap();
+        }
+        let plain = Bundle::load(&root).unwrap();
+        let file = d.join("c.okfc");
+        let (cold, report) = Bundle::load_cached(&root, &file).unwrap();
+        assert_eq!(report.status, CacheStatus::Miss);
+        assert_eq!(cold.len(), plain.len());
+        assert!(cold.concepts.iter().all(|c| !c.is_decoded()));
+        let read_view =
+            |a: &Array<u8>| matches!(a, Array::Mapped { map, .. } if matches!(**map, Map::Read(_)));
+        assert!(cold.index.fields.iter().all(|f| read_view(&f.vocab)));
+        assert_eq!(
+            super::spliced::answers(&cold),
+            super::spliced::answers(&plain)
+        );
+        assert!(cold.concepts.iter().all(|c| c.source.is_stored()));
+        // Where the cache file cannot be written, the load is as built.
+        let blocked = d.join("not-a-dir");
+        fs::write(&blocked, "x").unwrap();
+        let (kept, report) = Bundle::load_cached(&root, &blocked.join("c.okfc")).unwrap();
+        assert!(report.detail.contains("not written"), "{}", report.detail);
+        assert!(kept.concepts.iter().all(|c| c.is_decoded()));
+        assert_eq!(
+            super::spliced::answers(&kept),
+            super::spliced::answers(&plain)
+        );
         let _ = fs::remove_dir_all(&d);
     }
 }

@@ -2,19 +2,21 @@
 //! each wave's texts appended while it is indexed, then served from the
 //! file; the BM25F postings laid straight into the file's lists section;
 //! the file records and the index's first part written while the BM25F
-//! lists are laid out; the rest, then the rename into place.
+//! lists are laid out; the rest, then the rename into place; and the
+//! snapshot then served from the file written, as a reopen serves it.
 
 use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::assemble::{finish, ordinal_ranks, Outcome, SnapshotParts};
 use super::cell::ConceptCell;
 use super::Bundle;
 use crate::array::Array;
-use crate::cache;
+use crate::cache::{self, CacheFile};
 use crate::concept::source::{SourceText, TextStore};
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
@@ -114,15 +116,81 @@ pub(super) fn build_writing(
     let index = Index::from_chunks_then(chunks, &g.concepts, &analyzer, &mut to_file);
     let index = Arc::new(index?);
     progress.check()?;
-    let written = sink.and_then(|s| {
+    let written = sink.and_then(|mut s| {
+        let own = s.store(cache_file)?;
         s.index_tail(&index.bm25f)?;
-        fs::rename(&tmp, cache_file)
+        fs::rename(&tmp, cache_file)?;
+        Ok(own)
     });
     // On failure the temporary file is removed; texts already served from it
     // stay readable through the open handle.
-    let b = finish(root, g, walk_diagnostics, watch, (index, ordinal));
+    let saved = match &written {
+        Ok(own) => served_from_file(cache_file, root_key, language, &own.file, &mut g, &ordinal)
+            .map(|(ix, ord)| (Arc::new(ix), ord)),
+        Err(_) => None,
+    };
+    let saved = saved.unwrap_or((index, ordinal));
+    let b = finish(root, g, walk_diagnostics, watch, saved);
     progress.start(Phase::Done, 0);
-    Ok((b, written))
+    Ok((b, written.map(drop)))
+}
+
+/// The snapshot served from the cache file just written, as a reopen would
+/// serve it (docs/spec.md §9.5): the index mapped from the file, each
+/// concept decoded from its record when first used, so what was built in
+/// memory is freed and the load leaves no more resident than a reopen.
+/// The file must be the one written (`own`, not a newer one renamed over
+/// it), and every record must hold its concept's id where it was written and the
+/// saved ordinal ranks equal `ordinal`; otherwise `None`, and the snapshot
+/// keeps what was built. Concepts of files without a stamp have no record
+/// and stay in memory.
+fn served_from_file(
+    cache_file: &Path,
+    root_key: &str,
+    language: Option<Language>,
+    own: &fs::File,
+    g: &mut SnapshotParts,
+    ordinal: &Array<u32>,
+) -> Option<(Index, Array<u32>)> {
+    let o = CacheFile::open(cache_file, root_key, Analyzer::new(language).name()).ok()?;
+    if !o.is_open_as(own) {
+        return None;
+    }
+    let (ix, ord) = o.index(language).ok()?;
+    if ord[..] != ordinal[..] {
+        return None;
+    }
+    // Records are written for the files with a stamp, in file order.
+    let mut at: Vec<(u32, u32)> = Vec::with_capacity(g.concepts.len());
+    let mut record = 0u32;
+    for f in &g.files {
+        if f.stamp.is_some() {
+            if let Some(p) = f.position {
+                at.push((p, record));
+            }
+            record += 1;
+        }
+    }
+    if record as usize != o.len() {
+        return None;
+    }
+    let o = Arc::new(o);
+    let concepts = &g.concepts;
+    let cells: Vec<(u32, ConceptCell)> = at
+        .par_iter()
+        .map(|&(p, r)| {
+            // The file passed its checksums as it was opened: each record is
+            // matched by its id (cheap) rather than decoded as a reopen does.
+            let c = &concepts[p as usize];
+            let (id, _) = o.file_bytes(r as usize).ok()?;
+            (id == c.id().as_bytes())
+                .then(|| (p, ConceptCell::stored(Arc::clone(&o), r, c.columns())))
+        })
+        .collect::<Option<_>>()?;
+    for (p, cell) in cells {
+        g.concepts[p as usize] = cell;
+    }
+    Some((ix, ord))
 }
 
 /// A cache file being written as the index is built: its lists section
