@@ -38,6 +38,7 @@ from okfast.memory.entry import check_name
 from okfast.memory.scope import below_path
 from okfast.query import NEVER_US, Query, StalePolicy, micros
 from okfast.resolver import Resolver
+from okfast.scoring import BM25FParams
 
 #: Each class, and the built-ins it must also be.
 HIERARCHY: list[tuple[type[Exception], tuple[type[Exception], ...]]] = [
@@ -189,6 +190,11 @@ CHECKS: dict[str, Callable[[Path], object]] = {
     "unknown min_authority": lambda _: Query("x", min_authority="supreme"),
     "negative min_score": lambda _: Query("x", min_score=-1),
     "rrf_k 0": lambda _: Query("x", rrf_k=0),
+    # Past a count (docs/spec.md §5.1): refused, not an OverflowError later.
+    "fairness_quota past a count": lambda _: Query("x", fairness_quota=2**32),
+    "rrf_k past a float": lambda _: Query("x", rrf_k=10**400),
+    "k1 past a float": lambda _: BM25FParams(k1=10**400),
+    "resolver quota past a count": lambda p: Resolver(_catalog(p), default_fairness_quota=2**32),
     "negative tolerance": lambda _: StalePolicy.tolerate(-1),
     "bad stale policy": lambda _: StalePolicy.parse("sometimes"),
     "naive clock": lambda _: micros(datetime(2026, 1, 1)),

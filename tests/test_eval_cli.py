@@ -219,7 +219,8 @@ def test_settings_files_as_the_configuration_and_the_baseline(
         capsys, "--catalog", catalog, "--qrels", qrels, "--settings", str(merged),
         "--baseline", str(grouped), "--json",
     )  # fmt: skip
-    assert code == 0 and "[UnknownProperty]" in err
+    # One line per diagnostic, as every command words it (§13.4).
+    assert code == 0 and err.startswith(f"okfast: settings {merged}: [UnknownProperty] ")
     doc = json.loads(out)
     assert doc["configuration"] == "strategy merged, scorer weighted_count"
     assert (

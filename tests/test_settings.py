@@ -111,6 +111,12 @@ def test_written_settings_read_back_equal_and_byte_stable(
         ({"fairness_quota": 0}, "IllegalValue", "fairness_quota"),
         ({"rrf_k": 2.5}, "IllegalValue", "rrf_k"),
         ({"rrf_k": True}, "IllegalValue", "rrf_k"),
+        # Beyond a count (docs/spec.md §5.1), and beyond a float: diagnostics,
+        # not OverflowError.
+        ({"rrf_k": 2**32}, "IllegalValue", "rrf_k"),
+        ({"fairness_quota": 10**400}, "IllegalValue", "fairness_quota"),
+        ({"bm25f": {"k1": 10**400}}, "IllegalValue", "k1"),
+        ({"bm25f": {"weights": {"body": 10**400}}}, "IllegalValue", "body_weight"),
         ({"colour": "red"}, "UnknownProperty", "colour"),
         ({"bm25f": []}, "WrongType", "bm25f"),
         ({"bm25f": {"k1": -1}}, "IllegalValue", "k1"),
@@ -142,8 +148,9 @@ def test_a_bad_entry_is_a_diagnostic_and_the_rest_applies(
         assert s.bm25f is not None and s.bm25f.k1 == (2.0 if k1_was_bad else 1.25)
 
 
-def test_another_version_is_refused_whole() -> None:
-    s = Settings.parse('{"version": 2, "scorer": "bm25f"}')
+@pytest.mark.parametrize("version", ["2", "1.0", "true", '"1"'])
+def test_another_version_is_refused_whole(version: str) -> None:
+    s = Settings.parse(f'{{"version": {version}, "scorer": "bm25f"}}')
     assert [d.code for d in s.diagnostics] == ["WrongVersion"]
     assert s == Settings()
 

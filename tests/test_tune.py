@@ -322,16 +322,23 @@ def test_the_command_takes_the_margin(tmp_path: Path, capsys: pytest.CaptureFixt
 
 @requires_eval_extra
 def test_apply_needs_a_settings_file_named_by_the_catalog(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Refused before the search, not after it has run."""
     catalog, qrels = corpus(tmp_path)
     doc = json.loads(catalog.read_text())
     del doc["settings"]
     catalog.write_text(json.dumps(doc))
-    code, _, err = run(
+
+    def no_search(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the search ran")
+
+    monkeypatch.setattr("okfast.tune_cli.tune", no_search)
+    code, out, err = run(
         capsys, "--catalog", str(catalog), "--qrels", str(qrels), "--budget", "4", "--apply"
     )
     assert code == 2 and "names no settings file" in err and err.count("\n") == 1
+    assert out == ""
 
 
 @requires_eval_extra

@@ -29,7 +29,7 @@ from okfast.model import Diagnostic, Explanation, Passage
 from okfast.query import Query, StalePolicy, Strategy
 from okfast.resolver import Resolver
 from okfast.scoring import DEFAULT_BM25F, Scorer
-from okfast.settings import load_settings
+from okfast.settings import load_settings, print_diagnostics
 
 
 def _diag_json(d: Diagnostic) -> dict[str, Any]:
@@ -94,8 +94,7 @@ def _non_blank_query(text: str) -> None:
 def print_settings_diagnostics(resolver: Resolver) -> None:
     """The problems of the settings a resolver applies, on stderr."""
     where = resolver.settings.path or resolver.catalog.settings_path
-    for d in resolver.settings_diagnostics:
-        print(f"okfast: settings {where}: {d}", file=sys.stderr)
+    print_diagnostics(where, resolver.settings_diagnostics)
 
 
 def _cmd_search(args: argparse.Namespace) -> int:

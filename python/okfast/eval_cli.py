@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from okfast.qrels import JudgedQuery, JudgedSet
 from okfast.query import Query, Strategy
 from okfast.resolver import Resolver
 from okfast.scoring import Scorer
-from okfast.settings import Settings, load_settings, settings_for
+from okfast.settings import Settings, load_settings, print_diagnostics, settings_file, settings_for
 
 LoadCatalog = Callable[[str], "Catalog | None"]
 PrintJson = Callable[[object], None]
@@ -58,8 +57,7 @@ def _run(args: argparse.Namespace, load: LoadCatalog, out: PrintJson) -> int:
         return 2
     judged = JudgedSet.load(args.qrels, args.queries)
     current, problems = settings_for(catalog, args.settings)
-    for d in problems:
-        print(f"okfast: settings: {d}", file=sys.stderr)
+    print_diagnostics(settings_file(catalog, args.settings), problems)
     config = current.with_choices(
         strategy=args.strategy, fairness_quota=args.fairness_quota, scorer=args.scorer
     )

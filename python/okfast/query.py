@@ -16,7 +16,7 @@ from okfast import _native
 from okfast.catalog import AUTHORITIES
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.memory.scope import Scope
-from okfast.scoring import BM25FParams, Scorer, rrf_k_of, scorer_of
+from okfast.scoring import BM25FParams, Scorer, count_of, rrf_k_of, scorer_of
 
 if TYPE_CHECKING:
     from okfast.catalog import Source
@@ -143,10 +143,8 @@ class Query:
                 raise InvalidArgumentError(
                     f"unknown strategy {self.strategy!r} (one of {names})"
                 ) from None
-        if self.fairness_quota is not None and (
-            isinstance(self.fairness_quota, bool) or self.fairness_quota <= 0
-        ):
-            raise InvalidArgumentError(f"fairness_quota must be > 0, got {self.fairness_quota!r}")
+        if self.fairness_quota is not None:
+            count_of("fairness_quota", self.fairness_quota)
         if self.permitted_source_ids is not None and self.visibility is not None:
             raise InvalidArgumentError("set permitted_source_ids or visibility, not both")
         if self.limit is not None and self.limit < 0:

@@ -31,7 +31,15 @@ from okfast.model import Diagnostic, DiagnosticCode, Exclusion
 from okfast.passages import Context, ExplainInfo, PassageList, SourceSnapshot
 from okfast.paths import directory_key
 from okfast.query import Query, Strategy, Visibility, micros
-from okfast.scoring import DEFAULT_BM25F, BM25FParams, Scorer, fuse, rrf_k_of, scorer_of
+from okfast.scoring import (
+    DEFAULT_BM25F,
+    BM25FParams,
+    Scorer,
+    count_of,
+    fuse,
+    rrf_k_of,
+    scorer_of,
+)
 from okfast.settings import Settings, settings_for
 from okfast.snapshots import CachedBundle, Snapshots, source_language
 
@@ -481,10 +489,8 @@ class Resolver:
             raise InvalidArgumentError(f"unknown strategy {default_strategy!r}") from None
         if default_fairness_quota is None:
             default_fairness_quota = st.fairness_quota
-        if default_fairness_quota is not None and default_fairness_quota <= 0:
-            raise InvalidArgumentError(
-                f"default_fairness_quota must be > 0, got {default_fairness_quota}"
-            )
+        if default_fairness_quota is not None:
+            count_of("default_fairness_quota", default_fairness_quota)
         if max_staleness < 0:
             raise InvalidArgumentError(f"max_staleness must be >= 0, got {max_staleness}")
         scorer = default_scorer if default_scorer is not None else st.scorer

@@ -53,11 +53,23 @@ def scorer_of(value: Scorer | str) -> Scorer:
         raise InvalidArgumentError(f"unknown scorer {value!r} (one of {names})") from None
 
 
-def rrf_k_of(value: object) -> int:
-    """A reciprocal-rank constant: a whole number > 0 (docs/spec.md §5.4, §12.10)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise InvalidArgumentError(f"rrf_k must be a whole number > 0, got {value!r}")
+#: The largest fairness quota or reciprocal-rank constant (docs/spec.md
+#: §5.1): what the native order takes; a larger quota would change nothing.
+MAX_COUNT = 2**32 - 1
+
+
+def count_of(name: str, value: object) -> int:
+    """``value`` if it is a whole number from 1 to :data:`MAX_COUNT`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_COUNT:
+        raise InvalidArgumentError(
+            f"{name} must be a whole number from 1 to {MAX_COUNT}, got {value!r}"
+        )
     return value
+
+
+def rrf_k_of(value: object) -> int:
+    """A reciprocal-rank constant (docs/spec.md §5.4, §12.10)."""
+    return count_of("rrf_k", value)
 
 
 def language_of(value: str | None) -> str | None:
@@ -69,6 +81,14 @@ def language_of(value: str | None) -> str | None:
             f"unknown language {value!r} (one of {', '.join(LANGUAGES)}, or none)"
         )
     return value
+
+
+def _finite(v: float) -> bool:
+    """Whether ``v`` is a finite float: an int too large for one is not."""
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,12 +121,7 @@ class BM25FParams:
     def __post_init__(self) -> None:
         for name in ("k1", "title_weight", "tags_weight", "description_weight", "body_weight"):
             v = getattr(self, name)
-            if (
-                isinstance(v, bool)
-                or not isinstance(v, int | float)
-                or not math.isfinite(v)
-                or v < 0
-            ):
+            if isinstance(v, bool) or not isinstance(v, int | float) or not _finite(v) or v < 0:
                 raise InvalidArgumentError(
                     f"BM25FParams.{name} must be a finite number >= 0, got {v!r}"
                 )

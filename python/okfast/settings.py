@@ -15,14 +15,14 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from okfast.errors import InvalidArgumentError, SettingsError
 from okfast.query import Query, Strategy
-from okfast.scoring import BM25F_FIELDS, LANGUAGES, BM25FParams, Scorer
+from okfast.scoring import BM25F_FIELDS, LANGUAGES, BM25FParams, Scorer, count_of
 
 if TYPE_CHECKING:
     from okfast.catalog import Catalog
@@ -91,7 +91,8 @@ class Settings:
         """Settings from a parsed JSON object, problems as diagnostics."""
         r = _Reader()
         version = doc.get("version")
-        if version != SETTINGS_VERSION or isinstance(version, bool):
+        # The integer itself: not 1.0, not true.
+        if type(version) is not int or version != SETTINGS_VERSION:
             r.bad(
                 "WrongVersion",
                 f"settings version must be the integer {SETTINGS_VERSION}, got {version!r}",
@@ -206,14 +207,25 @@ def settings_for(
     return settings, settings.diagnostics + unknown
 
 
+def print_diagnostics(where: object, diagnostics: Iterable[SettingsDiagnostic]) -> None:
+    """Each diagnostic of the settings file ``where`` as one line on stderr,
+    worded as every command words it (docs/spec.md §13.4)."""
+    for d in diagnostics:
+        print(f"okfast: settings {where}: {d}", file=sys.stderr)
+
+
+def settings_file(catalog: Catalog, path: str | os.PathLike[str] | None) -> object:
+    """The settings file a command reads: ``--settings``, else the catalog's."""
+    return path if path is not None else catalog.settings_path
+
+
 def load_settings(path: str | None) -> Settings:
     """A command's ``--settings FILE``: the file's settings, each diagnostic
     printed on stderr (the entry is ignored); no file, empty settings."""
     if path is None:
         return Settings()
     settings = Settings.load(path)
-    for d in settings.diagnostics:
-        print(f"okfast: settings {path}: {d}", file=sys.stderr)
+    print_diagnostics(path, settings.diagnostics)
     return settings
 
 
@@ -260,10 +272,11 @@ class _Reader:
         v = doc.get(key)
         if v is None:
             return None
-        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-            self.bad("IllegalValue", f"{key!r} must be a whole number > 0, got {v!r}")
+        try:
+            return count_of(repr(key), v)
+        except InvalidArgumentError as e:
+            self.bad("IllegalValue", str(e))
             return None
-        return v
 
     def languages(self, v: Any) -> dict[str, str]:
         if v is None:

@@ -17,7 +17,7 @@ from okfast.errors import InvalidArgumentError
 from okfast.qrels import JudgedSet
 from okfast.resolver import Resolver
 from okfast.scoring import DEFAULT_BM25F, Scorer
-from okfast.settings import Settings, settings_for
+from okfast.settings import Settings, print_diagnostics, settings_file, settings_for
 from okfast.tune import (
     OBJECTIVES,
     STANDARD_ERRORS,
@@ -61,14 +61,19 @@ def _run(args: argparse.Namespace, load: Any, out: Any) -> int:
         return _revert(catalog)
     if args.qrels is None:
         raise InvalidArgumentError("tune needs --qrels (or --revert)")
+    # What would stop the command after the search is checked before it.
+    if args.apply and catalog.settings_path is None:
+        raise InvalidArgumentError(
+            'the catalog names no settings file to apply to: add "settings": '
+            '"./okfast-settings.json" to it'
+        )
     if args.plot is not None:
         from okfast.tune_plot import require_plot
 
-        require_plot()  # before the search, not after it
+        require_plot()
     judged = JudgedSet.load(args.qrels, args.queries)
     current, problems = settings_for(catalog, args.settings)
-    for d in problems:
-        print(f"okfast: settings: {d}", file=sys.stderr)
+    print_diagnostics(settings_file(catalog, args.settings), problems)
     resolver = Resolver(
         catalog, settings=Settings(languages=current.languages), max_staleness=math.inf
     )
@@ -96,12 +101,7 @@ def _run(args: argparse.Namespace, load: Any, out: Any) -> int:
         from okfast.tune_plot import plot
 
         plot(report, args.plot)
-    if args.apply and proposal is not None:
-        if catalog.settings_path is None:
-            raise InvalidArgumentError(
-                'the catalog names no settings file to apply to: add "settings": '
-                '"./okfast-settings.json" to it'
-            )
+    if args.apply and proposal is not None and catalog.settings_path is not None:
         apply(proposal, catalog.settings_path)
     if args.json:
         doc = report.to_json()

@@ -16,6 +16,7 @@ from typing import Any
 
 from okfast.catalog import Catalog
 from okfast.memory.scope import Scope
+from okfast.settings import print_diagnostics, settings_file, settings_for
 
 LoadCatalog = Callable[[str], "Catalog | None"]
 
@@ -54,6 +55,9 @@ def _run(args: argparse.Namespace, load: LoadCatalog) -> int:
     if catalog is None:
         return 2
     try:
+        # Stdout carries the protocol: the settings' problems go to stderr.
+        _, problems = settings_for(catalog, args.settings)
+        print_diagnostics(settings_file(catalog, args.settings), problems)
         # Over stdio one client waits for each answer: tools run on the event
         # loop, without a thread switch; over HTTP each gets a worker thread.
         server = okfast_mcp.build_server(
