@@ -24,7 +24,7 @@ from okfast.qrels import JudgedQuery, JudgedSet
 from okfast.query import Query, Strategy
 from okfast.resolver import Resolver
 from okfast.scoring import Scorer
-from okfast.settings import Settings, load_settings, print_diagnostics, settings_file, settings_for
+from okfast.settings import Settings, command_settings, load_settings
 
 LoadCatalog = Callable[[str], "Catalog | None"]
 PrintJson = Callable[[object], None]
@@ -56,8 +56,7 @@ def _run(args: argparse.Namespace, load: LoadCatalog, out: PrintJson) -> int:
     if catalog is None:
         return 2
     judged = JudgedSet.load(args.qrels, args.queries)
-    current, problems = settings_for(catalog, args.settings)
-    print_diagnostics(settings_file(catalog, args.settings), problems)
+    current = command_settings(catalog, args.settings)
     config = current.with_choices(
         strategy=args.strategy, fairness_quota=args.fairness_quota, scorer=args.scorer
     )

@@ -214,9 +214,13 @@ def print_diagnostics(where: object, diagnostics: Iterable[SettingsDiagnostic]) 
         print(f"okfast: settings {where}: {d}", file=sys.stderr)
 
 
-def settings_file(catalog: Catalog, path: str | os.PathLike[str] | None) -> object:
-    """The settings file a command reads: ``--settings``, else the catalog's."""
-    return path if path is not None else catalog.settings_path
+def command_settings(catalog: Catalog, path: str | None) -> Settings:
+    """A command's settings (:func:`settings_for`): ``--settings FILE``, else
+    the file the catalog names; each diagnostic printed on stderr under the
+    file's name."""
+    settings, problems = settings_for(catalog, path)
+    print_diagnostics(path if path is not None else catalog.settings_path, problems)
+    return settings
 
 
 def load_settings(path: str | None) -> Settings:

@@ -17,7 +17,7 @@ from okfast.errors import InvalidArgumentError
 from okfast.qrels import JudgedSet
 from okfast.resolver import Resolver
 from okfast.scoring import DEFAULT_BM25F, Scorer
-from okfast.settings import Settings, print_diagnostics, settings_file, settings_for
+from okfast.settings import Settings, command_settings
 from okfast.tune import (
     OBJECTIVES,
     STANDARD_ERRORS,
@@ -72,8 +72,7 @@ def _run(args: argparse.Namespace, load: Any, out: Any) -> int:
 
         require_plot()
     judged = JudgedSet.load(args.qrels, args.queries)
-    current, problems = settings_for(catalog, args.settings)
-    print_diagnostics(settings_file(catalog, args.settings), problems)
+    current = command_settings(catalog, args.settings)
     resolver = Resolver(
         catalog, settings=Settings(languages=current.languages), max_staleness=math.inf
     )

@@ -16,7 +16,7 @@ from typing import Any
 
 from okfast.catalog import Catalog
 from okfast.memory.scope import Scope
-from okfast.settings import print_diagnostics, settings_file, settings_for
+from okfast.settings import command_settings
 
 LoadCatalog = Callable[[str], "Catalog | None"]
 
@@ -56,8 +56,7 @@ def _run(args: argparse.Namespace, load: LoadCatalog) -> int:
         return 2
     try:
         # Stdout carries the protocol: the settings' problems go to stderr.
-        _, problems = settings_for(catalog, args.settings)
-        print_diagnostics(settings_file(catalog, args.settings), problems)
+        command_settings(catalog, args.settings)
         # Over stdio one client waits for each answer: tools run on the event
         # loop, without a thread switch; over HTTP each gets a worker thread.
         server = okfast_mcp.build_server(

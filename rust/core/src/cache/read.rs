@@ -318,18 +318,9 @@ impl CacheFile {
     /// Whether this is the file `other` has open (the same device and
     /// inode), not one that replaced it under the same name.
     pub fn is_open_as(&self, other: &File) -> bool {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            match (self.store.file.metadata(), other.metadata()) {
-                (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
-                _ => false,
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = other;
-            false
+        match (self.store.file.metadata(), other.metadata()) {
+            (Ok(a), Ok(b)) => crate::concept::source::same_file(&a, &b),
+            _ => false,
         }
     }
 

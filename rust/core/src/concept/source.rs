@@ -176,17 +176,29 @@ fn read_at(f: &File, mut buf: &mut [u8], mut at: u64) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Remove the damaged cache file, unless a newer one has replaced it.
-fn remove_if_same(store: &TextStore) {
+/// Whether two metadata describe one file (the same device and inode): a
+/// file still open as the one now at its path, not one renamed over it.
+/// Never on platforms without inodes.
+pub fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        let (Ok(open), Ok(named)) = (store.file.metadata(), std::fs::metadata(&store.path)) else {
-            return;
-        };
-        if (open.dev(), open.ino()) == (named.dev(), named.ino()) {
-            let _ = std::fs::remove_file(&store.path);
-        }
+        (a.dev(), a.ino()) == (b.dev(), b.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (a, b);
+        false
+    }
+}
+
+/// Remove the damaged cache file, unless a newer one has replaced it.
+fn remove_if_same(store: &TextStore) {
+    let (Ok(open), Ok(named)) = (store.file.metadata(), std::fs::metadata(&store.path)) else {
+        return;
+    };
+    if same_file(&open, &named) {
+        let _ = std::fs::remove_file(&store.path);
     }
 }
 
