@@ -21,12 +21,28 @@ from test_bm25f import SETTINGS, catalog, concepts, files_of, text
 
 def reference_fusion(counted: list[str], ranked: list[str], k: int) -> list[tuple[str, float]]:
     """§12.10 read literally: 1/(k + rank) per list a concept is in, summed
-    weighted count first; by score descending, then id."""
+    weighted count first; by score descending, then id in ordinal order."""
     score: dict[str, float] = {}
     for ranking in (counted, ranked):
         for r, cid in enumerate(ranking, start=1):
             score[cid] = score.get(cid, 0.0) + 1.0 / (k + r)
     return sorted(score.items(), key=lambda x: (-x[1], x[0]))
+
+
+def test_a_fusion_tie_is_broken_by_ordinal_order_not_id_order(tmp_path: Path) -> None:
+    # Each first in one scorer's list and second in the other's: equal shares.
+    filler = " ".join(f"w{i}" for i in range(300))
+    long_one = f"---\ntype: T\ntitle: Dough\ndescription: dough\n---\ndough {filler}\n"
+    short_one = "---\ntype: T\ntitle: Other\ntags: [dough]\n---\n" + "dough " * 10 + "\n"
+    b = Bundle.load(
+        write_bundle(tmp_path / "b", {"a-b.md": long_one, "a/b.md": short_one}), cache=False
+    )
+    assert b.concept_ids == ("a/b", "a-b")  # id order (docs/spec.md §1.2)
+    assert [h.concept_id for h in b.search("dough")] == ["a-b", "a/b"]
+    assert [h.concept_id for h in b.search("dough", scorer="bm25f")] == ["a/b", "a-b"]
+    fused = b.search("dough", scorer="fusion")
+    assert fused[0].score == fused[1].score
+    assert [h.concept_id for h in fused] == ["a-b", "a/b"]  # "-" < "/"
 
 
 @SETTINGS

@@ -232,6 +232,34 @@ def test_a_resolver_reads_the_settings_file_a_catalog_names(tmp_path: Path) -> N
     assert Resolver(cat, settings=Settings(scorer=Scorer.FUSION)).default_scorer is Scorer.FUSION
 
 
+def test_a_configured_resolver_is_a_new_one_on_the_same_load(tmp_path: Path) -> None:
+    cat = Catalog.load(two_sources(tmp_path))
+    first = Resolver(
+        cat,
+        settings=Settings(Scorer.FUSION, Strategy.MERGED, 1, 9, BM25FParams(k1=1.0)),
+        default_strategy="priority_weighted",
+        default_fairness_quota=2,
+    )
+    for s in (
+        Settings(),
+        Settings(Scorer.BM25F, Strategy.PRIORITY_WEIGHTED),
+        Settings(Scorer.WEIGHTED_COUNT, Strategy.RECIPROCAL_RANK, 3, 20),
+        Settings(languages={"a": "english", "zz": "german"}),
+    ):
+        fresh = Resolver(cat, settings=s)
+        made = first.configured(s)
+        # None of the first resolver's defaults, its arguments' or its settings'.
+        assert made.settings == s and made.settings_diagnostics == fresh.settings_diagnostics
+        assert [getattr(made, k) for k in vars(fresh) if k.startswith("default_")] == [
+            getattr(fresh, k) for k in vars(fresh) if k.startswith("default_")
+        ]
+        for text in ("running", "walk"):
+            assert made.search(text).digest == fresh.search(text).digest
+    assert first.default_fairness_quota == 2 and first.default_rrf_k == 9
+    # The loaded snapshots are shared, not loaded again.
+    assert first.configured(Settings()).snapshot("b") is first.snapshot("b")
+
+
 @pytest.mark.parametrize("value", ["", "/etc/okfast.json", "../out.json", 3])
 def test_a_bad_settings_path_in_a_catalog_is_a_catalog_diagnostic(
     tmp_path: Path, value: object

@@ -219,6 +219,30 @@ def test_tune_proposes_what_wins_on_held_out_queries(tmp_path: Path) -> None:
 
 
 @requires_eval_extra
+def test_each_configuration_is_measured_with_its_own_defaults(tmp_path: Path) -> None:
+    # A configuration without a fairness quota runs without one, as it would
+    # once applied, whatever the tuning resolver's defaults (docs/spec.md §13.3).
+    catalog, qrels = corpus(tmp_path, two_sources=True)
+    judged = JudgedSet.load(qrels)
+    plain = tune(Resolver(Catalog.load(catalog), max_staleness=math.inf), judged, budget=60)
+    leaning = Resolver(
+        Catalog.load(catalog),
+        max_staleness=math.inf,
+        default_fairness_quota=1,
+        default_scorer="fusion",
+        default_rrf_k=5,
+    )
+    other = tune(leaning, judged, current=plain.trials[0].settings, budget=60)
+    assert [t.settings for t in other.trials] == [t.settings for t in plain.trials]
+    assert [t.per_query for t in other.trials] == [t.per_query for t in plain.trials]
+    # The case that tells them apart: no quota under a fusing strategy.
+    assert any(
+        t.settings.fairness_quota is None and t.settings.strategy is not Strategy.GROUPED
+        for t in plain.trials
+    )
+
+
+@requires_eval_extra
 def test_ctrl_c_keeps_the_trials_measured(tmp_path: Path) -> None:
     catalog, qrels = corpus(tmp_path)
     resolver = Resolver(Catalog.load(catalog), max_staleness=math.inf)
@@ -266,6 +290,17 @@ def test_apply_and_revert_keep_a_history(tmp_path: Path) -> None:
         f.write('{"action": "app')
     apply(second, target)
     assert revert(target) and not target.exists()
+
+
+def test_a_revert_restores_text_with_unicode_line_separators(tmp_path: Path) -> None:
+    # JSON leaves U+0085, U+2028 and U+2029 unescaped; the history's lines
+    # end at "\n" only (docs/spec.md §14.4).
+    target = tmp_path / "s.json"
+    hand = '{"version": 1, "provenance": {"by": "a\u0085b\u2028c\u2029d"}}\n'
+    target.write_text(hand, encoding="utf-8")
+    apply(Settings(scorer=Scorer.BM25F), target)
+    assert revert(target)
+    assert target.read_text(encoding="utf-8") == hand
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -18,7 +18,7 @@ from typing import Any
 from okfast.catalog import Catalog
 from okfast.comparison import TESTS
 from okfast.errors import InvalidArgumentError
-from okfast.evaluation import DEFAULT_DEPTH, METRICS, EvalReport, QueryMaker, evaluate
+from okfast.evaluation import DEFAULT_DEPTH, METRICS, EvalReport, evaluate
 from okfast.model import Diagnostic
 from okfast.qrels import JudgedQuery, JudgedSet
 from okfast.query import Query, Strategy
@@ -32,15 +32,6 @@ WholeNumber = Callable[[str], int]
 
 #: How many of the lowest-scoring queries the table lists.
 WORST = 5
-
-
-def _maker(config: Settings, depth: int) -> QueryMaker:
-    """The query of each judged query under one configuration (docs/spec.md §13)."""
-
-    def make(q: JudgedQuery) -> Query:
-        return config.query(q.text, limit=depth)
-
-    return make
 
 
 def _label(config: Settings) -> str:
@@ -71,22 +62,16 @@ def _run(args: argparse.Namespace, load: LoadCatalog, out: PrintJson) -> int:
         scorer=args.baseline_scorer,
     )
     # One snapshot per source for the whole run: every query, and the
-    # baseline, are measured on the same bundles (§11.2); a second resolver
-    # only when the baseline analyses a source in another language.
-    resolver = Resolver(
-        catalog, settings=Settings(languages=config.languages), max_staleness=math.inf
-    )
+    # baseline, are measured on the same bundles (§11.2).
+    resolver = Resolver(catalog, settings=config, max_staleness=math.inf)
+
+    def make(q: JudgedQuery) -> Query:
+        return Query(q.text, limit=args.limit)
+
     baseline: EvalReport | None = None
     if has_baseline:
-        other = resolver
-        if base.languages != config.languages:
-            other = Resolver(
-                catalog, settings=Settings(languages=base.languages), max_staleness=math.inf
-            )
-        baseline = evaluate(other, judged, query=_maker(base, args.limit), depth=args.limit)
-    report = evaluate(
-        resolver, judged, query=_maker(config, args.limit), depth=args.limit, baseline=baseline
-    )
+        baseline = evaluate(resolver.configured(base), judged, query=make, depth=args.limit)
+    report = evaluate(resolver, judged, query=make, depth=args.limit, baseline=baseline)
     if args.run_out is not None:
         try:
             Path(args.run_out).write_text(report.trec_run(), encoding="utf-8")

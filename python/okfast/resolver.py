@@ -10,6 +10,7 @@ fused orderings run natively over arrays (``okfast._native.fused_order``).
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
@@ -32,15 +33,12 @@ from okfast.passages import Context, ExplainInfo, PassageList, SourceSnapshot
 from okfast.paths import directory_key
 from okfast.query import Query, Strategy, Visibility, micros
 from okfast.scoring import (
-    DEFAULT_BM25F,
     BM25FParams,
     Scorer,
-    count_of,
     fuse,
-    rrf_k_of,
     scorer_of,
 )
-from okfast.settings import Settings, settings_for
+from okfast.settings import ResolverDefaults, Settings, settings_for
 from okfast.snapshots import CachedBundle, Snapshots, source_language
 
 Clock = Callable[[], datetime]
@@ -481,33 +479,41 @@ class Resolver:
         default_rrf_k: int | None = None,
     ) -> None:
         self.settings, self.settings_diagnostics = settings_for(catalog, settings)
-        st = self.settings
-        strategy = default_strategy if default_strategy is not None else st.strategy
-        try:
-            self.default_strategy = Strategy(strategy or Strategy.GROUPED)
-        except ValueError:
-            raise InvalidArgumentError(f"unknown strategy {default_strategy!r}") from None
-        if default_fairness_quota is None:
-            default_fairness_quota = st.fairness_quota
-        if default_fairness_quota is not None:
-            count_of("default_fairness_quota", default_fairness_quota)
         if max_staleness < 0:
             raise InvalidArgumentError(f"max_staleness must be >= 0, got {max_staleness}")
-        scorer = default_scorer if default_scorer is not None else st.scorer
-        self.default_scorer = scorer_of(scorer or Scorer.WEIGHTED_COUNT)
-        if default_bm25f is not None and not isinstance(default_bm25f, BM25FParams):
-            raise InvalidArgumentError(
-                f"default_bm25f must be a BM25FParams, got {type(default_bm25f).__name__}"
+        self._set_defaults(
+            ResolverDefaults.of(
+                self.settings,
+                default_strategy,
+                default_fairness_quota,
+                default_scorer,
+                default_bm25f,
+                default_rrf_k,
             )
-        self.default_bm25f = default_bm25f or st.bm25f or DEFAULT_BM25F
-        rrf_k = default_rrf_k if default_rrf_k is not None else st.rrf_k
-        self.default_rrf_k = rrf_k_of(60 if rrf_k is None else rrf_k)
+        )
         self.catalog = catalog
-        self.default_fairness_quota = default_fairness_quota
         self.default_visibility = default_visibility
         self.clock: Clock = clock or _system_clock
         self._bundles = Snapshots(max_staleness, progress)
         self._count_memo: dict[tuple[Bundle, tuple[str, ...], str | None], Any] | None = None
+
+    def configured(self, settings: Settings) -> Resolver:
+        """``Resolver(catalog, settings=settings)`` with this resolver's
+        visibility, clock and staleness, sharing its loaded snapshots
+        (docs/spec.md §13.3): for measuring several configurations on one
+        load, as ``okfast tune`` does. Every default is the settings', else
+        the built-in one, never this resolver's."""
+        out = copy.copy(self)
+        out.settings, out.settings_diagnostics = settings_for(self.catalog, settings)
+        out._set_defaults(ResolverDefaults.of(out.settings))
+        return out
+
+    def _set_defaults(self, d: ResolverDefaults) -> None:
+        self.default_strategy = d.strategy
+        self.default_fairness_quota = d.fairness_quota
+        self.default_scorer = d.scorer
+        self.default_bm25f = d.bm25f
+        self.default_rrf_k = d.rrf_k
 
     def search(self, query: Query | str, *, exclusions: bool = True) -> Context:
         """The context of ``query`` (a string ``s`` is ``Query(s)``).

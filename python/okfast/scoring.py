@@ -180,8 +180,8 @@ def fuse(
     """docs/spec.md §12.10: one source's weighted-count list and BM25F list
     (positions, each in its scorer's order) fused by reciprocal rank: a
     concept scores ``1/(k + r)`` for each list it is in, ``r`` its 1-based
-    rank there; order by that score descending, then id (``id_rank``: each
-    position's rank in id order)."""
+    rank there; order by that score descending, then concept id in ordinal
+    order (``id_rank``: each position's rank in that order)."""
     first = 1.0 / (k + np.arange(1, len(counted) + 1, dtype=np.float64))
     second = 1.0 / (k + np.arange(1, len(ranked) + 1, dtype=np.float64))
     # A concept has at most one share per list, so each sum has at most two

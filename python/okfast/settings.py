@@ -18,11 +18,20 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from okfast.errors import InvalidArgumentError, SettingsError
 from okfast.query import Query, Strategy
-from okfast.scoring import BM25F_FIELDS, LANGUAGES, BM25FParams, Scorer, count_of
+from okfast.scoring import (
+    BM25F_FIELDS,
+    DEFAULT_BM25F,
+    LANGUAGES,
+    BM25FParams,
+    Scorer,
+    count_of,
+    rrf_k_of,
+    scorer_of,
+)
 
 if TYPE_CHECKING:
     from okfast.catalog import Catalog
@@ -154,9 +163,10 @@ class Settings:
 
     def query(self, text: str, **fields: Any) -> Query:
         """A query of ``text`` carrying these settings' choices (scorer,
-        strategy, quota, rrf_k, BM25F parameters) and ``fields``: what a
-        resolver with these settings would run for it, on any resolver whose
-        sources have the same languages."""
+        strategy, quota, rrf_k, BM25F parameters) and ``fields``. A choice
+        left ``None`` is the resolver's default, so this is what a resolver
+        with these settings runs only on a resolver with the built-in defaults;
+        :meth:`Resolver.configured` is exact on any resolver."""
         return Query(
             text,
             strategy=self.strategy,
@@ -205,6 +215,47 @@ def settings_for(
         if sid not in known
     )
     return settings, settings.diagnostics + unknown
+
+
+class ResolverDefaults(NamedTuple):
+    """A resolver's defaults (docs/spec.md §5.2)."""
+
+    strategy: Strategy
+    fairness_quota: int | None
+    scorer: Scorer
+    bm25f: BM25FParams
+    rrf_k: int
+
+    @staticmethod
+    def of(
+        settings: Settings,
+        strategy: Strategy | str | None = None,
+        fairness_quota: int | None = None,
+        scorer: Scorer | str | None = None,
+        bm25f: BM25FParams | None = None,
+        rrf_k: int | None = None,
+    ) -> ResolverDefaults:
+        """Each default: the argument, else the settings', else the built-in
+        one (docs/spec.md §13.3)."""
+        strategy = settings.strategy if strategy is None else strategy
+        try:
+            strategy = Strategy(strategy or Strategy.GROUPED)
+        except ValueError:
+            raise InvalidArgumentError(f"unknown strategy {strategy!r}") from None
+        quota = settings.fairness_quota if fairness_quota is None else fairness_quota
+        scorer = settings.scorer if scorer is None else scorer
+        if bm25f is not None and not isinstance(bm25f, BM25FParams):
+            raise InvalidArgumentError(
+                f"default_bm25f must be a BM25FParams, got {type(bm25f).__name__}"
+            )
+        rrf_k = settings.rrf_k if rrf_k is None else rrf_k
+        return ResolverDefaults(
+            strategy,
+            None if quota is None else count_of("default_fairness_quota", quota),
+            scorer_of(scorer or Scorer.WEIGHTED_COUNT),
+            bm25f or settings.bm25f or DEFAULT_BM25F,
+            rrf_k_of(60 if rrf_k is None else rrf_k),
+        )
 
 
 def print_diagnostics(where: object, diagnostics: Iterable[SettingsDiagnostic]) -> None:

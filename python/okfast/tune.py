@@ -392,10 +392,12 @@ def _measure(
     resolver: Resolver, judged: JudgedSet, config: Settings, objective: str, depth: int
 ) -> Trial:
     def make(q: JudgedQuery) -> Query:
-        return config.query(q.text, limit=depth)
+        return Query(q.text, limit=depth)
 
+    # The configuration's own defaults, never the resolver's: a choice it
+    # leaves open (no fairness quota) is the built-in one, as when applied.
     # One search thread: the trials already run side by side.
-    report = evaluate(resolver, judged, query=make, depth=depth, workers=1)
+    report = evaluate(resolver.configured(config), judged, query=make, depth=depth, workers=1)
     return Trial(config, tuple(q.metrics[objective] for q in report.per_query))
 
 
@@ -571,7 +573,9 @@ def _read_history(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    # Lines end at "\n" only: an event's JSON may hold U+0085, U+2028 or
+    # U+2029 unescaped, where ``str.splitlines`` would also split.
+    for line in path.read_text(encoding="utf-8").split("\n"):
         try:
             e = json.loads(line)
         except ValueError:
