@@ -245,6 +245,10 @@ def test_argument_errors(single: Resolver, tmp_path: Path) -> None:
     empty = JudgedSet.parse_jsonl("{bad\n", name="x.jsonl")
     with pytest.raises(InvalidArgumentError, match=r"no judged query.*x\.jsonl:1"):
         evaluate(single, empty)
+    # No line at all: no diagnostic to quote.
+    for text in ("", "\n\n"):
+        with pytest.raises(InvalidArgumentError, match=r"^no judged query to evaluate$"):
+            evaluate(single, JudgedSet.parse_jsonl(text, name="e.jsonl"))
     with pytest.raises(InvalidArgumentError, match="cannot read"):
         evaluate(single, tmp_path / "missing.jsonl")
     with pytest.raises(InvalidArgumentError):

@@ -54,12 +54,14 @@ def test_bad_json_lines_are_reported_with_their_line_and_the_rest_is_used() -> N
         b'{"qid": "ok2", "query": "b", "relevant": {"d": 1, "d": 2}}',  # 15
         b'{"qid": "q", "query": "x", "relevant": {"": 1}}',  # 16
         b'{"qid": "", "query": "x", "relevant": {"d": 1}}',  # 17
+        b'{"qid": "q", "query": "x", "relevant": {"d": 1}, "x": ' + b"[" * 100_000,  # 18
+        b'{"qid": "q", "query": "x\x01", "relevant": {"d": 1}}',  # 19
     ]
     s = JudgedSet.parse_jsonl(b"\r\n".join(lines), name="j.jsonl")
     assert [q.qid for q in s] == ["ok1", "ok2"]
     assert s.queries[0].judgements == {"d": 1}  # the first ok1 wins
     assert s.queries[1].judgements == {"d": 1}  # the first grade wins
-    bad = [n for n in (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16, 17)]
+    bad = [n for n in (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16, 17, 18, 19)]
     assert codes(s) == [
         *[("BadJudgedLine", f"j.jsonl:{n}", "error") for n in bad if n < 13],
         ("DuplicateQuery", "j.jsonl:13", "warning"),
@@ -75,6 +77,10 @@ def test_bad_json_lines_are_reported_with_their_line_and_the_rest_is_used() -> N
     )
     assert by_line["j.jsonl:10"] == "the key 'qid' appears twice; line skipped"
     assert by_line["j.jsonl:12"].startswith("not valid UTF-8")
+    assert by_line["j.jsonl:18"] == "not valid JSON: nested too deeply; line skipped"
+    assert by_line["j.jsonl:19"] == (
+        "not valid JSON: Invalid control character at column 25; line skipped"
+    )
     assert by_line["j.jsonl:13"] == (
         "Query 'ok1' was already given at j.jsonl:1; this one is ignored."
     )

@@ -155,11 +155,26 @@ def test_another_version_is_refused_whole(version: str) -> None:
     assert s == Settings()
 
 
-@pytest.mark.parametrize("text", ["", "[1]", "{", '{"version": NaN}'])
-def test_text_that_is_not_a_json_object_raises(text: str) -> None:
-    with pytest.raises(SettingsError) as e:
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "[1]",
+        "{",
+        '{"version": NaN}',
+        '{"version": 1, "scorer": "bm25f", "version": 1}',
+        '{"version": 1, "bm25f": {"k1": 1, "k1": 2}}',
+        '{"version": 1, "x": ' + "[" * 100_000,
+    ],
+)
+def test_text_that_is_not_a_json_object_raises(text: str, tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="^settings: ") as e:
         Settings.parse(text)
     assert isinstance(e.value, OkfastError) and isinstance(e.value, ValueError)
+    # Read from a file, the message names it.
+    (tmp_path / "s.json").write_text(text)
+    with pytest.raises(SettingsError, match=f"^settings {tmp_path / 's.json'}: "):
+        Settings.load(tmp_path / "s.json")
 
 
 def test_a_missing_file_raises(tmp_path: Path) -> None:

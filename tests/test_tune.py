@@ -25,10 +25,7 @@ from okfast.tune import (
     _choose,
     _decide,
     anchors,
-    apply,
     candidates,
-    history_path,
-    revert,
     space_size,
     tune,
 )
@@ -273,36 +270,6 @@ def test_bad_arguments_are_refused(tmp_path: Path) -> None:
             tune(r, judged, **kwargs)
 
 
-def test_apply_and_revert_keep_a_history(tmp_path: Path) -> None:
-    target = tmp_path / "s.json"
-    first, second = Settings(scorer=Scorer.BM25F), Settings(scorer=Scorer.FUSION, rrf_k=9)
-    apply(first, target)
-    apply(second, target)
-    assert Settings.load(target) == second
-    events = [json.loads(x) for x in history_path(target).read_text().splitlines()]
-    assert [e["action"] for e in events] == ["apply", "apply"]
-    assert events[1]["before"] == first.to_json() and events[1]["after"] == second.to_json()
-    assert revert(target) and Settings.load(target) == first
-    assert revert(target) and not target.exists()
-    assert not revert(target)
-    # A torn last line (a crash while appending) is not an event.
-    with history_path(target).open("a") as f:
-        f.write('{"action": "app')
-    apply(second, target)
-    assert revert(target) and not target.exists()
-
-
-def test_a_revert_restores_text_with_unicode_line_separators(tmp_path: Path) -> None:
-    # JSON leaves U+0085, U+2028 and U+2029 unescaped; the history's lines
-    # end at "\n" only (docs/spec.md §14.4).
-    target = tmp_path / "s.json"
-    hand = '{"version": 1, "provenance": {"by": "a\u0085b\u2028c\u2029d"}}\n'
-    target.write_text(hand, encoding="utf-8")
-    apply(Settings(scorer=Scorer.BM25F), target)
-    assert revert(target)
-    assert target.read_text(encoding="utf-8") == hand
-
-
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(["tune", *argv])
     out, err = capsys.readouterr()
@@ -393,3 +360,34 @@ def test_the_plot_is_drawn(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         str(png),
     )
     assert code == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    ("flag", "name", "words"),
+    [
+        ("--out", ".", "is a directory"),
+        ("--plot", ".", "is a directory"),
+        ("--plot", "tune", "must end in one of"),
+        ("--plot", "tune.xyz", "must end in one of"),
+    ],
+)
+def test_an_unwritable_out_or_plot_is_refused_before_the_search(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    flag: str,
+    name: str,
+    words: str,
+) -> None:
+    if flag == "--plot":
+        pytest.importorskip("matplotlib", reason="the plot extra (okfast[plot]) is not installed")
+    catalog, qrels = corpus(tmp_path)
+
+    def no_search(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the search ran")
+
+    monkeypatch.setattr("okfast.tune_cli.tune", no_search)
+    target = str(tmp_path / name)
+    code, out, err = run(capsys, "--catalog", str(catalog), "--qrels", str(qrels), flag, target)
+    assert code == 2 and words in err and err.count("\n") == 1 and out == ""
+    assert not (tmp_path / "tune.png").exists()

@@ -32,11 +32,11 @@ from okfast import _native
 from okfast._native import Bm25fQuery as Bm25fQuery
 from okfast._native import Bm25fStats as Bm25fStats
 from okfast._native import QueryTerms as QueryTerms
+from okfast.arguments import search_arguments, text_of
 from okfast.cache import cache_file, default_cache_dir
 from okfast.errors import CacheWarning, ConceptNotFoundError, InvalidArgumentError
 from okfast.model import Concept, Diagnostic, Hit, Severity
 from okfast.scoring import (
-    DEFAULT_BM25F,
     BM25FParams,
     Scorer,
     fuse,
@@ -52,13 +52,13 @@ Progress = Callable[[str, int, int], object]
 def query_terms(text: str | QueryTerms) -> QueryTerms:
     """``text``'s terms, split and folded once per search: every source's
     search, the excerpts and ``explain`` take the same object."""
-    return text if isinstance(text, QueryTerms) else QueryTerms(text)
+    return text if isinstance(text, QueryTerms) else QueryTerms(text_of("the query", text))
 
 
 def _text_of(text: str | QueryTerms) -> str:
     """The text BM25F tokenizes: terms split on white space joined by one
     space give the same tokens (white space always separates UAX #29 words)."""
-    return text if isinstance(text, str) else " ".join(text.written)
+    return " ".join(text.written) if isinstance(text, QueryTerms) else text_of("the query", text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,10 +292,10 @@ class Bundle:
         (§12.10); its excerpts are BM25F's.
         """
         how = scorer_of(scorer)
+        tag, limit, params = search_arguments(tag, limit, bm25f)
         if how is Scorer.WEIGHTED_COUNT:
             hits = self._native.search_hits(query_terms(text), tag=tag, limit=limit)
             return [Hit(h.concept_id, h.score, h.title, h.excerpt, h.path) for h in hits]
-        params = bm25f or DEFAULT_BM25F
         query = self.bm25f_query(_text_of(text), params)
         pos, scores = self._ranked(text, query, how, params, tag, limit, rrf_k)
         return self._bm25f_hits(query, pos, scores)
@@ -317,6 +317,7 @@ class Bundle:
         fusion's one query at a time."""
         texts = _texts_of(texts)
         how = scorer_of(scorer)
+        tag, limit, params = search_arguments(tag, limit, bm25f)
         if how is Scorer.WEIGHTED_COUNT:
             terms = [query_terms(t) for t in texts]
             many = self._native.search_hits_many(terms, tag=tag, limit=limit)
@@ -324,7 +325,7 @@ class Bundle:
                 [Hit(h.concept_id, h.score, h.title, h.excerpt, h.path) for h in hits]
                 for hits in many
             ]
-        queries, found = self._ranked_many(texts, how, bm25f, tag, limit, rrf_k)
+        queries, found = self._ranked_many(texts, how, params, tag, limit, rrf_k)
         return [self._bm25f_hits(q, *r) for q, r in zip(queries, found, strict=True)]
 
     def _bm25f_hits(
@@ -363,9 +364,9 @@ class Bundle:
         ``uint32`` for the weighted count, ``float64`` for BM25F and fusion.
         """
         how = scorer_of(scorer)
+        tag, limit, params = search_arguments(tag, limit, bm25f)
         if how is Scorer.WEIGHTED_COUNT:
             return self._native.search_arrays(query_terms(text), tag=tag, limit=limit)
-        params = bm25f or DEFAULT_BM25F
         query = self.bm25f_query(_text_of(text), params)
         return self._ranked(text, query, how, params, tag, limit, rrf_k)
 
@@ -384,7 +385,7 @@ class Bundle:
         stats = self.bm25f_stats(query.tokens)
         if how is Scorer.BM25F:
             return self.search_bm25f(query, stats, params, tag=tag, limit=limit)
-        _fusion_arguments(limit, rrf_k)
+        rrf_k_of(rrf_k)
         counted, _ = self._native.search_arrays(query_terms(text), tag=tag, limit=None)
         ranked, _ = self.search_bm25f(query, stats, params, tag=tag)
         pos, fused = fuse(counted, ranked, self.ordinal_ranks(), rrf_k)
@@ -405,28 +406,28 @@ class Bundle:
         queries scored in one native call, in parallel with the GIL released."""
         texts = _texts_of(texts)
         how = scorer_of(scorer)
+        tag, limit, params = search_arguments(tag, limit, bm25f)
         if how is Scorer.WEIGHTED_COUNT:
             terms = [query_terms(t) for t in texts]
             return list(self._native.search_arrays_many(terms, tag=tag, limit=limit))
-        return self._ranked_many(texts, how, bm25f, tag, limit, rrf_k)[1]
+        return self._ranked_many(texts, how, params, tag, limit, rrf_k)[1]
 
     def _ranked_many(
         self,
         texts: Sequence[str | QueryTerms],
         how: Scorer,
-        bm25f: BM25FParams | None,
+        params: BM25FParams,
         tag: str | None,
         limit: int | None,
         rrf_k: int,
     ) -> tuple[list[Bm25fQuery], list[Found]]:
-        """A BM25F or fusion batch: each text's BM25F tokens (its excerpts'
-        too) and its arrays. BM25F's are one native call; fusion's one
-        fused search per query."""
-        params = bm25f or DEFAULT_BM25F
+        """A BM25F or fusion batch (arguments checked): each text's BM25F
+        tokens (its excerpts' too) and its arrays. BM25F's are one native
+        call; fusion's one fused search per query."""
         queries = [self.bm25f_query(_text_of(t), params) for t in texts]
         if how is Scorer.BM25F:
             return queries, list(self._bm25f_many(queries, params, tag, limit))
-        _fusion_arguments(limit, rrf_k)  # refused even for an empty batch
+        rrf_k_of(rrf_k)  # refused even for an empty batch
         kw = {"tag": tag, "limit": limit, "bm25f": params, "rrf_k": rrf_k}
         return queries, [self.search_arrays(t, scorer=how, **kw) for t in texts]  # type: ignore[arg-type]
 
@@ -457,6 +458,7 @@ class Bundle:
     ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]:
         """Positions and BM25F scores, by score then id, scored with ``stats``
         (this bundle's own, or a catalog's)."""
+        tag, limit, _ = search_arguments(tag, limit, params)
         return self._native.search_bm25f(query, stats, params.native(), tag=tag, limit=limit)
 
     def search_bm25f_many(
@@ -470,6 +472,7 @@ class Bundle:
     ) -> list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]]:
         """:meth:`search_bm25f` of each of ``queries``, the ``i``-th scored
         with ``stats[i]``: one native call, in parallel with the GIL released."""
+        tag, limit, _ = search_arguments(tag, limit, params)
         return self._native.search_bm25f_many(
             list(queries), list(stats), params.native(), tag=tag, limit=limit
         )
@@ -535,13 +538,6 @@ NEVER_STALE_US: int = _native.NEVER_STALE_US
 #: One search's positions and scores, in result order (``uint32`` scores
 #: for the weighted count, ``float64`` for BM25F and fusion).
 Found = tuple[npt.NDArray[np.int32], npt.NDArray[np.uint32] | npt.NDArray[np.float64]]
-
-
-def _fusion_arguments(limit: int | None, rrf_k: int) -> None:
-    """What a fused search checks before it searches (docs/spec.md §12.10)."""
-    if limit is not None and limit < 0:
-        raise InvalidArgumentError(f"limit must be >= 0, got {limit}")
-    rrf_k_of(rrf_k)
 
 
 def _texts_of(texts: Sequence[str | QueryTerms]) -> Sequence[str | QueryTerms]:

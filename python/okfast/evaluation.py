@@ -164,10 +164,8 @@ def evaluate(
         raise InvalidArgumentError(f"workers must be a whole number >= 1, got {workers!r}")
     judged = qrels if isinstance(qrels, JudgedSet) else JudgedSet.load(qrels)
     if not judged.queries:
-        first = f" ({judged.diagnostics[0].path}: {judged.diagnostics[0].message})"
-        raise InvalidArgumentError(
-            "no judged query to evaluate" + (first if judged.diagnostics else "")
-        )
+        first = next((f" ({d.path}: {d.message})" for d in judged.diagnostics), "")
+        raise InvalidArgumentError("no judged query to evaluate" + first)
     # What would fail after the searches fails before them.
     if baseline is not None and [q.qid for q in judged] != [q.qid for q in baseline.per_query]:
         raise InvalidArgumentError("the baseline was evaluated on other judged queries")

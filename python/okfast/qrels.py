@@ -235,8 +235,16 @@ class _Reader:
     def jsonl_line(self, line: str, name: str, n: int) -> None:
         try:
             obj = json.loads(line, object_pairs_hook=_Pairs, parse_constant=_no_constant)
+        except RecursionError:
+            self.bad(name, n, "not valid JSON: nested too deeply")
+            return
         except ValueError as e:
-            why = f"{e.msg} at column {e.colno}" if isinstance(e, json.JSONDecodeError) else e
+            # Some of json's messages end in "at" ("Invalid control character at").
+            why = (
+                f"{e.msg.removesuffix(' at')} at column {e.colno}"
+                if isinstance(e, json.JSONDecodeError)
+                else e
+            )
             self.bad(name, n, f"not valid JSON: {why}")
             return
         if not isinstance(obj, _Pairs):

@@ -7,12 +7,14 @@ Programmer errors in a query raise :class:`okfast.InvalidArgumentError` (a
 from __future__ import annotations
 
 import enum
+import sys
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from okfast import _native
+from okfast.arguments import limit_of, text_of
 from okfast.catalog import AUTHORITIES
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.memory.scope import Scope
@@ -133,8 +135,10 @@ class Query:
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
             raise InvalidArgumentTypeError("Query.text must be non-blank text")
-        if not self.text.strip():
+        if not text_of("Query.text", self.text).strip():
             raise InvalidArgumentError("Query.text must be non-blank text")
+        if self.tag is not None:
+            text_of("Query.tag", self.tag)
         if self.strategy is not None:
             try:
                 object.__setattr__(self, "strategy", Strategy(self.strategy))
@@ -147,8 +151,7 @@ class Query:
             count_of("fairness_quota", self.fairness_quota)
         if self.permitted_source_ids is not None and self.visibility is not None:
             raise InvalidArgumentError("set permitted_source_ids or visibility, not both")
-        if self.limit is not None and self.limit < 0:
-            raise InvalidArgumentError(f"limit must be >= 0, got {self.limit}")
+        limit_of(self.limit)
         if self.min_authority is not None and self.min_authority not in AUTHORITIES:
             raise InvalidArgumentError(
                 f"min_authority must be one of {', '.join(AUTHORITIES)}, got {self.min_authority!r}"
@@ -157,7 +160,7 @@ class Query:
             isinstance(self.min_score, bool)
             or not isinstance(self.min_score, int | float)
             or not self.min_score >= 0
-            or self.min_score == float("inf")
+            or not self.min_score <= sys.float_info.max
         ):
             raise InvalidArgumentError(
                 f"min_score must be a finite number >= 0, got {self.min_score!r}"

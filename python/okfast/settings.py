@@ -10,11 +10,13 @@ raises :class:`~okfast.errors.SettingsError`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
+import secrets
+import stat
 import sys
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,17 +84,22 @@ class Settings:
             raise SettingsError(f"settings {p} could not be read: {e.strerror or e}") from None
         except UnicodeDecodeError as e:
             raise SettingsError(f"settings {p} is not UTF-8 (byte {e.start})") from None
-        return dataclasses.replace(cls.parse(text), path=p)
+        return dataclasses.replace(cls.parse(text, name=f"settings {p}"), path=p)
 
     @classmethod
-    def parse(cls, text: str) -> Settings:
-        """Settings from JSON text (see :meth:`load`)."""
+    def parse(cls, text: str, *, name: str = "settings") -> Settings:
+        """Settings from JSON text (see :meth:`load`); ``name`` begins an
+        error's message."""
         try:
-            doc = json.loads(text.removeprefix("\ufeff"), parse_constant=_reject_constant)
+            doc = json.loads(
+                text.removeprefix("\ufeff"),
+                parse_constant=_reject_constant,
+                object_pairs_hook=_unique_keys,
+            )
         except (ValueError, RecursionError) as e:
-            raise SettingsError(f"settings are not valid JSON: {e}") from None
+            raise SettingsError(f"{name}: not valid JSON: {e}") from None
         if not isinstance(doc, dict):
-            raise SettingsError("settings must be a JSON object")
+            raise SettingsError(f"{name}: not a JSON object")
         return cls.from_dict(doc)
 
     @classmethod
@@ -287,9 +294,14 @@ def load_settings(path: str | None) -> Settings:
 def write_atomically(path: Path, text: str) -> None:
     """``text`` to ``path`` through a temporary file in the same directory."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    # Created as open() creates a file (mode 0o666 less the umask), not
+    # mkstemp's 0o600; a file replaced keeps its mode.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
+            with contextlib.suppress(FileNotFoundError):
+                os.chmod(f.fileno(), stat.S_IMODE(path.stat().st_mode))
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
@@ -301,6 +313,17 @@ def write_atomically(path: Path, text: str) -> None:
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # A key given twice is refused, as in a catalog (docs/spec.md §4.1, §13.2):
+    # which of the two a reader keeps is not something to guess.
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"the key {k!r} appears twice")
+        out[k] = v
+    return out
 
 
 class _Reader:

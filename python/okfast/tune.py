@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 import math
 import os
 import random
@@ -53,7 +52,7 @@ from okfast.qrels import JudgedQuery, JudgedSet
 from okfast.query import Query, Strategy
 from okfast.resolver import Resolver
 from okfast.scoring import DEFAULT_BM25F, BM25FParams, Scorer
-from okfast.settings import Settings, write_atomically
+from okfast.settings import Settings
 
 #: What ``okfast tune`` can maximise (docs/spec.md §14.1).
 OBJECTIVES = ("ndcg@10", "mrr@10", "recall@10")
@@ -342,6 +341,10 @@ def tune(
         raise InvalidArgumentError(
             f"standard_errors must be a finite number >= 0, got {standard_errors!r}"
         )
+    if workers is not None and (
+        isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
+    ):
+        raise InvalidArgumentError(f"workers must be a whole number >= 1, got {workers!r}")
     if len(judged.queries) < folds:
         raise InvalidArgumentError(
             f"{folds} folds need at least {folds} judged queries, got {len(judged.queries)}"
@@ -516,70 +519,3 @@ def _digest(path: Path | None) -> str | None:
 
 
 # -- applying and reverting (docs/spec.md §14.4) ------------------------------------------
-
-
-def history_path(settings_path: Path) -> Path:
-    """The tune history beside a settings file: one JSON object a line."""
-    return settings_path.with_name(settings_path.name + ".history.jsonl")
-
-
-def apply(settings: Settings, target: Path) -> None:
-    """Write ``settings`` to ``target`` and append the change to the history
-    (what was there before, so :func:`revert` can restore it)."""
-    before = target.read_text(encoding="utf-8") if target.exists() else None
-    after = settings.to_json()
-    _append(history_path(target), {"action": "apply", "before": before, "after": after})
-    write_atomically(target, after)
-
-
-def revert(target: Path) -> bool:
-    """Restore the settings the last un-reverted ``apply`` replaced (removing
-    the file when there was none); ``False`` when there is nothing to revert."""
-    events = _read_history(history_path(target))
-    stack: list[dict[str, Any]] = []
-    for e in events:
-        if e.get("action") == "apply":
-            stack.append(e)
-        elif e.get("action") == "revert" and stack:
-            stack.pop()
-    if not stack:
-        return False
-    last = stack[-1]
-    before = last.get("before")
-    _append(
-        history_path(target), {"action": "revert", "before": last.get("after"), "after": before}
-    )
-    if before is None:
-        target.unlink(missing_ok=True)
-    else:
-        write_atomically(target, before)
-    return True
-
-
-def _append(path: Path, event: dict[str, Any]) -> None:
-    event = {"time": datetime.now(timezone.utc).isoformat(timespec="seconds"), **event}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a+b") as f:
-        f.seek(0, os.SEEK_END)
-        torn = f.tell() > 0 and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n"
-        # A line torn by a crash is closed first, so this event is a line of its own.
-        line = json.dumps(event, sort_keys=True, ensure_ascii=False) + "\n"
-        f.write((b"\n" if torn else b"") + line.encode("utf-8"))
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _read_history(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    out = []
-    # Lines end at "\n" only: an event's JSON may hold U+0085, U+2028 or
-    # U+2029 unescaped, where ``str.splitlines`` would also split.
-    for line in path.read_text(encoding="utf-8").split("\n"):
-        try:
-            e = json.loads(line)
-        except ValueError:
-            continue  # a torn last line (a crash mid-append) is not an event
-        if isinstance(e, dict):
-            out.append(e)
-    return out

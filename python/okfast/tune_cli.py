@@ -22,12 +22,11 @@ from okfast.tune import (
     OBJECTIVES,
     STANDARD_ERRORS,
     TuneReport,
-    apply,
     label,
-    revert,
     tune,
     with_provenance,
 )
+from okfast.tune_history import apply, revert
 
 #: How many of the per-query deltas the table shows at each end.
 SHOWN = 5
@@ -68,9 +67,11 @@ def _run(args: argparse.Namespace, load: Any, out: Any) -> int:
             '"./okfast-settings.json" to it'
         )
     if args.plot is not None:
-        from okfast.tune_plot import require_plot
+        from okfast.tune_plot import check_plot_path
 
-        require_plot()
+        check_plot_path(args.plot)
+    if args.out is not None and Path(args.out).is_dir():
+        raise InvalidArgumentError(f"cannot write the proposal to {args.out}: it is a directory")
     judged = JudgedSet.load(args.qrels, args.queries)
     current = command_settings(catalog, args.settings)
     resolver = Resolver(
@@ -95,7 +96,12 @@ def _run(args: argparse.Namespace, load: Any, out: Any) -> int:
     )
     proposal = report.proposal()
     if args.out is not None and proposal is not None:
-        proposal.save(args.out)
+        try:
+            proposal.save(args.out)
+        except OSError as e:
+            raise InvalidArgumentError(
+                f"cannot write the proposal to {args.out}: {e.strerror or e}"
+            ) from None
     if args.plot is not None:
         from okfast.tune_plot import plot
 

@@ -5,14 +5,16 @@ matplotlib is the ``okfast[plot]`` extra, imported only when a plot is drawn."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
-from okfast.errors import MissingDependencyError
+from okfast.errors import InvalidArgumentError, MissingDependencyError
 from okfast.tune import TuneReport
 
 
 def plot(report: TuneReport, path: str | os.PathLike[str]) -> None:
-    """Draw ``report`` to ``path`` (any format matplotlib writes, by suffix)."""
-    require_plot()
+    """Draw ``report`` to ``path`` (any format matplotlib writes, by suffix;
+    :func:`check_plot_path`)."""
+    check_plot_path(path)
     import matplotlib
 
     matplotlib.use("Agg")  # a file, never a window
@@ -36,8 +38,33 @@ def plot(report: TuneReport, path: str | os.PathLike[str]) -> None:
     ax.set_title(f"okfast tune: {len(report.trials)} configurations")
     ax.legend(loc="lower right")
     fig.tight_layout()
-    fig.savefig(os.fspath(path))
-    plt.close(fig)
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(os.fspath(path))
+    except (OSError, ValueError) as e:
+        why = e.strerror if isinstance(e, OSError) else None
+        raise InvalidArgumentError(f"cannot write the plot {path}: {why or e}") from None
+    finally:
+        plt.close(fig)
+
+
+def check_plot_path(path: str | os.PathLike[str]) -> None:
+    """What would stop a plot after the search, checked before it: matplotlib
+    installed, ``path`` not a directory, its suffix a format matplotlib
+    writes (so it never picks one the caller did not name)."""
+    require_plot()
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    p = Path(path)
+    if p.is_dir():
+        raise InvalidArgumentError(f"cannot write the plot {p}: it is a directory")
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if p.suffix.lower().removeprefix(".") not in formats:
+        raise InvalidArgumentError(
+            f"the plot {p} must end in one of "
+            + ", ".join(f".{f}" for f in sorted(formats))
+            + " (its format)"
+        )
 
 
 def require_plot() -> None:

@@ -1,0 +1,53 @@
+"""The arguments every search checks before it searches (docs/spec.md §3.7,
+§5.1, §12.9): query text and tags that are text a native call can take (no
+lone surrogate), a limit that is a whole number >= 0, BM25F parameters that
+are :class:`BM25FParams`. Checked here once, so that a bad argument is the
+same clear error on every path rather than whatever the native conversion
+raises."""
+
+from __future__ import annotations
+
+from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
+from okfast.scoring import DEFAULT_BM25F, BM25FParams
+
+#: Positions are `int32` (docs/spec.md §3.7): a larger limit keeps every match.
+_ALL = 2**31
+
+
+def text_of(name: str, value: object) -> str:
+    """``value``, when it is text that UTF-8 can encode."""
+    if not isinstance(value, str):
+        raise InvalidArgumentTypeError(f"{name} must be text, got {type(value).__name__}")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise InvalidArgumentError(
+                f"{name} is not valid Unicode text: it holds a lone surrogate "
+                f"(U+{ord(value[e.start]):04X})"
+            ) from None
+    return value
+
+
+def limit_of(limit: object) -> int | None:
+    """A search's ``limit``: ``None`` (every match) or a whole number >= 0."""
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise InvalidArgumentTypeError(f"limit must be a whole number >= 0, got {limit!r}")
+    if limit < 0:
+        raise InvalidArgumentError(f"limit must be >= 0, got {limit}")
+    return min(limit, _ALL)
+
+
+def search_arguments(
+    tag: object, limit: object, bm25f: object
+) -> tuple[str | None, int | None, BM25FParams]:
+    """A bundle search's tag, limit and BM25F parameters (the defaults for ``None``)."""
+    if bm25f is not None and not isinstance(bm25f, BM25FParams):
+        raise InvalidArgumentTypeError(f"bm25f must be a BM25FParams, got {type(bm25f).__name__}")
+    return (
+        None if tag is None else text_of("tag", tag),
+        limit_of(limit),
+        bm25f or DEFAULT_BM25F,
+    )

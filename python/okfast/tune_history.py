@@ -1,0 +1,113 @@
+"""The tune history beside a settings file (docs/spec.md §14.4): ``okfast
+tune --apply`` writes the proposal and appends what it replaced, ``--revert``
+restores it. One JSON object a line, appended and synced before the settings
+file is written, so a crash between the two leaves a revert that restores
+what is still there rather than a change that cannot be undone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from okfast.errors import InvalidArgumentError
+from okfast.settings import Settings, write_atomically
+
+
+def history_path(settings_path: Path) -> Path:
+    """The tune history beside a settings file: one JSON object a line."""
+    return settings_path.with_name(settings_path.name + ".history.jsonl")
+
+
+def apply(settings: Settings, target: Path) -> None:
+    """Write ``settings`` to ``target`` and append the change to the history
+    (what was there before, so :func:`revert` can restore it)."""
+    try:
+        before = target.read_text(encoding="utf-8") if target.exists() else None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InvalidArgumentError(f"cannot read the settings file {target}: {_why(e)}") from None
+    after = settings.to_json()
+    _append(history_path(target), {"action": "apply", "before": before, "after": after})
+    _write(target, after)
+
+
+def revert(target: Path) -> bool:
+    """Restore the settings the last un-reverted ``apply`` replaced (removing
+    the file when there was none); ``False`` when there is nothing to revert."""
+    stack: list[dict[str, Any]] = []
+    for e in _read_history(history_path(target)):
+        if e["action"] == "apply":
+            stack.append(e)
+        elif stack:
+            stack.pop()
+    if not stack:
+        return False
+    last = stack[-1]
+    before = last["before"]
+    _append(history_path(target), {"action": "revert", "before": last["after"], "after": before})
+    if before is None:
+        target.unlink(missing_ok=True)
+    else:
+        _write(target, before)
+    return True
+
+
+def _why(e: Exception) -> str:
+    return (e.strerror if isinstance(e, OSError) else None) or str(e)
+
+
+def _write(target: Path, text: str) -> None:
+    try:
+        write_atomically(target, text)
+    except OSError as e:
+        raise InvalidArgumentError(f"cannot write the settings file {target}: {_why(e)}") from None
+
+
+def _append(path: Path, event: dict[str, Any]) -> None:
+    event = {"time": datetime.now(timezone.utc).isoformat(timespec="seconds"), **event}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a+b") as f:
+            f.seek(0, os.SEEK_END)
+            torn = f.tell() > 0 and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n"
+            # A line torn by a crash is closed first, so this event is a line of its own.
+            line = json.dumps(event, sort_keys=True, ensure_ascii=False) + "\n"
+            f.write((b"\n" if torn else b"") + line.encode("utf-8"))
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:
+        raise InvalidArgumentError(f"cannot write the tune history {path}: {_why(e)}") from None
+
+
+def _read_history(path: Path) -> list[dict[str, Any]]:
+    """The history's events; a line that is not one (torn by a crash mid-append,
+    not UTF-8, not an apply or revert with texts or null) is skipped."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    except OSError as e:
+        raise InvalidArgumentError(f"cannot read the tune history {path}: {_why(e)}") from None
+    out = []
+    # Lines end at "\n" only: an event's JSON may hold U+0085, U+2028 or
+    # U+2029 unescaped, where ``str.splitlines`` would also split.
+    for raw in data.split(b"\n"):
+        try:
+            event = json.loads(raw.decode("utf-8"))
+        except (ValueError, RecursionError):
+            continue
+        if _is_event(event):
+            out.append(event)
+    return out
+
+
+def _is_event(e: object) -> bool:
+    return (
+        isinstance(e, dict)
+        and e.get("action") in ("apply", "revert")
+        and all(isinstance(e.get(k), str | None) for k in ("before", "after"))
+        and (e["action"] == "revert" or isinstance(e.get("after"), str))
+    )

@@ -1,0 +1,86 @@
+"""The tune history (docs/spec.md §14.4): apply and revert restore what was
+there, byte for byte; a line that is not an event is skipped; a history or
+settings file that cannot be read or written is a clear error."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from okfast import InvalidArgumentError, Scorer
+from okfast.settings import Settings
+from okfast.tune_history import apply, history_path, revert
+
+
+def test_apply_and_revert_keep_a_history(tmp_path: Path) -> None:
+    target = tmp_path / "s.json"
+    first, second = Settings(scorer=Scorer.BM25F), Settings(scorer=Scorer.FUSION, rrf_k=9)
+    apply(first, target)
+    apply(second, target)
+    assert Settings.load(target) == second
+    events = [json.loads(x) for x in history_path(target).read_text().splitlines()]
+    assert [e["action"] for e in events] == ["apply", "apply"]
+    assert events[1]["before"] == first.to_json() and events[1]["after"] == second.to_json()
+    assert revert(target) and Settings.load(target) == first
+    assert revert(target) and not target.exists()
+    assert not revert(target)
+    # A torn last line (a crash while appending) is not an event.
+    with history_path(target).open("a") as f:
+        f.write('{"action": "app')
+    apply(second, target)
+    assert revert(target) and not target.exists()
+
+
+def test_a_revert_restores_text_with_unicode_line_separators(tmp_path: Path) -> None:
+    # JSON leaves U+0085, U+2028 and U+2029 unescaped; the history's lines
+    # end at "\n" only (docs/spec.md §14.4).
+    target = tmp_path / "s.json"
+    hand = '{"version": 1, "provenance": {"by": "a\u0085b\u2028c\u2029d"}}\n'
+    target.write_text(hand, encoding="utf-8")
+    apply(Settings(scorer=Scorer.BM25F), target)
+    assert revert(target)
+    assert target.read_text(encoding="utf-8") == hand
+
+
+def test_a_line_that_is_not_an_event_is_skipped(tmp_path: Path) -> None:
+    target = tmp_path / "s.json"
+    first = Settings(scorer=Scorer.BM25F)
+    apply(first, target)
+    apply(Settings(scorer=Scorer.FUSION), target)
+    with history_path(target).open("ab") as f:
+        f.write(b"\xff\xfe\n")  # not UTF-8
+        f.write(b'{"action": "apply", "before": 5, "after": null}\n')  # wrong types
+        f.write(b'{"action": "undo", "before": null, "after": "{}"}\n')  # no such action
+        f.write(b"[" * 100_000 + b"\n")  # nested past the parser's depth
+    assert revert(target) and Settings.load(target) == first
+    events = [json.loads(x) for x in history_path(target).read_bytes().split(b"\n")[-2:-1]]
+    assert events[0]["action"] == "revert" and events[0]["after"] == first.to_json()
+
+
+def test_unreadable_or_unwritable_files_are_clear_errors(tmp_path: Path) -> None:
+    target = tmp_path / "s.json"
+    history_path(target).mkdir()
+    with pytest.raises(InvalidArgumentError, match="cannot read the tune history"):
+        revert(target)
+    with pytest.raises(InvalidArgumentError, match="cannot write the tune history"):
+        apply(Settings(), target)
+    history_path(target).rmdir()
+    target.mkdir()
+    with pytest.raises(InvalidArgumentError, match="cannot read the settings file"):
+        apply(Settings(), target)
+
+
+def test_a_replaced_settings_file_keeps_its_mode(tmp_path: Path) -> None:
+    target = tmp_path / "s.json"
+    target.write_text('{"version": 1}\n')
+    target.chmod(0o640)
+    apply(Settings(scorer=Scorer.BM25F), target)
+    assert target.stat().st_mode & 0o777 == 0o640
+    assert revert(target) and target.stat().st_mode & 0o777 == 0o640
+    fresh = tmp_path / "new.json"
+    apply(Settings(), fresh)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert fresh.stat().st_mode & 0o777 == 0o666 & ~umask
