@@ -391,3 +391,22 @@ def test_an_unwritable_out_or_plot_is_refused_before_the_search(
     code, out, err = run(capsys, "--catalog", str(catalog), "--qrels", str(qrels), flag, target)
     assert code == 2 and words in err and err.count("\n") == 1 and out == ""
     assert not (tmp_path / "tune.png").exists()
+
+
+@requires_eval_extra
+def test_the_judged_sets_problems_are_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    catalog, qrels = corpus(tmp_path)
+    with qrels.open("a") as f:
+        f.write("{not json\n")
+        f.write(json.dumps({"qid": "x", "query": "how do I x", "relevant": {"kb:nope": 1}}) + "\n")
+    base = ("--catalog", str(catalog), "--qrels", str(qrels), "--budget", "4")
+    code, out, _ = run(capsys, *base)
+    assert code == 0
+    table = out.split("\nDiagnostics:\n")[1].splitlines()
+    assert table[0].split()[:2] == ["error", "BadJudgedLine"] and "q.jsonl:11" in table[0]
+    assert any("UnknownDocId" in line and "kb:nope" in line for line in table)
+    code, out, _ = run(capsys, *base, "--json")
+    codes = [d["code"] for d in json.loads(out)["diagnostics"]]
+    assert code == 0 and codes[0] == "BadJudgedLine" and "UnknownDocId" in codes

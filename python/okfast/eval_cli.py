@@ -18,8 +18,7 @@ from typing import Any
 from okfast.catalog import Catalog
 from okfast.comparison import TESTS
 from okfast.errors import InvalidArgumentError
-from okfast.evaluation import DEFAULT_DEPTH, METRICS, EvalReport, evaluate
-from okfast.model import Diagnostic
+from okfast.evaluation import DEFAULT_DEPTH, METRICS, EvalReport, diagnostic_line, evaluate
 from okfast.qrels import JudgedQuery, JudgedSet
 from okfast.query import Query, Strategy
 from okfast.resolver import Resolver
@@ -135,16 +134,11 @@ def _print_table(report: EvalReport, config: str, base_config: str | None) -> No
     if report.diagnostics:
         print("\nDiagnostics:")
         for d in report.diagnostics:
-            print(f"  {_diag_line(d)}")
+            print(f"  {diagnostic_line(d)}")
 
 
 def _p(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
-
-
-def _diag_line(d: Diagnostic) -> str:
-    where = ":".join(x for x in (d.source_id, d.path) if x)
-    return f"{d.severity:<7} {d.code:<20} {where} {d.message}".rstrip()
 
 
 def register(sub: Any, load: LoadCatalog, out: PrintJson, positive: WholeNumber) -> None:

@@ -121,16 +121,7 @@ class EvalReport:
             "metrics": dict(self.metrics),
             "per_query": [{"qid": q.qid, "metrics": dict(q.metrics)} for q in self.per_query],
             "latency_ms": {"p50": self.latency_ms.p50, "p95": self.latency_ms.p95},
-            "diagnostics": [
-                {
-                    "code": d.code,
-                    "severity": d.severity,
-                    "path": d.path,
-                    "source_id": d.source_id,
-                    "message": d.message,
-                }
-                for d in self.diagnostics
-            ],
+            "diagnostics": [diagnostic_json(d) for d in self.diagnostics],
             "comparison": None if self.comparison is None else self.comparison.to_json(),
         }
 
@@ -198,6 +189,23 @@ def evaluate(
         metrics, per_query, Latency(p50, p95), tuple(diagnostics + found), depth, None
     )
     return report if baseline is None else replace(report, comparison=compare(report, baseline))
+
+
+def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
+    """A diagnostic in a report's JSON (docs/spec.md §11.5)."""
+    return {
+        "code": d.code,
+        "severity": d.severity,
+        "path": d.path,
+        "source_id": d.source_id,
+        "message": d.message,
+    }
+
+
+def diagnostic_line(d: Diagnostic) -> str:
+    """A diagnostic in a report's table (docs/spec.md §11.5, §14.5)."""
+    where = ":".join(x for x in (d.source_id, d.path) if x)
+    return f"{d.severity:<7} {d.code:<20} {where} {d.message}".rstrip()
 
 
 def _search_all(

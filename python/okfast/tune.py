@@ -47,7 +47,8 @@ from typing import Any
 
 from okfast import __version__
 from okfast.errors import InvalidArgumentError
-from okfast.evaluation import DEFAULT_DEPTH, evaluate
+from okfast.evaluation import DEFAULT_DEPTH, diagnostic_json, evaluate
+from okfast.model import Diagnostic
 from okfast.qrels import JudgedQuery, JudgedSet
 from okfast.query import Query, Strategy
 from okfast.resolver import Resolver
@@ -123,6 +124,9 @@ class TuneReport:
     space: int
     standard_errors: float = STANDARD_ERRORS
     provenance: dict[str, Any] = field(default_factory=dict)
+    #: The current settings' evaluation diagnostics: the judged set's bad
+    #: lines, unknown doc ids, sources that could not be searched.
+    diagnostics: tuple[Diagnostic, ...] = ()
 
     @property
     def deltas(self) -> dict[str, float]:
@@ -166,6 +170,7 @@ class TuneReport:
             ],
             "deltas": self.deltas,
             "proposed": None if proposal is None else proposal.to_dict(),
+            "diagnostics": [diagnostic_json(d) for d in self.diagnostics],
         }
 
 
@@ -354,6 +359,7 @@ def tune(
     multi = len(knowledge) > 1
     configs = candidates(now, multi_source=multi, budget=budget, seed=seed)
     trials: list[Trial] = []
+    diagnostics: tuple[Diagnostic, ...] = ()
     interrupted = False
     best = -math.inf
     # Trials run on a few threads (the native searches release the GIL) and
@@ -366,7 +372,9 @@ def tune(
                 pool.submit(_measure, resolver, judged, c, objective, depth) for c in configs
             ]
             for fut in futures:
-                trials.append(fut.result())
+                trial, found = fut.result()
+                diagnostics = diagnostics if trials else found
+                trials.append(trial)
                 best = max(best, trials[-1].mean)
                 if progress is not None:
                     progress(len(trials), len(configs), best)
@@ -377,7 +385,7 @@ def tune(
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
     fixed = {s.to_json() for s in anchors(now, multi_source=multi)}
-    return _decide(
+    report = _decide(
         judged.queries,
         trials,
         objective,
@@ -389,11 +397,12 @@ def tune(
         anchored=[i for i, t in enumerate(trials) if t.settings.to_json() in fixed],
         standard_errors=float(standard_errors),
     )
+    return replace(report, diagnostics=diagnostics)
 
 
 def _measure(
     resolver: Resolver, judged: JudgedSet, config: Settings, objective: str, depth: int
-) -> Trial:
+) -> tuple[Trial, tuple[Diagnostic, ...]]:
     def make(q: JudgedQuery) -> Query:
         return Query(q.text, limit=depth)
 
@@ -401,7 +410,7 @@ def _measure(
     # leaves open (no fairness quota) is the built-in one, as when applied.
     # One search thread: the trials already run side by side.
     report = evaluate(resolver.configured(config), judged, query=make, depth=depth, workers=1)
-    return Trial(config, tuple(q.metrics[objective] for q in report.per_query))
+    return Trial(config, tuple(q.metrics[objective] for q in report.per_query)), report.diagnostics
 
 
 def _decide(

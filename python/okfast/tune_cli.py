@@ -14,6 +14,7 @@ from typing import Any
 
 from okfast.catalog import Catalog
 from okfast.errors import InvalidArgumentError
+from okfast.evaluation import diagnostic_line
 from okfast.qrels import JudgedSet
 from okfast.resolver import Resolver
 from okfast.scoring import DEFAULT_BM25F, Scorer
@@ -114,6 +115,10 @@ def _run(args: argparse.Namespace, load: Any, out: Any) -> int:
         out(doc)
     else:
         _print(report, args, catalog)
+        if report.diagnostics:
+            print("\nDiagnostics:")
+            for d in report.diagnostics:
+                print(f"  {diagnostic_line(d)}")
     return 0
 
 
