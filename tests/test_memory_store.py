@@ -155,6 +155,9 @@ def test_bad_entry_names_touch_nothing(tmp_path: Path, name: str) -> None:
         {"type": "T", "title": "t", "description": "d", "bad key": "x"},
         {"type": "T", "title": "t", "description": "d", "when": datetime(2020, 1, 1)},
         {"type": "T", "title": "t", "description": "d", "f": 1.5},
+        {"type": "T", "title": "\ud800", "description": "d"},
+        {"type": "T", "title": "t", "description": "d", "tags": ["ok", "\udc80"]},
+        {"type": "T", "title": "t", "description": "d", "n": {"k": "a\udfff"}},
     ],
 )
 def test_producer_validation_before_any_byte(
@@ -336,6 +339,28 @@ def test_a_read_after_a_delete_by_another_store_sees_nothing(tmp_path: Path) -> 
     assert capture(deleter, scope, "a giraffe", "ok", now=NOW).written
     assert [p.excerpt for p in reader.read(scope, "giraffe").passages] == ["> a giraffe"]
     assert reader.read(scope, "zebra").passages == ()
+
+
+def test_a_scope_whose_last_file_went_reads_as_empty(tmp_path: Path) -> None:
+    # A store that read the scope before: its cached snapshot is refreshed
+    # to the empty bundle, never kept because the empty one is falsy.
+    store = make_store(tmp_path)
+    scope = Scope("A", "alice")
+    assert store.write(scope, entry("alpha", "mine"), Tier.USER).written
+    assert len(store.read(scope, "alpha").passages) == 1
+    directory = Path(store.roots[Tier.USER]) / memory_path(Tier.USER, scope)
+    (directory / "mine.md").unlink()
+    assert store.read(scope, "alpha").passages == ()
+    assert store.enumerate(scope).concepts == ()
+
+
+def test_the_longest_names_are_written(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    for n in (229, 230, 252):
+        r = store.write(Scope("A", "u"), entry("alpha", "x" * n), Tier.USER)
+        assert r.written, r.error
+    too_long = store.write(Scope("A", "u"), entry("alpha", "x" * 253), Tier.USER)
+    assert not too_long.written and "252 bytes" in (too_long.error or "")
 
 
 # -- reading --------------------------------------------------------------------

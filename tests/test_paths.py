@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from okfast import Bundle, BundleNotFoundError, InvalidArgumentTypeError
 from okfast.paths import (
+    bundle_root,
     directory_key,
     is_absolute_spelling,
     is_case_insensitive,
@@ -44,3 +46,16 @@ def test_lexical_join_and_containment() -> None:
     assert join_lexically("/r", "a/../../r/b") == "/r/b"
     assert is_within("/r", "/r") and is_within("/r/a", "/r")
     assert not is_within("/rx", "/r") and not is_within("/", "/r")
+
+
+@pytest.mark.parametrize("path", ["b1\x00x", "\udc00", "a/\ud800/b"])
+def test_a_root_no_file_system_can_hold_is_not_a_directory(path: str) -> None:
+    with pytest.raises(BundleNotFoundError, match="is not a readable directory"):
+        bundle_root(path)
+    with pytest.raises(BundleNotFoundError):
+        Bundle.load(path, cache=False)
+
+
+def test_a_root_in_bytes_is_a_type_error() -> None:
+    with pytest.raises(InvalidArgumentTypeError, match="a bundle path is text"):
+        Bundle.load(b"/tmp", cache=False)  # type: ignore[arg-type]

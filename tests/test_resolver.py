@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from okfast import Bundle, _native
 from okfast.catalog import Catalog
+from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.query import Query, StalePolicy, Strategy
 from okfast.resolver import Resolver
 
@@ -208,6 +209,42 @@ def test_no_matches_only_when_something_was_searched(two: Catalog, tmp_path: Pat
 def test_query_validation(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         Query(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"stale_policy": None},
+        {"stale_policy": 5},
+        {"permitted_source_ids": "alpha"},
+        {"permitted_source_ids": b"alpha"},
+    ],
+)
+def test_query_arguments_of_the_wrong_type_are_type_errors(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(InvalidArgumentTypeError):
+        Query("x", **kwargs)
+
+
+def test_a_stale_policy_may_be_spelled_as_on_the_command_line(two: Catalog) -> None:
+    assert Query("x", stale_policy="strict").stale_policy == StalePolicy.strict()
+    assert Query("x", stale_policy="tolerate:2").stale_policy == StalePolicy.tolerate(2)
+    with pytest.raises(InvalidArgumentError, match="use, strict or tolerate:DAYS"):
+        Query("x", stale_policy="strictly")
+    r = Resolver(two)
+    assert r.search(Query("order", stale_policy="strict")).digest == (
+        r.search(Query("order", stale_policy=StalePolicy.strict())).digest
+    )
+    for days in (True, "2", None):
+        with pytest.raises(InvalidArgumentTypeError):
+            StalePolicy.tolerate(days)  # type: ignore[arg-type]
+
+
+def test_a_clock_or_staleness_out_of_its_domain_is_refused(two: Catalog) -> None:
+    for clock in (lambda: None, lambda: "2026-01-01"):
+        with pytest.raises(InvalidArgumentTypeError, match="aware datetime"):
+            Resolver(two, clock=clock).search("order")  # type: ignore[arg-type, return-value]
+    with pytest.raises(InvalidArgumentError, match="max_staleness"):
+        Resolver(two, max_staleness=float("nan"))
 
 
 def test_query_defaults_fall_back_to_resolver(two: Catalog) -> None:

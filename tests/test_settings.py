@@ -275,7 +275,7 @@ def test_a_configured_resolver_is_a_new_one_on_the_same_load(tmp_path: Path) -> 
     assert first.configured(Settings()).snapshot("b") is first.snapshot("b")
 
 
-@pytest.mark.parametrize("value", ["", "/etc/okfast.json", "../out.json", 3])
+@pytest.mark.parametrize("value", ["", "/etc/okfast.json", "../out.json", 3, "\udc00x.json"])
 def test_a_bad_settings_path_in_a_catalog_is_a_catalog_diagnostic(
     tmp_path: Path, value: object
 ) -> None:

@@ -7,6 +7,9 @@ raises."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from okfast._native import QueryTerms
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.scoring import DEFAULT_BM25F, BM25FParams
 
@@ -51,3 +54,13 @@ def search_arguments(
         limit_of(limit),
         bm25f or DEFAULT_BM25F,
     )
+
+
+def texts_of(texts: Sequence[str | QueryTerms]) -> Sequence[str | QueryTerms]:
+    """The queries of a batch search: a sequence of them, never one string
+    (which would be searched one character at a time)."""
+    if isinstance(texts, str | QueryTerms):
+        raise InvalidArgumentError(
+            f"texts must be a sequence of queries, not one {type(texts).__name__}"
+        )
+    return texts

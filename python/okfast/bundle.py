@@ -32,10 +32,11 @@ from okfast import _native
 from okfast._native import Bm25fQuery as Bm25fQuery
 from okfast._native import Bm25fStats as Bm25fStats
 from okfast._native import QueryTerms as QueryTerms
-from okfast.arguments import search_arguments, text_of
+from okfast.arguments import search_arguments, text_of, texts_of
 from okfast.cache import cache_file, default_cache_dir
 from okfast.errors import CacheWarning, ConceptNotFoundError, InvalidArgumentError
 from okfast.model import Concept, Diagnostic, Hit, Severity
+from okfast.paths import bundle_root
 from okfast.scoring import (
     BM25FParams,
     Scorer,
@@ -132,7 +133,7 @@ class Bundle:
         when ``path`` is not a readable directory; problems in files are reported
         in :attr:`diagnostics` and the rest of the bundle loads.
         """
-        root = os.path.abspath(os.fspath(path))
+        root = bundle_root(path)
         language = language_of(language)
         lo, hi = _id_range(id_range)
         where = Path(cache_dir) if cache_dir is not None else default_cache_dir()
@@ -315,7 +316,7 @@ class Bundle:
         count's and BM25F's queries scored in one native call, in parallel
         with the GIL released (with the weighted count, the excerpts too);
         fusion's one query at a time."""
-        texts = _texts_of(texts)
+        texts = texts_of(texts)
         how = scorer_of(scorer)
         tag, limit, params = search_arguments(tag, limit, bm25f)
         if how is Scorer.WEIGHTED_COUNT:
@@ -404,7 +405,7 @@ class Bundle:
         """:meth:`search_arrays` of each of ``texts``, in order, with the same
         arguments and the same results: the weighted count's and BM25F's
         queries scored in one native call, in parallel with the GIL released."""
-        texts = _texts_of(texts)
+        texts = texts_of(texts)
         how = scorer_of(scorer)
         tag, limit, params = search_arguments(tag, limit, bm25f)
         if how is Scorer.WEIGHTED_COUNT:
@@ -538,16 +539,6 @@ NEVER_STALE_US: int = _native.NEVER_STALE_US
 #: One search's positions and scores, in result order (``uint32`` scores
 #: for the weighted count, ``float64`` for BM25F and fusion).
 Found = tuple[npt.NDArray[np.int32], npt.NDArray[np.uint32] | npt.NDArray[np.float64]]
-
-
-def _texts_of(texts: Sequence[str | QueryTerms]) -> Sequence[str | QueryTerms]:
-    """The queries of a batch search: a sequence of them, never one string
-    (which would be searched one character at a time)."""
-    if isinstance(texts, str | QueryTerms):
-        raise InvalidArgumentError(
-            f"texts must be a sequence of queries, not one {type(texts).__name__}"
-        )
-    return texts
 
 
 def diagnostic_of(d: _native.Diagnostic) -> Diagnostic:

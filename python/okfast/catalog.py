@@ -253,7 +253,13 @@ def _settings_path(raw: Any, croot: str, base: str) -> tuple[Path | None, Catalo
         return None, CatalogDiagnostic(
             "MalformedSettings", f"'settings' path {raw!r} is absolute; write it relative"
         )
-    full = join_lexically(base, raw)
+    try:
+        full = join_lexically(base, raw)
+        os.fsencode(full)
+    except (ValueError, UnicodeError) as e:
+        return None, CatalogDiagnostic(
+            "MalformedSettings", f"'settings' path {raw!r} is not a valid path ({e})"
+        )
     if not is_within(full, croot):
         return None, CatalogDiagnostic(
             "MalformedSettings", f"'settings' path {raw!r} resolves to {full}, outside the root"

@@ -13,6 +13,8 @@ import os
 import re
 import sys
 
+from okfast.errors import BundleNotFoundError, InvalidArgumentTypeError
+
 #: Platforms whose default file systems compare names case-insensitively.
 CASE_INSENSITIVE_PLATFORMS = ("win32", "cygwin", "darwin")
 
@@ -58,3 +60,18 @@ def join_lexically(base: str, rel: str) -> str:
 def is_within(path: str, root: str) -> bool:
     """``path`` is ``root`` or inside it, compared exactly (both normalised)."""
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def bundle_root(path: str | os.PathLike[str]) -> str:
+    """A bundle root as an absolute path; one no file system can hold is
+    not a readable directory (docs/spec.md §1.1)."""
+    root = os.path.abspath(os.fspath(path))
+    if not isinstance(root, str):
+        raise InvalidArgumentTypeError(f"a bundle path is text, got {type(root).__name__}")
+    try:
+        if "\x00" in root:
+            raise ValueError("it holds a NUL character")
+        os.fsencode(root)
+    except (ValueError, UnicodeError) as e:
+        raise BundleNotFoundError(f"{root!r} is not a readable directory: {e}") from None
+    return root

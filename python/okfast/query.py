@@ -7,6 +7,7 @@ Programmer errors in a query raise :class:`okfast.InvalidArgumentError` (a
 from __future__ import annotations
 
 import enum
+import numbers
 import sys
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -62,6 +63,10 @@ class StalePolicy:
     @classmethod
     def tolerate(cls, days: float) -> StalePolicy:
         """Admit when ``stale_after`` is unset or ``now <= stale_after + days``."""
+        if isinstance(days, bool) or not isinstance(days, numbers.Real):
+            raise InvalidArgumentTypeError(
+                f"StalePolicy.tolerate: days must be a number, got {days!r}"
+            )
         if not days >= 0:
             raise InvalidArgumentError(f"StalePolicy.tolerate: days must be >= 0, got {days!r}")
         return cls("tolerate", float(days))
@@ -99,6 +104,10 @@ class StalePolicy:
 
 def micros(t: datetime) -> int:
     """An aware datetime → microseconds since the Unix epoch."""
+    if not isinstance(t, datetime):
+        raise InvalidArgumentTypeError(
+            f"the clock must return an aware datetime, got {type(t).__name__}"
+        )
     if t.tzinfo is None:
         raise InvalidArgumentError("the clock must return an aware datetime")
     return (t - _EPOCH) // timedelta(microseconds=1)
@@ -149,6 +158,17 @@ class Query:
                 ) from None
         if self.fairness_quota is not None:
             count_of("fairness_quota", self.fairness_quota)
+        if isinstance(self.stale_policy, str):
+            object.__setattr__(self, "stale_policy", StalePolicy.parse(self.stale_policy))
+        elif not isinstance(self.stale_policy, StalePolicy):
+            raise InvalidArgumentTypeError(
+                "stale_policy must be a StalePolicy or its spelling (use, strict, "
+                f"tolerate:DAYS), got {type(self.stale_policy).__name__}"
+            )
+        if isinstance(self.permitted_source_ids, str | bytes):
+            raise InvalidArgumentTypeError(
+                "permitted_source_ids must be a collection of source ids, not one string"
+            )
         if self.permitted_source_ids is not None and self.visibility is not None:
             raise InvalidArgumentError("set permitted_source_ids or visibility, not both")
         limit_of(self.limit)

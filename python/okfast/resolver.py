@@ -479,7 +479,7 @@ class Resolver:
         default_rrf_k: int | None = None,
     ) -> None:
         self.settings, self.settings_diagnostics = settings_for(catalog, settings)
-        if max_staleness < 0:
+        if not max_staleness >= 0:  # NaN too
             raise InvalidArgumentError(f"max_staleness must be >= 0, got {max_staleness}")
         self._set_defaults(
             ResolverDefaults.of(

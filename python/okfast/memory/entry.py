@@ -72,6 +72,10 @@ def _scalar(v: Any, where: str) -> str:
     if isinstance(v, int):
         return str(v)
     if isinstance(v, str):
+        try:
+            v.encode()
+        except UnicodeEncodeError as e:
+            raise EntryError(f"frontmatter {where}: not encodable as UTF-8: {e.reason}") from None
         return _quote(v)
     raise EntryError(f"frontmatter {where}: a {type(v).__name__} cannot be written as YAML text")
 

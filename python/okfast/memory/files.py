@@ -175,7 +175,9 @@ def read_file(dir_fd: int, name: str) -> bytes | None:
 def replace_file(dir_fd: int, name: str, data: bytes) -> None:
     """Atomically and durably make ``name`` hold ``data``: a temporary file in the
     same directory, written and fsynced, renamed over ``name``, directory fsynced."""
-    tmp = f".{name}{TMP_MARK}{os.getpid()}-{secrets.token_hex(6)}"
+    # Not derived from ``name``: a name of up to 252 bytes plus a suffix would
+    # pass the file system's 255 (docs/spec.md §6.3).
+    tmp = f"{TMP_MARK}{os.getpid()}-{secrets.token_hex(8)}"
     fd = os.open(
         tmp,
         os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,

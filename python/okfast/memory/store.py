@@ -186,7 +186,10 @@ class FileMemoryStore:
             with self._lock:
                 cached = self._cache.get(slot)
             if cached is not None and cached[0] == key:
-                bundle = cached[1].refresh() or cached[1]
+                # An empty bundle is falsy: compare with None, or a scope
+                # whose last file went would go on serving it.
+                fresh = cached[1].refresh()
+                bundle = cached[1] if fresh is None else fresh
             else:
                 # Never cached: a cache file would outlive delete_scope (erasure).
                 bundle = Bundle.load(path, cache=False, language=language)
