@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from okfast import BM25FParams, Bundle, Catalog, InvalidArgumentError, Query, Resolver, Scorer
 from okfast.bundle import Bm25fStats
-from okfast.scoring import stop_words
+from okfast.scoring import MAX_BM25F_PARAM, stop_words
 from reference import bm25f as ref
 
 WORDS = [
@@ -147,6 +147,22 @@ def test_a_length_counts_a_word_past_the_frequency_cap(tmp_path: Path) -> None:
         hits = [(h.concept_id, float(h.score)) for h in b.search(q, scorer="bm25f", bm25f=p)]
         want = ref.scores(docs, ref.query_tokens(q, None, set()), ref.Params(p.k1, p.weights, p.b))
         check_against_reference(hits, b.concept_ids, want)
+
+
+def test_the_largest_parameters_keep_every_score_finite(tmp_path: Path) -> None:
+    """docs/spec.md §12.8: at the bound, a frequency at its cap in a field far
+    shorter than the average still scores a finite, positive number."""
+    cs = [
+        ("zed zed", [], "", "zed " * 65_535),
+        ("other", [], "", "w " * 200_000),
+        ("zed", [], "", "y"),
+    ]
+    b = Bundle.load(write_bundle(tmp_path / "b", files_of(cs)), cache=False)
+    top = BM25FParams(**{k: MAX_BM25F_PARAM for k in ("title_weight", "body_weight")}, title_b=1)
+    for p in (top, BM25FParams(k1=MAX_BM25F_PARAM, title_weight=MAX_BM25F_PARAM)):
+        hits = b.search("zed", scorer="bm25f", bm25f=p)
+        assert [h.concept_id for h in hits] == ["c00", "c02"]
+        assert all(math.isfinite(h.score) and h.score > 0 for h in hits)
 
 
 def catalog(

@@ -337,3 +337,24 @@ def test_search_and_resolve_take_a_settings_file(
     assert hits and all(isinstance(h["score"], int) for h in hits)
     assert main(["search", bundle, "croissant", "--settings", str(tmp_path / "no.json")]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_diagnostic_line_holds_only_the_parts_that_are_set(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    catalog = _governed_catalog(tmp_path)
+    assert main(["resolve", "--catalog", catalog, "zebra"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    # NoMatches names no source and no path: the message follows the code.
+    assert lines[-1] == f"  {'warning':<7} {'NoMatches':<20} No passages matched query 'zebra'."
+
+
+def test_a_bm25f_explanation_marks_a_token_found_in_no_field_with_a_dash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    catalog = _governed_catalog(tmp_path)
+    argv = ["resolve", "--catalog", catalog, "refund zebra", "--explain", "--scorer", "bm25f"]
+    assert main(argv) == 0
+    terms = [line for line in capsys.readouterr().out.splitlines() if "terms: " in line]
+    assert terms and all("ZEBRA (idf " in t and ", - → 0.0000)" in t for t in terms)
+    assert all("REFUND (idf " in t and "body 1 → " in t for t in terms)

@@ -194,6 +194,7 @@ CHECKS: dict[str, Callable[[Path], object]] = {
     "fairness_quota past a count": lambda _: Query("x", fairness_quota=2**32),
     "rrf_k past a float": lambda _: Query("x", rrf_k=10**400),
     "k1 past a float": lambda _: BM25FParams(k1=10**400),
+    "weight past the bound": lambda _: BM25FParams(title_weight=1e308),
     "resolver quota past a count": lambda p: Resolver(_catalog(p), default_fairness_quota=2**32),
     "negative tolerance": lambda _: StalePolicy.tolerate(-1),
     "bad stale policy": lambda _: StalePolicy.parse("sometimes"),

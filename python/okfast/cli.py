@@ -268,7 +268,10 @@ def _print_diags(heading: str, diags: list[Diagnostic]) -> None:
         print(heading)
     for d in diags:
         where = ":".join(x for x in (d.source_id, d.path) if x)
-        print(f"  {d.severity:<7} {d.code:<20} {where} {d.message}".rstrip())
+        # Only the parts that are set, one space apart (docs/spec.md §10.2).
+        print(
+            "  " + " ".join(x for x in (f"{d.severity:<7}", f"{d.code:<20}", where, d.message) if x)
+        )
 
 
 def _explanation_json(p: Passage) -> dict[str, Any] | None:
@@ -316,7 +319,7 @@ def _explanation_text(x: Explanation) -> str:
     if x.bm25f:
         terms = ", ".join(
             f"{t.token} (idf {t.idf:.3f}, "
-            + "+".join(f"{f.field} {f.tf}" for f in t.fields if f.tf)
+            + ("+".join(f"{f.field} {f.tf}" for f in t.fields if f.tf) or "-")
             + f" → {t.score:.4f})"
             for t in x.bm25f
         )

@@ -205,7 +205,7 @@ def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
 def diagnostic_line(d: Diagnostic) -> str:
     """A diagnostic in a report's table (docs/spec.md §11.5, §14.5)."""
     where = ":".join(x for x in (d.source_id, d.path) if x)
-    return f"{d.severity:<7} {d.code:<20} {where} {d.message}".rstrip()
+    return " ".join(x for x in (f"{d.severity:<7}", f"{d.code:<20}", where, d.message) if x)
 
 
 def _search_all(

@@ -83,6 +83,12 @@ def language_of(value: str | None) -> str | None:
     return value
 
 
+#: The largest ``k1`` or field weight (docs/spec.md §12.8): far above any
+#: useful value, and low enough that no tf̃ of a real bundle overflows (a
+#: weight near 1e308 made inf, then NaN, and dropped the best match).
+MAX_BM25F_PARAM = 1e6
+
+
 def _finite(v: float) -> bool:
     """Whether ``v`` is a finite float: an int too large for one is not."""
     try:
@@ -121,9 +127,14 @@ class BM25FParams:
     def __post_init__(self) -> None:
         for name in ("k1", "title_weight", "tags_weight", "description_weight", "body_weight"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int | float) or not _finite(v) or v < 0:
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, int | float)
+                or not _finite(v)
+                or not 0 <= v <= MAX_BM25F_PARAM
+            ):
                 raise InvalidArgumentError(
-                    f"BM25FParams.{name} must be a finite number >= 0, got {v!r}"
+                    f"BM25FParams.{name} must be a number from 0 to {MAX_BM25F_PARAM:g}, got {v!r}"
                 )
         for name in ("title_b", "tags_b", "description_b", "body_b"):
             v = getattr(self, name)
