@@ -200,6 +200,22 @@ def test_a_closed_pipe_ends_the_output_quietly() -> None:
     assert (r.returncode, r.stderr) == (1, "")
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_an_output_that_cannot_be_written_is_one_line(json_flag: list[str]) -> None:
+    """A full disk (``/dev/full``): status 1 and one line, no traceback."""
+    with open("/dev/full", "w") as full:
+        r = subprocess.run(
+            [sys.executable, "-m", "okfast", "resolve", "--catalog"]
+            + [str(EXAMPLES / "catalog.json"), "policy", *json_flag],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    assert (r.returncode, r.stderr) == (1, "okfast: No space left on device\n")
+
+
 # -- bad input: status 2, never a traceback (docs/spec.md §10.4) -------------------
 
 #: What stderr holds: one line ``okfast: …`` (an OkfastError), argparse's usage

@@ -454,4 +454,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
         return 1
+    except OSError as e:
+        # An output that cannot be written (a full disk, /dev/full) or another
+        # I/O failure: one line and status 1, never a traceback (§10.4); the
+        # unwritten rest is dropped so the exit's flush does not fail again.
+        print(f"okfast: {e.strerror or e}", file=sys.stderr)
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 1
     return code
