@@ -101,10 +101,17 @@ def test_many_new_files_build_the_index_again(root: Path) -> None:
 
 
 @linux
-@pytest.mark.parametrize("change", ["mkdir", "root index", "symlink", "bad name"])
+@pytest.mark.parametrize(
+    "change",
+    ["mkdir", "root index", "symlink", "bad name", "link to a directory", "link to a file"],
+)
 def test_anything_else_walks(root: Path, change: str) -> None:
     b = load(root)
-    if change == "mkdir":
+    if change == "link to a directory":
+        (root / "d" / "sub").symlink_to(root / "d" / "e")
+    elif change == "link to a file":
+        (root / "notes").symlink_to(root / "a.md")
+    elif change == "mkdir":
         write_bundle(root / "fresh", {"q.md": c("Q")})
     elif change == "root index":
         (root / "index.md").write_text("---\nokf_version: '0.2'\n---\n")
@@ -116,6 +123,17 @@ def test_anything_else_walks(root: Path, change: str) -> None:
     assert r is not None and r.made_by == "walk"
     same(r, load(root))
     assert r.okf_version == load(root).okf_version
+
+
+@linux
+def test_a_link_that_goes_takes_its_diagnostic_with_it(root: Path) -> None:
+    (root / "d" / "sub").symlink_to(root / "d" / "e")
+    b = load(root)
+    assert [d.code for d in b.diagnostics] == ["SymlinkSkipped"]
+    (root / "d" / "sub").unlink()
+    r = b.refresh()
+    assert r is not None and r.diagnostics == ()
+    same(r, load(root))
 
 
 @linux

@@ -144,8 +144,18 @@ impl Bundle {
         for p in paths {
             let rel = p.strip_prefix(&self.root).ok()?.to_str()?;
             let name = rel.rsplit('/').next()?;
-            if name.starts_with('.') || !name.ends_with(".md") {
-                continue; // hidden or not a concept file: never loaded
+            if name.starts_with('.') {
+                continue; // hidden: never loaded, never reported
+            }
+            if !name.ends_with(".md") {
+                // Not a concept file, but a link or a directory there is
+                // reported by a walk (docs/spec.md §1.1), and one that went
+                // takes its diagnostic with it: walk.
+                match fs::symlink_metadata(p) {
+                    Ok(m) if m.file_type().is_symlink() || m.is_dir() => return None,
+                    Err(_) if self.walk_diagnostics.iter().any(|d| d.path == rel) => return None,
+                    _ => continue,
+                }
             }
             if name == "index.md" || name == "log.md" {
                 if rel == "index.md" {
