@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from conftest import make_catalog
 from hypothesis import HealthCheck, given, settings
@@ -86,6 +87,82 @@ def test_a_reference_to_a_missing_concept_is_broken_supersession(policies: Catal
     assert len(broken) == 1 and broken[0].severity == "error"
     assert "'broken'" in broken[0].message and "'nowhere'" in broken[0].message
     assert "broken" in kept(ctx)  # it supersedes nothing, and is itself kept
+
+
+def test_a_supersession_cycle_keeps_its_concepts_and_is_reported(tmp_path: Path) -> None:
+    cat = make(
+        tmp_path,
+        {
+            "kb": {
+                "a.md": c("A", "refund", supersedes="[b]"),
+                "b.md": c("B", "refund", supersedes="[a]"),
+                "f.md": c("F", "refund", superseded_by="a"),  # off the cycle: applies
+                "p.md": c("P", "refund", superseded_by="q"),
+                "q.md": c("Q", "refund", superseded_by="r"),
+                "r.md": c("R", "refund", superseded_by="p"),  # a cycle of three
+                "x.md": c("X", "refund", superseded_by="y"),
+                "y.md": c("Y", "refund", supersedes="[x]"),  # one edge, twice: no cycle
+            }
+        },
+        [{"id": "kb", "path": "kb"}],
+    )
+    ctx = resolve(cat, "refund")
+    assert kept(ctx) == ["a", "b", "p", "q", "r", "y"]
+    assert excluded(ctx) == {
+        "f": ("superseded", "superseded by a"),
+        "x": ("superseded", "superseded by y"),
+    }
+    cycle = [(d.path, d.message) for d in ctx.diagnostics if d.code == "BrokenSupersession"]
+    assert [p for p, _ in cycle] == ["a.md", "b.md", "p.md", "q.md", "r.md"]
+    assert cycle[0][1] == (
+        "Concept 'a' declares supersedes 'b', which is on a supersession cycle with it; "
+        "it supersedes nothing."
+    )
+    assert cycle[2][1].startswith("Concept 'p' declares superseded_by 'q', which is on a")
+    bundle = Bundle.load(cat.sources[0].directory, cache=False)  # type: ignore[arg-type]
+    assert [d.path for d in governance.validate(bundle)] == [p for p, _ in cycle]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5), st.booleans()), max_size=12))
+def test_an_edge_is_dropped_exactly_when_it_lies_on_a_cycle(
+    declared: list[tuple[int, int, bool]],
+) -> None:
+    """Against reachability computed the obvious way: old ← new is on a cycle
+    when old can be reached again from new (docs/spec.md §7)."""
+    ids = [f"c{i}" for i in range(6)]
+    sup: dict[int, list[str]] = {i: [] for i in range(6)}
+    by: dict[int, list[str]] = {i: [] for i in range(6)}
+    edges: set[tuple[int, int]] = set()  # (old, new)
+    for a, b, on_new in declared:
+        if a == b:
+            continue
+        if on_new:
+            sup[a].append(ids[b])  # a supersedes b
+            edges.add((b, a))
+        else:
+            by[a].append(ids[b])  # a superseded_by b
+            edges.add((a, b))
+
+    def reaches(start: int, goal: int) -> bool:
+        seen, todo = {start}, [start]
+        while todo:
+            v = todo.pop()
+            for x, y in edges:
+                if x == v and y not in seen:
+                    seen.add(y)
+                    todo.append(y)
+        return goal in seen
+
+    decls = [governance.Declared(i, ids[i], sup[i], by[i], []) for i in range(6)]
+    d = governance.graph(decls, lambda name: int(name[1:]), np.zeros(6, np.uint8), False)
+    want = {
+        old: tuple(sorted({ids[new] for o, new in edges if o == old and not reaches(new, old)}))
+        for old in range(6)
+    }
+    assert {p: v for p, v in want.items() if v} == d.superseded
+    on_cycle = {(o, n) for o, n in edges if reaches(n, o)}
+    assert bool(on_cycle) == any(k.endswith(governance.CYCLE) for _, k, _ in d.broken)
 
 
 # -- authority and conflicts ------------------------------------------------------

@@ -10,7 +10,9 @@ Decisions beyond the SPEC, in one place:
   new concept or ``superseded_by: new`` on the old one, both naming concepts of
   the same bundle. A name that is missing (or the concept itself) is
   ``BrokenSupersession`` (an error) and supersedes nothing: a concept whose
-  declared replacement does not exist is kept.
+  declared replacement does not exist is kept. So is a concept on a
+  supersession cycle (``a`` supersedes ``b``, ``b`` supersedes ``a``, or
+  longer): each declaration along the cycle is ``BrokenSupersession``.
 - ``conflicts_with`` names concepts of the same bundle; declared on either
   side, a pair is one pair. A missing name is ``BrokenConflict`` (a warning).
 - Steps after ordering, in this order: superseded concepts are removed
@@ -28,7 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -50,6 +52,11 @@ _WS = re.compile("[" + re.escape(_native.WHITE_SPACE) + "]+")
 
 def authority_rank(name: str | None) -> int:
     return _RANK.get(name, UNKNOWN) if name is not None else _RANK["reference"]
+
+
+#: Appended to a broken reference's key when the concept it names exists but
+#: supersedes the declarer in turn, through a cycle (docs/spec.md §7).
+CYCLE = "/cycle"
 
 
 def authority_name(rank: int) -> str:
@@ -116,12 +123,14 @@ def graph(
     declarations, positions counted across the parts, with the same code."""
     sup: dict[int, set[str]] = {}
     con: dict[int, set[int]] = {}
-    broken: list[tuple[int, str, str]] = []
+    # In declaration order: a broken reference (position, key, name), or a
+    # supersession edge, kept until the cycles are known.
+    events: list[tuple[int, str, str] | _Edge] = []
 
     def target(pos: int, key: str, name: str) -> int | None:
         t = find(name)
         if t is None or t == pos:
-            broken.append((pos, key, name))
+            events.append((pos, key, name))
             return None
         return t
 
@@ -130,15 +139,27 @@ def graph(
         for name in decl.supersedes:
             t = target(pos, "supersedes", name)
             if t is not None:
-                sup.setdefault(t, set()).add(decl.concept_id)
+                events.append(_Edge(t, pos, pos, "supersedes", name, decl.concept_id))
         for name in decl.superseded_by:
-            if target(pos, "superseded_by", name) is not None:
-                sup.setdefault(pos, set()).add(name)
+            t = target(pos, "superseded_by", name)
+            if t is not None:
+                events.append(_Edge(pos, t, pos, "superseded_by", name, name))
         for name in decl.conflicts_with:
             t = target(pos, "conflicts_with", name)
             if t is not None:
                 con.setdefault(pos, set()).add(t)
                 con.setdefault(t, set()).add(pos)
+    # An edge inside a supersession cycle names no replacement the resolver
+    # could trust: it supersedes nothing, and is reported (docs/spec.md §7).
+    component = _components([(e.old, e.new) for e in events if isinstance(e, _Edge)])
+    broken: list[tuple[int, str, str]] = []
+    for e in events:
+        if not isinstance(e, _Edge):
+            broken.append(e)
+        elif component[e.old] == component[e.new]:
+            broken.append((e.declarer, e.key + CYCLE, e.name))
+        else:
+            sup.setdefault(e.old, set()).add(e.replacer)
     return Declarations(
         {p: tuple(sorted(v, key=id_key)) for p, v in sup.items()},
         {p: tuple(sorted(v)) for p, v in con.items()},
@@ -146,6 +167,61 @@ def graph(
         auth,
         any_unknown,
     )
+
+
+class _Edge(NamedTuple):
+    """``old`` superseded by ``new``, as ``declarer`` declared it under ``key``."""
+
+    old: int
+    new: int
+    declarer: int
+    key: str
+    name: str
+    replacer: str
+
+
+def _components(edges: list[tuple[int, int]]) -> dict[int, int]:
+    """Each node's strongly connected component (Tarjan's, iterative): two
+    positions share one exactly when each supersedes the other, directly or
+    through others."""
+    succ: dict[int, list[int]] = {}
+    for a, b in edges:
+        succ.setdefault(a, []).append(b)
+        succ.setdefault(b, [])
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    comp: dict[int, int] = {}
+    stack: list[int] = []
+    on: set[int] = set()
+    for root in succ:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = len(index)
+                stack.append(v)
+                on.add(v)
+            if i < len(succ[v]):
+                work.append((v, i + 1))
+                w = succ[v][i]
+                if w not in index:
+                    work.append((w, 0))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            if low[v] == index[v]:
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp[w] = v
+                    if w == v:
+                        break
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+    return comp
 
 
 def id_key(concept_id: str) -> list[str]:
@@ -169,7 +245,12 @@ def broken_diagnostic(
     source_id: str | None, ids: Sequence[str], b: tuple[int, str, str]
 ) -> Diagnostic:
     pos, key, name = b
-    what = "itself" if name == ids[pos] else f"'{name}', which is not in the bundle"
+    if key.endswith(CYCLE):
+        key, what = key.removesuffix(CYCLE), f"'{name}', which is on a supersession cycle with it"
+    elif name == ids[pos]:
+        what = "itself"
+    else:
+        what = f"'{name}', which is not in the bundle"
     if key == "conflicts_with":
         return Diagnostic(
             DiagnosticCode.BROKEN_CONFLICT.value,
