@@ -112,6 +112,9 @@ def test_day_is_the_utc_day(tmp_path: Path) -> None:
     assert r.concept_id is not None and r.concept_id.endswith("/2026-12-01")
     with pytest.raises(ValueError, match="timezone-aware"):
         capture(store, SCOPE, "q", "a", now=datetime(2026, 1, 1))
+    for wrong in ("2026-01-01", 1_700_000_000):
+        with pytest.raises(TypeError, match="timezone-aware datetime"):
+            capture(store, SCOPE, "q", "a", now=wrong)  # type: ignore[arg-type]
 
 
 HOSTILE = st.lists(

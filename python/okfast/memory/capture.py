@@ -35,6 +35,10 @@ def quote(text: str) -> str:
 
 def day_entry(user_text: str, agent_text: str, now: datetime) -> MemoryEntry:
     """The entry ``capture`` writes for an exchange at ``now``."""
+    if not isinstance(now, datetime):
+        raise InvalidArgumentTypeError(
+            f"capture: `now` must be a timezone-aware datetime, got {type(now).__name__}"
+        )
     if now.tzinfo is None:
         raise InvalidArgumentError("capture: `now` must be timezone-aware")
     t = now.astimezone(timezone.utc)
