@@ -30,6 +30,7 @@ from okfast.query import Query, StalePolicy, Strategy
 from okfast.resolver import Resolver
 from okfast.scoring import DEFAULT_BM25F, Scorer
 from okfast.settings import load_settings, print_diagnostics
+from okfast.terminal import escape, safe_stdout
 
 
 def _diag_json(d: Diagnostic) -> dict[str, Any]:
@@ -437,13 +438,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        code: int = args.run(args)
-        # Flushed here, so a failed write is handled below, not at exit.
-        sys.stdout.flush()
+        with safe_stdout():
+            code: int = args.run(args)
+            # Flushed here, so a failed write is handled below, not at exit.
+            sys.stdout.flush()
     except OkfastError as e:
         # Bad input is one line and status 2, never a traceback (docs/spec.md
         # §10.4); a message that spans lines is joined onto one.
-        print("okfast: " + "; ".join(str(e).splitlines()), file=sys.stderr)
+        line = "okfast: " + "; ".join(str(e).splitlines())
+        print(escape(line) if sys.stderr.isatty() else line, file=sys.stderr)
         return 2
     except BrokenPipeError:
         # The reader went away (`okfast resolve ... | head`): stop quietly

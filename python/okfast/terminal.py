@@ -1,0 +1,59 @@
+"""What okfast prints to a terminal (docs/spec.md §10.1): the data it shows —
+file names, titles, excerpts, bodies, messages quoting them — comes from
+files anyone may have written, so on a terminal its control characters are
+shown escaped (``\\x1b``, ``\\u202e``) rather than sent: a file name cannot
+move the cursor, recolour the screen or reverse the text after it. Output
+to a file or a pipe is written as it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from typing import Any, TextIO
+
+#: C0 controls but tab and newline, DEL, C1 controls, and the bidirectional
+#: embedding, override and isolate controls (the "Trojan Source" set).
+_UNSAFE = [c for c in range(0x20) if c not in (0x09, 0x0A)]
+_UNSAFE += list(range(0x7F, 0xA0)) + list(range(0x202A, 0x202F)) + list(range(0x2066, 0x206A))
+_ESCAPES = {c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _UNSAFE}
+
+
+def escape(text: str) -> str:
+    """``text`` with every control character above written as an escape."""
+    return text.translate(_ESCAPES)
+
+
+class _Escaping:
+    """A text stream that writes to ``inner`` with :func:`escape` applied;
+    everything else (``buffer``, ``fileno``, ``flush``) is ``inner``'s."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        self._inner.write(escape(text))
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@contextlib.contextmanager
+def safe_stdout() -> Iterator[None]:
+    """Within this block, ``sys.stdout`` escapes control characters when it
+    is a terminal."""
+    inner = sys.stdout
+    if not inner.isatty():
+        yield
+        return
+    sys.stdout = _Escaping(inner)
+    try:
+        yield
+    finally:
+        sys.stdout = inner

@@ -1,0 +1,65 @@
+"""What okfast prints to a terminal (docs/spec.md §10.1): control characters
+from the data are shown escaped on a terminal and written as they are to a
+pipe."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import write_bundle
+from okfast.terminal import escape
+
+EVIL = "\x1b[2J\u202e"
+
+
+def test_control_characters_are_escaped_and_the_rest_kept() -> None:
+    assert escape("a\tb\nc") == "a\tb\nc"
+    assert escape("é ß 漢 \u00a0") == "é ß 漢 \u00a0"
+    assert escape(EVIL) == "\\x1b[2J\\u202e"
+    assert escape("\x00\x7f\x85\x9f\u2066\u2069") == "\\x00\\x7f\\x85\\x9f\\u2066\\u2069"
+    # Every code point below U+0100 but tab and newline that is a control.
+    for c in [*range(0x20), *range(0x7F, 0xA0)]:
+        if c not in (0x09, 0x0A):
+            assert escape(chr(c)) == f"\\x{c:02x}"
+
+
+def _validate(root: Path, *, tty: bool) -> str:
+    argv = [sys.executable, "-m", "okfast", "validate", str(root)]
+    if not tty:
+        return subprocess.run(argv, capture_output=True, text=True, check=False).stdout
+    import pty  # POSIX only: imported where the test runs
+
+    main, sub = pty.openpty()
+    try:
+        proc = subprocess.Popen(argv, stdout=sub, stderr=subprocess.DEVNULL, close_fds=True)
+        os.close(sub)
+        chunks = []
+        while True:
+            try:
+                data = os.read(main, 65536)
+            except OSError:  # the other end closed (EIO on Linux)
+                break
+            if not data:
+                break
+            chunks.append(data)
+        proc.wait(timeout=60)
+    finally:
+        os.close(main)
+    return b"".join(chunks).decode("utf-8").replace("\r\n", "\n")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_a_file_name_cannot_drive_the_terminal(tmp_path: Path) -> None:
+    root = write_bundle(
+        tmp_path / "b",
+        {"ok.md": "---\ntype: T\ntitle: Fine\n---\nx\n", f"bad{EVIL}.md": "---\ntype: T\n---\n"},
+    )
+    shown = _validate(root, tty=True)
+    assert "InvalidConceptId" in shown and "bad\\x1b[2J\\u202e" in shown
+    assert "\x1b" not in shown and "\u202e" not in shown
+    piped = _validate(root, tty=False)
+    assert f"bad{EVIL}" in piped  # a pipe gets the bytes as they are
