@@ -220,7 +220,8 @@ def test_command_line_refusals(
     catalog: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
 ) -> None:
     assert main(["mcp", "--catalog", str(catalog), *flags]) == 2
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("okfast: ") and message in err and err.count("\n") == 1
 
 
 def test_a_scope_needs_memory_sources_and_a_catalog_must_be_good(

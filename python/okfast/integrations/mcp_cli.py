@@ -22,7 +22,8 @@ LoadCatalog = Callable[[str], "Catalog | None"]
 
 
 def _fail(message: str) -> int:
-    print(f"okfast mcp: {message}", file=sys.stderr)
+    # Worded as every command's refusal (docs/spec.md §10.4).
+    print(f"okfast: {message}", file=sys.stderr)
     return 2
 
 
