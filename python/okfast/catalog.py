@@ -9,14 +9,13 @@ good snapshot instead.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from okfast import _native
+from okfast import _native, strict_json
 from okfast.errors import CatalogError as CatalogError  # re-exported from here too
 from okfast.paths import is_absolute_spelling, is_within, join_lexically
 
@@ -73,22 +72,6 @@ class ReloadResult:
     ok: bool
     generation: int
     diagnostics: tuple[CatalogDiagnostic, ...] = ()
-
-
-# The two JSON hooks below raise a plain ValueError, as json's own decoder
-# does: parse_catalog catches it and reports a ParseError diagnostic
-# (docs/spec.md §4), so it never reaches a caller.
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"duplicate key {k!r}")
-        out[k] = v
-    return out
 
 
 def _has_nul(v: Any) -> bool:
@@ -276,7 +259,7 @@ def _parse(
     if text.startswith("\ufeff"):
         text = text[1:]
     try:
-        doc = json.loads(text, object_pairs_hook=_pairs, parse_constant=_reject_constant)
+        doc = strict_json.loads(text)
     except (ValueError, RecursionError) as e:
         return (), (CatalogDiagnostic("ParseError", f"catalog is not valid JSON: {e}"),), None
     if not isinstance(doc, dict):

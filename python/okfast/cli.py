@@ -222,14 +222,8 @@ def _cmd_resolve(args: argparse.Namespace) -> int:
                     | ({"explanation": _explanation_json(p)} if args.explain else {})
                     for p in ctx.passages
                 ],
-                "diagnostics": [
-                    {**_diag_json(d), "source_id": d.source_id} for d in ctx.diagnostics
-                ],
-                "warnings": [
-                    {**_diag_json(d), "source_id": d.source_id}
-                    for d in ctx.diagnostics
-                    if d.severity == "warning"
-                ],
+                "diagnostics": [d.to_json() for d in ctx.diagnostics],
+                "warnings": [d.to_json() for d in ctx.diagnostics if d.severity == "warning"],
                 "exclusions": [
                     {
                         "source_id": e.source_id,

@@ -121,7 +121,7 @@ class EvalReport:
             "metrics": dict(self.metrics),
             "per_query": [{"qid": q.qid, "metrics": dict(q.metrics)} for q in self.per_query],
             "latency_ms": {"p50": self.latency_ms.p50, "p95": self.latency_ms.p95},
-            "diagnostics": [diagnostic_json(d) for d in self.diagnostics],
+            "diagnostics": [d.to_json() for d in self.diagnostics],
             "comparison": None if self.comparison is None else self.comparison.to_json(),
         }
 
@@ -189,17 +189,6 @@ def evaluate(
         metrics, per_query, Latency(p50, p95), tuple(diagnostics + found), depth, None
     )
     return report if baseline is None else replace(report, comparison=compare(report, baseline))
-
-
-def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
-    """A diagnostic in a report's JSON (docs/spec.md §11.5)."""
-    return {
-        "code": d.code,
-        "severity": d.severity,
-        "path": d.path,
-        "source_id": d.source_id,
-        "message": d.message,
-    }
 
 
 def diagnostic_line(d: Diagnostic) -> str:

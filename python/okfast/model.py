@@ -62,6 +62,17 @@ class Diagnostic:
     source_id: str | None = None
     severity: Severity = "error"
 
+    def to_json(self) -> dict[str, str | None]:
+        """Its fields by name, as every command's JSON carries a diagnostic
+        that may name a source (docs/spec.md §10)."""
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "path": self.path,
+            "source_id": self.source_id,
+            "message": self.message,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Hit:

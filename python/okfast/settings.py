@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from okfast import strict_json
 from okfast.errors import InvalidArgumentError, SettingsError
 from okfast.query import Query, Strategy
 from okfast.scoring import (
@@ -91,11 +92,7 @@ class Settings:
         """Settings from JSON text (see :meth:`load`); ``name`` begins an
         error's message."""
         try:
-            doc = json.loads(
-                text.removeprefix("\ufeff"),
-                parse_constant=_reject_constant,
-                object_pairs_hook=_unique_keys,
-            )
+            doc = strict_json.loads(text.removeprefix("\ufeff"))
         except (ValueError, RecursionError) as e:
             raise SettingsError(f"{name}: not valid JSON: {e}") from None
         if not isinstance(doc, dict):
@@ -309,21 +306,6 @@ def write_atomically(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # A key given twice is refused, as in a catalog (docs/spec.md §4.1, §13.2):
-    # which of the two a reader keeps is not something to guess.
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"the key {k!r} appears twice")
-        out[k] = v
-    return out
 
 
 class _Reader:

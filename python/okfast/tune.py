@@ -47,7 +47,7 @@ from typing import Any
 
 from okfast import __version__
 from okfast.errors import InvalidArgumentError
-from okfast.evaluation import DEFAULT_DEPTH, diagnostic_json, evaluate
+from okfast.evaluation import DEFAULT_DEPTH, evaluate
 from okfast.model import Diagnostic
 from okfast.qrels import JudgedQuery, JudgedSet
 from okfast.query import Query, Strategy
@@ -170,7 +170,7 @@ class TuneReport:
             ],
             "deltas": self.deltas,
             "proposed": None if proposal is None else proposal.to_dict(),
-            "diagnostics": [diagnostic_json(d) for d in self.diagnostics],
+            "diagnostics": [d.to_json() for d in self.diagnostics],
         }
 
 

@@ -40,16 +40,6 @@ def _open(args: argparse.Namespace, load: LoadCatalog) -> tuple[FileMemoryStore,
     return store, scope
 
 
-def _diag(d: Any) -> dict[str, Any]:
-    return {
-        "code": d.code,
-        "severity": d.severity,
-        "source_id": d.source_id,
-        "path": d.path,
-        "message": d.message,
-    }
-
-
 def _report(diags: Any) -> int:
     for d in diags:
         print(f"{d.severity:<7} {d.code:<18} {d.source_id}: {d.message}", file=sys.stderr)
@@ -68,7 +58,7 @@ def _list(args: argparse.Namespace, store: FileMemoryStore, scope: Scope, out: P
             {
                 "scope": str(scope),
                 "concepts": rows,
-                "diagnostics": [_diag(d) for d in listing.diagnostics],
+                "diagnostics": [d.to_json() for d in listing.diagnostics],
             }
         )
     else:
@@ -102,7 +92,7 @@ def _read(args: argparse.Namespace, store: FileMemoryStore, scope: Scope, out: P
                 "scope": str(scope),
                 "query": args.query,
                 "passages": rows,
-                "diagnostics": [_diag(d) for d in result.diagnostics],
+                "diagnostics": [d.to_json() for d in result.diagnostics],
             }
         )
     else:
