@@ -65,7 +65,11 @@ def is_within(path: str, root: str) -> bool:
 def bundle_root(path: str | os.PathLike[str]) -> str:
     """A bundle root as an absolute path; one no file system can hold is
     not a readable directory (docs/spec.md §1.1)."""
-    root = os.path.abspath(os.fspath(path))
+    given = os.fspath(path)
+    if given == "":
+        # An unset variable, most likely: never the working directory.
+        raise BundleNotFoundError("an empty path names no bundle directory")
+    root = os.path.abspath(given)
     if not isinstance(root, str):
         raise InvalidArgumentTypeError(f"a bundle path is text, got {type(root).__name__}")
     try:
