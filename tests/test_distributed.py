@@ -392,12 +392,57 @@ def test_arguments_are_checked(governed: tuple[Resolver, RayResolver]) -> None:
         {"split": {"a": 0}},
         {"split": {"a": 3}, "shards": 2},
         {"timeout": 0},
+        {"timeout": float("nan")},
+        {"timeout": "5"},
+        {"timeout": True},
         {"default_strategy": "sideways"},
     ):
         with pytest.raises(InvalidArgumentError):
             RayResolver(cat, **kw)  # type: ignore[arg-type]
-    with pytest.raises(InvalidArgumentError):
-        governed[1].timeout = -1
+    for bad in (-1, float("nan"), "5"):
+        with pytest.raises(InvalidArgumentError):
+            governed[1].timeout = bad  # type: ignore[assignment]
+
+
+def test_an_infinite_timeout_waits_as_long_as_it_takes(
+    governed: tuple[Resolver, RayResolver],
+) -> None:
+    local, remote = governed
+    q = Query("cache memo", strategy="merged", scorer="fusion")
+    remote.timeout = float("inf")
+    try:
+        assert remote.search(q).digest == local.search(q).digest
+    finally:
+        remote.timeout = 30.0
+
+
+def test_a_restarted_shard_is_not_replaced_again_while_it_loads(
+    governed: tuple[Resolver, RayResolver],
+) -> None:
+    """docs/spec.md §15.4: a timeout shorter than an actor's start must not
+    kill each fresh actor before it has loaded; under steady searches the
+    resolver is whole again once the replacement has loaded."""
+    local, remote = governed
+    q = Query("cache memo", strategy="merged", scorer="bm25f")
+    want = local.search(q).digest
+    victim = 0
+    ray.kill(remote.shards[victim], no_restart=True)
+    _wait_dead(remote.shards[victim])
+    # Far above a search (milliseconds), below an actor's start (about 1 s).
+    remote.timeout = 0.3
+    try:
+        first = remote.search(q)  # replaces the dead shard, which starts loading
+        assert any(d.code == "SourceUnavailable" for d in first.diagnostics)
+        fresh = remote.shards[victim]
+        # Steady traffic, each search late for the loading actor: never replaced.
+        for _ in range(300):
+            if remote.search(q).digest == want:
+                break
+            time.sleep(0.1)
+        assert remote.shards[victim] is fresh
+    finally:
+        remote.timeout = 30.0
+    assert remote.search(q).digest == want
 
 
 def test_a_split_source_the_driver_cannot_list_is_refused(tmp_path: Path) -> None:

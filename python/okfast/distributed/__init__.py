@@ -46,7 +46,7 @@ from okfast import governance
 from okfast.bundle import Bm25fQuery, Bm25fStats, split_ranges
 from okfast.catalog import Catalog, Source
 from okfast.distributed.parts import declarations
-from okfast.distributed.pool import Failed, Pool, ray_module
+from okfast.distributed.pool import LOADING, Failed, Pool, ray_module, timeout_of
 from okfast.distributed.remote import PAGE, RemotePassages, merge
 from okfast.distributed.shard import Found, Request, Stale, Unavailable, Unit
 from okfast.errors import InvalidArgumentError
@@ -138,8 +138,7 @@ class RayResolver:
             default_bm25f=default_bm25f,
             default_rrf_k=default_rrf_k,
         )
-        if timeout <= 0:
-            raise InvalidArgumentError(f"timeout must be > 0, got {timeout}")
+        timeout = timeout_of(timeout)
         ray = ray_module()
         if not ray.is_initialized():
             ray.init(address=address)
@@ -165,7 +164,7 @@ class RayResolver:
             turn += len(parts)
         self._turn = turn
         self._pool = Pool(shards, preload, max_staleness, dict(actor_options or {}))
-        self._pool.timeout = 600.0  # the first load of every bundle
+        self._pool.timeout = max(LOADING, timeout)  # the first load of every bundle
         self._pool.call({i: ("ready", ()) for i in range(shards)})
         self._pool.timeout = timeout
         self._stats = _Stats()
@@ -205,9 +204,7 @@ class RayResolver:
 
     @timeout.setter
     def timeout(self, seconds: float) -> None:
-        if seconds <= 0:
-            raise InvalidArgumentError(f"timeout must be > 0, got {seconds}")
-        self._pool.timeout = seconds
+        self._pool.timeout = timeout_of(seconds)
 
     @property
     def shards(self) -> list[Any]:

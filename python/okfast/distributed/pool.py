@@ -7,13 +7,20 @@ Ray is imported when a pool is made, never by ``import okfast``.
 from __future__ import annotations
 
 import importlib
+import math
+import numbers
 import pickle
 import threading
 import time
 from typing import Any
 
 from okfast.distributed.shard import Shard, Unit
-from okfast.errors import MissingDependencyError, OkfastError
+from okfast.errors import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    MissingDependencyError,
+    OkfastError,
+)
 
 
 def ray_module() -> Any:
@@ -23,6 +30,21 @@ def ray_module() -> Any:
         raise MissingDependencyError(
             f"RayResolver needs Ray ({e}): pip install 'okfast[ray]'"
         ) from None
+
+
+#: How long a fresh actor may take to load its bundles (the first load of
+#: every bundle, and a restart after a fault) before it counts as failed.
+LOADING = 600.0
+
+
+def timeout_of(seconds: object) -> float:
+    """A round trip's bound (docs/spec.md §15.1): a number > 0; infinity
+    waits as long as it takes."""
+    if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
+        raise InvalidArgumentTypeError(f"timeout must be a number of seconds, got {seconds!r}")
+    if not float(seconds) > 0:  # NaN too
+        raise InvalidArgumentError(f"timeout must be > 0, got {seconds}")
+    return float(seconds)
 
 
 class Failed:
@@ -58,6 +80,8 @@ class Pool:
         options = {"enable_task_events": False, **options}
         self._actor = self.ray.remote(Shard).options(max_restarts=0, **options)
         self.actors = [self._start(i) for i in range(n)]
+        #: per restarted shard: its ``ready`` reply, and when it was started
+        self._loading: dict[int, tuple[Any, float]] = {}
 
     def _start(self, i: int) -> Any:
         self._known[i] = set(self._preload[i])
@@ -67,6 +91,23 @@ class Pool:
         self.ray.kill(self.actors[i], no_restart=True)
         with self._mu:
             self.actors[i] = self._start(i)
+            self._loading[i] = (self.actors[i].ready.remote(), time.monotonic())
+
+    def _still_loading(self, i: int) -> bool:
+        """Whether shard ``i`` is a fresh actor still loading its bundles (for
+        less than :data:`LOADING` s): late for that reason, not hung, so not
+        replaced again — or a timeout shorter than a start would replace
+        every fresh actor before it could answer (docs/spec.md §15.4)."""
+        with self._mu:
+            started = self._loading.get(i)
+        if started is None:
+            return False
+        ready, _ = self.ray.wait([started[0]], timeout=0)
+        if ready or time.monotonic() - started[1] > LOADING:
+            with self._mu:
+                self._loading.pop(i, None)
+            return False
+        return True
 
     def number(self, i: int, u: Unit) -> int:
         """``u``'s number, which shard ``i`` is sent with its calls until it knows it."""
@@ -81,6 +122,8 @@ class Pool:
         ray = self.ray
         if not calls:
             return {}
+        # An infinite timeout waits as long as it takes (Ray's ``None``).
+        wait = None if math.isinf(self.timeout) else self.timeout
         deadline = time.monotonic() + self.timeout
         refs = {}
         sent: dict[int, list[int]] = {}
@@ -91,20 +134,23 @@ class Pool:
             blob = pickle.dumps((new, m, a), protocol=pickle.HIGHEST_PROTOCOL)
             refs[i] = self.actors[i].call.remote(blob)
         try:  # the common case in one call: every shard answers in time
-            got = ray.get(list(refs.values()), timeout=self.timeout)
+            got = ray.get(list(refs.values()), timeout=wait)
             return {i: self._answer(i, sent[i], r) for i, r in zip(refs, got, strict=True)}
         except ray.exceptions.RayTaskError as e:
             raise e.as_instanceof_cause() from None  # a bug, not a fault
         except ray.exceptions.RayError:
             pass  # a shard failed or is late: which one, below
         left = max(0.0, deadline - time.monotonic())  # the others may still answer in time
-        ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=left)
+        ready, _ = ray.wait(
+            list(refs.values()), num_returns=len(refs), timeout=None if wait is None else left
+        )
         done = set(ready)
         out: dict[int, Any] = {}
         for i, ref in refs.items():
             if ref not in done:
                 out[i] = Failed(f"shard {i} did not answer within {self.timeout:g} s")
-                self.replace(i)
+                if not self._still_loading(i):
+                    self.replace(i)
                 continue
             try:
                 out[i] = self._answer(i, sent[i], ray.get(ref))
