@@ -3,6 +3,7 @@ retriever tests, and exactly the resolver's passages, sync and async."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +132,19 @@ async def test_scorer_and_settings_reach_the_resolver(scorer: str, tmp_path: Pat
     )
     with pytest.raises(ValueError, match="settings"):
         OkfastRetriever(resolver=resolver, settings=settings)
+
+
+def test_a_source_that_went_is_logged_not_silent(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    catalog = copy_examples(tmp_path)
+    r = OkfastRetriever(catalog=catalog, k=4)
+    assert r.invoke(QUESTION)
+    shutil.rmtree(catalog.parent / "bakery-ops")
+    with caplog.at_level("WARNING", logger="okfast"):
+        docs = r.invoke(QUESTION)
+    assert all(d.metadata["source_id"] != "bakery" for d in docs)
+    assert any(
+        "[SourceUnavailable]" in rec.getMessage() and "bakery" in rec.getMessage()
+        for rec in caplog.records
+    )

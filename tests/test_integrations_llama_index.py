@@ -3,10 +3,11 @@ passages as scored text nodes, sync and async."""
 
 from __future__ import annotations
 
+import shutil
 from typing import Any
 
 import pytest
-from integration_extras import EXAMPLES, require
+from integration_extras import EXAMPLES, copy_examples, require
 from okfast import Catalog, Query, Resolver, Strategy
 from okfast.integrations.records import passage_record
 
@@ -93,3 +94,16 @@ def test_scorer_and_settings_reach_the_resolver(scorer: str, tmp_path: Any) -> N
     )
     with pytest.raises(ValueError, match="scorer"):
         OkfastRetriever(CATALOG, scorer="bm26")
+
+
+def test_a_source_that_went_is_logged_not_silent(
+    tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    catalog = copy_examples(tmp_path)
+    r = OkfastRetriever(catalog, similarity_top_k=4)
+    assert r.retrieve(QUESTION)
+    shutil.rmtree(catalog.parent / "bakery-ops")
+    with caplog.at_level("WARNING", logger="okfast"):
+        nodes = r.retrieve(QUESTION)
+    assert all(n.node.metadata["source_id"] != "bakery" for n in nodes)
+    assert any("[SourceUnavailable]" in rec.getMessage() for rec in caplog.records)

@@ -33,7 +33,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 
 from okfast.catalog import Catalog
 from okfast.integrations.records import passage_record
-from okfast.integrations.searching import make_query, open_resolver
+from okfast.integrations.searching import make_query, open_resolver, ranked
 from okfast.memory.scope import Scope
 from okfast.memory.store import FileMemoryStore
 from okfast.model import Passage
@@ -105,8 +105,7 @@ class OkfastRetriever(BaseRetriever):
             scope=self.scope,
             scorer=self.scorer,
         )
-        # Only the passages are returned: no exclusion list to build (docs/spec.md §5.2).
-        found = self._resolver.search(q, exclusions=False).passages
+        found = ranked(self._resolver, q)
         docs = [_document(p, "knowledge") for p in found]
         if self._store is not None and self.scope is not None:
             # Memory is scored as knowledge is (docs/spec.md §6).

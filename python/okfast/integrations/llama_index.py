@@ -27,7 +27,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
     ) from e
 
 from okfast.integrations.records import PassageRecord, passage_record
-from okfast.integrations.searching import CatalogLike, make_query, open_resolver
+from okfast.integrations.searching import CatalogLike, make_query, open_resolver, ranked
 from okfast.model import Passage
 from okfast.query import Strategy
 from okfast.resolver import Resolver
@@ -96,8 +96,7 @@ class OkfastRetriever(BaseRetriever):
             tag=self.tag,
             scorer=self.scorer,
         )
-        # Only the passages are returned: no exclusion list to build (docs/spec.md §5.2).
-        return [_node(p) for p in self._resolver.search(q, exclusions=False).passages]
+        return [_node(p) for p in ranked(self._resolver, q)]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self._nodes(query_bundle.query_str)

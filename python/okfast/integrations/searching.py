@@ -7,16 +7,20 @@ is added here once and then passed through by each integration in one line.
 
 from __future__ import annotations
 
+import logging
 import os
 
 from okfast.catalog import Catalog
 from okfast.memory.scope import Scope
+from okfast.passages import PassageList
 from okfast.query import Query, Strategy
 from okfast.resolver import Resolver
 from okfast.scoring import Scorer
 from okfast.settings import Settings
 
 CatalogLike = Catalog | str | os.PathLike[str]
+
+_log = logging.getLogger("okfast")
 
 
 def open_resolver(
@@ -73,3 +77,16 @@ def make_query(
         scope=scope if scope is not None else Scope.local(),
         scorer=scorer,
     )
+
+
+def ranked(resolver: Resolver, q: Query) -> PassageList:
+    """``q``'s passages, for a retriever, which has no place for diagnostics:
+    each error (a source that could not be searched, a file skipped) is
+    logged as a warning on the ``okfast`` logger, so an empty answer from a
+    source that has gone is not silent. Only the passages are made: no
+    exclusion list (docs/spec.md §5.2)."""
+    ctx = resolver.search(q, exclusions=False)
+    for d in ctx.diagnostics:
+        if d.severity == "error":
+            _log.warning("okfast: [%s] %s", d.code, d.message)
+    return ctx.passages
