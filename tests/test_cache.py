@@ -381,6 +381,41 @@ def test_a_bad_cache_file_is_reported_once_and_rebuilt(
     assert again.cache_status == "hit" and snap2 == want
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_a_fifo_where_the_cache_file_belongs_is_rebuilt_not_waited_on(
+    bundle: Path, tmp_path: Path
+) -> None:
+    """Opening a FIFO for reading waits for a writer: a load must not."""
+    cache = tmp_path / "cache"
+    first, want = cached(bundle, cache)
+    assert first.cache_file is not None
+    first.cache_file.unlink()
+    os.mkfifo(first.cache_file)
+    # In a child, so a regression hangs one process, bounded, not the suite.
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD_LOAD, str(bundle), str(cache)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert child.stdout.split("\n")[0] == "rebuilt"
+    assert "not a regular file" in child.stdout
+    again, snap = cached(bundle, cache)
+    assert again.cache_status == "hit" and snap == want
+
+
+CHILD_LOAD = """
+import sys, warnings
+import okfast
+with warnings.catch_warnings(record=True):
+    warnings.simplefilter("always")
+    b = okfast.Bundle.load(sys.argv[1], cache_dir=sys.argv[2])
+print(b.cache_status)
+print(b.cache_detail)
+"""
+
+
 def test_another_bundles_cache_file_is_not_trusted(tmp_path: Path) -> None:
     a = write_bundle(tmp_path / "a", {"x.md": "---\ntype: T\ntitle: from a\n---\n"})
     b = write_bundle(tmp_path / "b", {"x.md": "---\ntype: T\ntitle: from b\n---\n"})

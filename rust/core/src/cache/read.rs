@@ -16,6 +16,7 @@ use super::lists::LISTS_ALIGN;
 use super::{Rejected, FORMAT, MAGIC, TAIL, VERSION};
 use crate::array::Array;
 use crate::concept::source::{SourceText, TextStore};
+use crate::concept::stale::is_instant;
 use crate::concept::{Actor, Concept, ConceptRow, FileOutcome, Governance, Status, TrustTier};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::fs::stamp::FileStamp;
@@ -164,7 +165,7 @@ impl CacheFile {
         if cfg!(target_endian = "big") {
             return Err(Rejected::Foreign("a little-endian machine".into()).into());
         }
-        let file = File::open(path).map_err(|e| match e.kind() {
+        let file = open_regular(path).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => OpenError::Missing,
             _ => OpenError::Unreadable(e),
         })?;
@@ -422,7 +423,11 @@ impl CacheFile {
         let status = p.code(&Status::ALL, "status")?;
         let status_known = p.flag()?;
         let stale_after = if p.flag()? {
-            Some(p.u64()? as i64)
+            let t = p.u64()? as i64;
+            if !is_instant(t) {
+                return Err(Rejected::Corrupt("a stale_after out of range".into()));
+            }
+            Some(t)
         } else {
             None
         };
@@ -657,8 +662,39 @@ fn consistent(f: &FieldIndex, n: usize) -> bool {
             .iter()
             .all(|&s| s == NOT_DENSE || (s as usize) < slots)
         && f.dense_bits.len() == slots * f.bitset_words
+        && no_bits_past(&f.dense_bits, f.bitset_words, n)
         && f.trigrams.starts.len() == f.trigrams.keys.len() + 1
         && f.trigrams.starts.windows(2).all(|w| w[0] <= w[1])
         && f.trigrams.starts.last().map(|&e| e as usize) == Some(f.trigrams.words.len())
         && f.trigrams.words.par_iter().all(|&w| (w as usize) < words)
+}
+
+/// Whether no dense bitset (`words` words each) sets a bit for a position
+/// at or past `n`: a search reads each set bit as a concept's position.
+pub(super) fn no_bits_past(bits: &[u64], words: usize, n: usize) -> bool {
+    let tail = n % 64;
+    if words == 0 || tail == 0 {
+        return true;
+    }
+    let past = !((1u64 << tail) - 1);
+    bits.chunks_exact(words)
+        .all(|set| set[words - 1] & past == 0)
+}
+
+/// `path` opened for reading when it is a regular file. Opened without
+/// blocking, then checked: a FIFO put where a cache file belongs would
+/// otherwise hold the load until some writer opened it, forever.
+fn open_regular(path: &Path) -> std::io::Result<File> {
+    #[cfg(unix)]
+    let file = {
+        use rustix::fs::{Mode, OFlags};
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        File::from(rustix::fs::open(path, flags, Mode::empty())?)
+    };
+    #[cfg(not(unix))]
+    let file = File::open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    Ok(file)
 }

@@ -259,3 +259,25 @@ fn every_truncation_and_every_flipped_byte_is_caught() {
     std::fs::write(&path, &longer).unwrap();
     assert!(open(&path).is_err());
 }
+
+/// A dense bitset's bits past the last concept would be read as positions
+/// of concepts that do not exist: a file holding one is not consistent.
+#[test]
+fn bits_past_the_last_concept_are_refused() {
+    use super::read::no_bits_past;
+    // 70 concepts: two words a set, bits 70.. of the second word unused.
+    let clean = [u64::MAX, (1u64 << 6) - 1, 0, 1];
+    assert!(no_bits_past(&clean, 2, 70));
+    assert!(!no_bits_past(&[u64::MAX, 1u64 << 6], 2, 70));
+    assert!(!no_bits_past(&[0, 0, 0, 1u64 << 63], 2, 70));
+    // A whole last word, or no concepts: nothing past.
+    assert!(no_bits_past(&[u64::MAX, u64::MAX], 2, 128));
+    assert!(no_bits_past(&[], 0, 0));
+}
+
+#[test]
+fn a_stale_after_past_python_datetime_is_not_an_instant() {
+    use crate::concept::stale::is_instant;
+    assert!(is_instant(0) && is_instant(253_402_300_799_999_999));
+    assert!(!is_instant(253_402_300_800_000_000) && !is_instant(i64::MIN));
+}

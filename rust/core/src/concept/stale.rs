@@ -6,6 +6,12 @@
 const MIN_MICROS: i64 = -62_135_596_800_000_000; // 0001-01-01T00:00:00Z
 const MAX_MICROS: i64 = 253_402_300_799_999_999; // 9999-12-31T23:59:59.999999Z
 
+/// Whether `t` (microseconds since the epoch) is an instant a `stale_after`
+/// can name: what a cache file's record must hold to be believed.
+pub fn is_instant(t: i64) -> bool {
+    (MIN_MICROS..=MAX_MICROS).contains(&t)
+}
+
 fn is_leap(y: i64) -> bool {
     (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
 }
