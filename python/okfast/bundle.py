@@ -345,9 +345,10 @@ class Bundle:
     def _bm25f_many(
         self, queries: list[Bm25fQuery], params: BM25FParams, tag: str | None, limit: int | None
     ) -> list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]]:
-        """Each of ``queries`` scored with this bundle's own statistics for it."""
+        """Each of ``queries`` scored with this bundle's own statistics for it
+        (arguments already checked by the public search)."""
         stats = [self.bm25f_stats(q.tokens) for q in queries]
-        return self.search_bm25f_many(queries, stats, params, tag=tag, limit=limit)
+        return self._native.search_bm25f_many(queries, stats, params.native(), tag=tag, limit=limit)
 
     def search_arrays(
         self,
@@ -384,11 +385,13 @@ class Bundle:
         """A BM25F or fusion search's arrays, ``text``'s BM25F tokens
         ``query`` already made (:meth:`search` needs them for its excerpts)."""
         stats = self.bm25f_stats(query.tokens)
+        # The public search checked the arguments: straight to the native calls.
+        native = params.native()
         if how is Scorer.BM25F:
-            return self.search_bm25f(query, stats, params, tag=tag, limit=limit)
+            return self._native.search_bm25f(query, stats, native, tag=tag, limit=limit)
         rrf_k_of(rrf_k)
         counted, _ = self._native.search_arrays(query_terms(text), tag=tag, limit=None)
-        ranked, _ = self.search_bm25f(query, stats, params, tag=tag)
+        ranked, _ = self._native.search_bm25f(query, stats, native, tag=tag, limit=None)
         pos, fused = fuse(counted, ranked, self.ordinal_ranks(), rrf_k)
         return (pos, fused) if limit is None else (pos[:limit], fused[:limit])
 

@@ -7,6 +7,24 @@ use crate::concept::Concept;
 use crate::fs::stamp::RACY_NS;
 use crate::score::QueryTerms;
 
+/// `n` concept files under `root`, every third in `sub/`, every seventh
+/// with broken frontmatter, the others titled `t{i}`, tagged `k{i % 7}`
+/// and holding `body(i, i % 7)`.
+fn write_sample(root: &std::path::Path, n: usize, body: impl Fn(usize, usize) -> String) {
+    fs::create_dir_all(root.join("sub")).unwrap();
+    for i in 0..n {
+        let dir = if i % 3 == 0 { "sub/" } else { "" };
+        let text = match i % 7 {
+            6 => "---\ntitle: [broken\n---\n".to_string(),
+            k => format!(
+                "---\ntype: T\ntitle: t{i}\ntags: [k{k}]\n---\n{}\n",
+                body(i, k)
+            ),
+        };
+        fs::write(root.join(format!("{dir}c{i:02}.md")), text).unwrap();
+    }
+}
+
 mod refresh {
     use super::*;
 
@@ -24,18 +42,8 @@ mod refresh {
     #[test]
     fn a_load_in_many_waves_equals_a_plain_load() {
         let d = crate::testing::scratch_dir("refresh", "waves");
-        fs::create_dir_all(d.join("root/sub")).unwrap();
         let root = d.join("root");
-        for i in 0..23 {
-            let dir = if i % 3 == 0 { "sub/" } else { "" };
-            let text = match i % 7 {
-                6 => "---\ntitle: [broken\n---\n".to_string(),
-                k => format!(
-                    "---\ntype: T\ntitle: t{i}\ntags: [k{k}]\n---\nbody {i} word{k}\r\nline\n"
-                ),
-            };
-            fs::write(root.join(format!("{dir}c{i:02}.md")), text).unwrap();
-        }
+        write_sample(&root, 23, |i, k| format!("body {i} word{k}\r\nline"));
         // Old enough that a reopen trusts every file.
         let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
         for p in ["sub/c00", "c01", "sub/c03"]
@@ -528,18 +536,8 @@ mod served {
     #[test]
     fn a_cold_load_serves_from_the_cache_file_it_wrote() {
         let d = crate::testing::scratch_dir("bundle", "served");
-        fs::create_dir_all(d.join("root/sub")).unwrap();
         let root = d.join("root");
-        for i in 0..30 {
-            let dir = if i % 3 == 0 { "sub/" } else { "" };
-            let text = match i % 7 {
-                6 => "---\ntitle: [broken\n---\n".to_string(),
-                k => {
-                    format!("---\ntype: T\ntitle: t{i}\ntags: [k{k}]\n---\nbody {i} w{k} gone{i}\n")
-                }
-            };
-            fs::write(root.join(format!("{dir}c{i:02}.md")), text).unwrap();
-        }
+        write_sample(&root, 30, |i, k| format!("body {i} w{k} gone{i}"));
         let plain = Bundle::load(&root).unwrap();
         let file = d.join("c.okfc");
         let (cold, report) = Bundle::load_cached(&root, &file).unwrap();
