@@ -149,19 +149,22 @@ impl Analyzer {
             // but `_`, rules WB13a–b; the rest join only between letters or
             // digits, WB6–WB7, WB11–WB12): one word, no bigram, as in most of
             // a vocabulary's pieces (`data`, `data,`, `(vacuum)`).
-            let core = piece.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '_');
-            if !core.is_empty() && core.bytes().all(|b| b.is_ascii_alphanumeric()) {
-                f(Token {
-                    text: self.stem(core),
-                    word: Some(core),
-                });
-                return;
+            let b = piece.as_bytes();
+            let lo = b.iter().position(|&c| c == b'_' || alnum(c));
+            let hi = b.iter().rposition(|&c| c == b'_' || alnum(c));
+            if let (Some(lo), Some(hi)) = (lo, hi) {
+                if b[lo..=hi].iter().all(|&c| alnum(c)) {
+                    let core = &piece[lo..=hi];
+                    f(Token {
+                        text: self.stem(core),
+                        word: Some(core),
+                    });
+                    return;
+                }
             }
             // The same words, segmented by the rules' ASCII cases (a test
             // holds it equal to the segmentation crate's on random text).
-            for w in ascii_words(piece) {
-                self.word_tokens(w, &mut f);
-            }
+            self.ascii_tokens(piece, &mut f);
             return; // no Han, kana or Hangul: no bigram
         }
         for w in piece.unicode_words() {
@@ -201,6 +204,48 @@ impl Analyzer {
                     text: self.stem(sub),
                     word: Some(sub),
                 });
+            }
+        }
+    }
+
+    /// [`Analyzer::word_tokens`] of each UAX #29 word of an ASCII text
+    /// without white space that holds a letter or a digit: rules WB5–WB13b
+    /// over ASCII classes, every other pair broken (WB999). One pass over
+    /// the bytes: a letter or digit after another joins without the rules.
+    fn ascii_tokens<'a>(&self, piece: &'a str, f: &mut impl FnMut(Token<'a>)) {
+        let b = piece.as_bytes();
+        let mut start = 0;
+        while start < b.len() {
+            let mut i = start + 1;
+            while i < b.len() && ((alnum(b[i]) && alnum(b[i - 1])) || joined(b, i)) {
+                i += 1;
+            }
+            let w = &piece[start..i];
+            start = i;
+            let (mut all, mut any) = (true, false);
+            for &c in w.as_bytes() {
+                let a = alnum(c);
+                all &= a;
+                any |= a;
+            }
+            if !any {
+                continue;
+            }
+            f(Token {
+                text: self.stem(w),
+                word: Some(w),
+            });
+            // A word joined by punctuation (`React.memo`, `foo_bar`, `3.14`)
+            // also yields its letter-and-digit runs.
+            if !all {
+                for sub in w.split(|c: char| !c.is_ascii_alphanumeric()) {
+                    if !sub.is_empty() {
+                        f(Token {
+                            text: self.stem(sub),
+                            word: Some(sub),
+                        });
+                    }
+                }
             }
         }
     }
@@ -279,45 +324,26 @@ fn wb(b: u8) -> Wb {
     CLASSES[b as usize]
 }
 
-/// The UAX #29 words of an ASCII text without white space that hold a letter
-/// or a digit: rules WB5–WB13b over ASCII classes, every other pair broken
-/// (WB999).
-fn ascii_words(s: &str) -> impl Iterator<Item = &str> {
-    let b = s.as_bytes();
+fn alnum(b: u8) -> bool {
+    b.is_ascii_alphanumeric()
+}
+
+/// Whether there is no word boundary between `b[i - 1]` and `b[i]` of an
+/// ASCII text without white space (UAX #29 rules WB5–WB13b).
+fn joined(b: &[u8], i: usize) -> bool {
     let class = |i: usize| b.get(i).map(|&c| wb(c));
-    let joined = move |i: usize| -> bool {
-        // Whether there is no boundary between b[i - 1] and b[i].
-        let (prev, cur) = (wb(b[i - 1]), wb(b[i]));
-        let before = if i >= 2 { class(i - 2) } else { None };
-        let after = class(i + 1);
-        use Wb::*;
-        match (prev, cur) {
-            (Letter, Letter) | (Numeric, Numeric) | (Letter, Numeric) | (Numeric, Letter) => true,
-            (Letter, MidLetter | MidNumLetQ) => after == Some(Letter),
-            (MidLetter | MidNumLetQ, Letter) => before == Some(Letter),
-            (Numeric, MidNum | MidNumLetQ) => after == Some(Numeric),
-            (MidNum | MidNumLetQ, Numeric) => before == Some(Numeric),
-            (Letter | Numeric | ExtendNumLet, ExtendNumLet) => true,
-            (ExtendNumLet, Letter | Numeric) => true,
-            _ => false,
-        }
-    };
-    let mut start = 0usize;
-    let mut i = 1usize;
-    std::iter::from_fn(move || {
-        while start < b.len() {
-            while i < b.len() && joined(i) {
-                i += 1;
-            }
-            let word = &s[start..i];
-            start = i;
-            i += 1;
-            if word.bytes().any(|c| c.is_ascii_alphanumeric()) {
-                return Some(word);
-            }
-        }
-        None
-    })
+    let (prev, cur) = (wb(b[i - 1]), wb(b[i]));
+    use Wb::*;
+    match (prev, cur) {
+        (Letter, Letter) | (Numeric, Numeric) | (Letter, Numeric) | (Numeric, Letter) => true,
+        (Letter, MidLetter | MidNumLetQ) => class(i + 1) == Some(Letter),
+        (MidLetter | MidNumLetQ, Letter) => i >= 2 && class(i - 2) == Some(Letter),
+        (Numeric, MidNum | MidNumLetQ) => class(i + 1) == Some(Numeric),
+        (MidNum | MidNumLetQ, Numeric) => i >= 2 && class(i - 2) == Some(Numeric),
+        (Letter | Numeric | ExtendNumLet, ExtendNumLet) => true,
+        (ExtendNumLet, Letter | Numeric) => true,
+        _ => false,
+    }
 }
 
 /// One token of a piece.

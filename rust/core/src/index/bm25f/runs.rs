@@ -25,6 +25,39 @@ pub(super) fn sub_tf(tf: u32, half: Option<bool>) -> u16 {
 /// sort while they are few.
 const MERGE: usize = 8;
 
+/// `listed`'s pairs (token, word, times) by token, then word: listed by
+/// word already, and a word's tokens are distinct, so an order stable
+/// within each token is that order. With few tokens for the pairs, a
+/// counting sort (one pass to count each token's pairs, one to place them);
+/// otherwise a sort of `token << 32 | index` (plain integers, which sort
+/// faster than the triples; a chunk lists far fewer than 2^32 pairs, so the
+/// index fits its half).
+fn by_token(listed: Vec<(u32, u32, u16)>, tokens: usize) -> Vec<(u32, u32, u16)> {
+    if tokens <= 4 * listed.len() {
+        let mut at = vec![0u32; tokens + 1];
+        for &(t, _, _) in &listed {
+            at[t as usize + 1] += 1;
+        }
+        for i in 1..at.len() {
+            at[i] += at[i - 1];
+        }
+        let mut pairs = vec![(0u32, 0u32, 0u16); listed.len()];
+        for &pair in &listed {
+            let slot = &mut at[pair.0 as usize];
+            pairs[*slot as usize] = pair;
+            *slot += 1;
+        }
+        return pairs;
+    }
+    let mut keys: Vec<u64> = (0..listed.len())
+        .map(|i| u64::from(listed[i].0) << 32 | i as u64)
+        .collect();
+    keys.sort_unstable();
+    keys.iter()
+        .map(|&k| listed[(k & u64::from(u32::MAX)) as usize])
+        .collect()
+}
+
 /// One chunk of one per-field index field, token by token: the tokens its
 /// words give, ascending, each with its concepts, ascending, and its
 /// frequencies there (`a`: the field's, or the tags' for `tags_desc`; `b`:
@@ -73,19 +106,7 @@ impl Runs {
                 );
             }
         }
-        // The pairs by token, then word: listed by word already, and a word's
-        // tokens are distinct, so sorting `token << 32 | index` (plain
-        // integers, which sort faster than the triples) gives that order. A
-        // chunk lists far fewer than 2^32 pairs, so the index fits its half.
-        let mut keys: Vec<u64> = (0..listed.len())
-            .map(|i| u64::from(listed[i].0) << 32 | i as u64)
-            .collect();
-        keys.sort_unstable();
-        let pairs: Vec<(u32, u32, u16)> = keys
-            .iter()
-            .map(|&k| listed[(k & u64::from(u32::MAX)) as usize])
-            .collect();
-        drop((listed, keys));
+        let pairs = by_token(listed, per * ranges);
         // Room for every posting of every pair, reserved once: pages never
         // written are never touched, and nothing is copied to grow.
         let mut most = vec![0usize; ranges];
@@ -107,12 +128,11 @@ impl Runs {
                 ..Runs::default()
             })
             .collect();
-        // The chunk's concepts, for a token whose words together hold many
-        // of them: their frequencies added up in one slot per concept, read
-        // back in order, rather than sorted.
+        // The chunk's concepts' slots and their marks, for a token from many
+        // words or whose words hold many of the concepts (below).
         let span = ch.concepts;
         let mut dense: Vec<(u16, u16)> = Vec::new();
-        let mut scratch: Vec<(u16, u16, u16)> = Vec::new();
+        let mut marks: Vec<u64> = Vec::new();
         let mut heads: Vec<(usize, usize, u16)> = Vec::new();
         let mut i = 0;
         while i < pairs.len() {
@@ -136,28 +156,45 @@ impl Runs {
             };
             let held: usize = words.iter().map(|&(_, w, _)| held_by(w as usize)).sum();
             let from = runs.offsets.len();
-            if words.len() > 1 && held >= span / 8 {
+            if words.len() > MERGE || (words.len() > 1 && held >= span / 8) {
+                // Many words, or words holding many of the chunk's concepts:
+                // their frequencies added up in one slot per concept, the
+                // slots written marked in a bitmap and read back in order
+                // (a pass over the marks' words, not over every slot, nor a
+                // sort of the postings).
                 dense.resize(span, (0, 0));
+                marks.resize(span.div_ceil(64), 0);
                 for &(_, w, times) in words {
                     let (offsets, a, b) = ch.halves(w as usize);
                     if let Some(b) = b {
                         for ((&o, &x), &y) in offsets.iter().zip(a).zip(b) {
-                            let slot = &mut dense[usize::from(o)];
-                            slot.0 = slot.0.saturating_add(x.saturating_mul(times));
-                            slot.1 = slot.1.saturating_add(y.saturating_mul(times));
+                            let (x, y) = (x.saturating_mul(times), y.saturating_mul(times));
+                            if x | y != 0 {
+                                let slot = &mut dense[usize::from(o)];
+                                slot.0 = slot.0.saturating_add(x);
+                                slot.1 = slot.1.saturating_add(y);
+                                marks[usize::from(o) / 64] |= 1 << (o % 64);
+                            }
                         }
                     } else {
                         for (&o, &x) in offsets.iter().zip(a) {
-                            let slot = &mut dense[usize::from(o)].0;
-                            *slot = slot.saturating_add(x.saturating_mul(times));
+                            let x = x.saturating_mul(times);
+                            if x != 0 {
+                                let slot = &mut dense[usize::from(o)].0;
+                                *slot = slot.saturating_add(x);
+                                marks[usize::from(o) / 64] |= 1 << (o % 64);
+                            }
                         }
                     }
                 }
-                for (x, slot) in dense.iter_mut().enumerate() {
-                    if slot.0 | slot.1 != 0 {
+                for (k, mark) in marks.iter_mut().enumerate() {
+                    let mut bits = std::mem::take(mark);
+                    while bits != 0 {
+                        let x = k * 64 + bits.trailing_zeros() as usize;
+                        bits &= bits - 1;
+                        let slot = std::mem::take(&mut dense[x]);
                         // Below the chunk's concepts, which fit 16 bits.
                         runs.push(x as u16, slot.0, slot.1, halves);
-                        *slot = (0, 0);
                     }
                 }
             } else if let [(_, w, times)] = *words {
@@ -212,32 +249,6 @@ impl Runs {
                     }
                     if a > 0 || b > 0 {
                         runs.push(o as u16, a, b, halves);
-                    }
-                }
-            } else {
-                scratch.clear();
-                for &(_, w, times) in words {
-                    for (o, tf) in entries(w) {
-                        let (a, b) = tf_of(tf, times);
-                        if a > 0 || b > 0 {
-                            scratch.push((o, a, b));
-                        }
-                    }
-                }
-                if words.len() > 1 {
-                    // Each word's postings ascend; together they need a sort,
-                    // and a concept holding two of the words is one entry.
-                    scratch.sort_unstable_by_key(|e| e.0);
-                }
-                for &(o, a, b) in &scratch {
-                    if runs.offsets.len() > from && runs.offsets.last() == Some(&o) {
-                        let last = runs.a.len() - 1;
-                        runs.a[last] = runs.a[last].saturating_add(a);
-                        if halves {
-                            runs.b[last] = runs.b[last].saturating_add(b);
-                        }
-                    } else {
-                        runs.push(o, a, b, halves);
                     }
                 }
             }
@@ -410,6 +421,36 @@ mod tests {
             let got: Vec<(u16, u16)> = runs.offsets.iter().copied().zip(runs.a).collect();
             let want: Vec<(u16, u16)> = want.into_iter().collect();
             assert_eq!(got, want, "round {round}");
+        }
+    }
+
+    /// Both ways of [`by_token`] give the pairs by token, then in their
+    /// listed order, on pair lists with few and with many tokens.
+    #[test]
+    fn pairs_are_ordered_by_token_then_as_listed() {
+        let mut rng = Rng(0x5EED);
+        for len in [0usize, 1, 2, 7, 100, 1000] {
+            for tokens in [1u64, 3, 50, 5000] {
+                let listed: Vec<(u32, u32, u16)> = (0..len)
+                    .map(|i| {
+                        (
+                            rng.below(tokens as usize) as u32,
+                            i as u32,
+                            rng.below(5) as u16,
+                        )
+                    })
+                    .collect();
+                let mut want = listed.clone();
+                want.sort_by_key(|p| p.0);
+                // A bound of at most 4 pairs a token counts; a larger one sorts.
+                for bound in [tokens as usize, tokens as usize + 4 * len + 1] {
+                    assert_eq!(
+                        by_token(listed.clone(), bound),
+                        want,
+                        "{len} {tokens} {bound}"
+                    );
+                }
+            }
         }
     }
 }
