@@ -143,6 +143,33 @@ def test_disabled_sources_are_not_resolved(tmp: Path) -> None:
     assert cat.sources[0].directory is None
 
 
+@pytest.mark.parametrize("path", [None, "", "  "])
+def test_a_disabled_source_may_leave_its_path_out(tmp: Path, path: str | None) -> None:
+    off = {"id": "off", "enabled": False} | ({} if path is None else {"path": path})
+    cat = Catalog.load(write(tmp, {"version": 1, "sources": [src(), off]}))
+    assert [(s.id, s.enabled, s.directory) for s in cat.sources] == [
+        ("docs", True, tmp / "docs"),
+        ("off", False, None),
+    ]
+    # Enabled, the same entry needs its path; of the wrong type it is wrong either way.
+    assert codes_of(tmp, {"version": 1, "sources": [off | {"enabled": True}]}) == ["EmptyPath"]
+    assert codes_of(tmp, {"version": 1, "sources": [off | {"path": 7}]}) == ["EmptyPath"]
+
+
+def test_an_integer_too_long_to_convert_is_a_wrong_value_not_a_parse_error(tmp: Path) -> None:
+    # Valid JSON of more digits than Python converts (4,300 by default).
+    text = '{"version": 1, "sources": [{"id": "docs", "path": "./docs", "priority": %s}]}'
+    with pytest.raises(CatalogError) as e:
+        Catalog.load(write(tmp, text % ("9" * 5000)))
+    assert [str(d) for d in e.value.diagnostics] == [
+        "[MalformedPriority] sources[0]: priority must be a 32-bit integer, "
+        "got <an integer of 5000 digits>"
+    ]
+    assert codes_of(
+        tmp, '{"version": %s, "sources": [{"id": "docs", "path": "./docs"}]}' % ("-" + "1" * 4301)
+    ) == ["WrongVersion"]
+
+
 def test_symlink_in_path_is_refused_but_root_may_be_one(tmp: Path) -> None:
     os.symlink(tmp / "docs", tmp / "link")
     assert codes_of(tmp, {"version": 1, "sources": [src(path="link")]}) == ["ReparsePointInPath"]

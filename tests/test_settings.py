@@ -148,6 +148,27 @@ def test_a_bad_entry_is_a_diagnostic_and_the_rest_applies(
         assert s.bm25f is not None and s.bm25f.k1 == (2.0 if k1_was_bad else 1.25)
 
 
+def test_an_integer_too_long_to_convert_is_an_illegal_value() -> None:
+    # Valid JSON, so a diagnostic for its entry, not a file that is not JSON.
+    huge = "9" * 5000
+    s = Settings.parse(
+        f'{{"version": 1, "scorer": "bm25f", "rrf_k": {huge}, "provenance": {{"n": [{huge}]}}}}'
+    )
+    assert [(d.code, d.message) for d in s.diagnostics] == [
+        (
+            "IllegalValue",
+            "'provenance' holds <an integer of 5000 digits>, which cannot be kept as read",
+        ),
+        (
+            "IllegalValue",
+            "'rrf_k' must be a whole number from 1 to 4294967295, got <an integer of 5000 digits>",
+        ),
+    ]
+    assert (s.scorer, s.rrf_k, s.provenance) == (Scorer.BM25F, None, None)
+    # What is kept can be written back.
+    assert Settings.parse(s.to_json()).scorer is Scorer.BM25F
+
+
 @pytest.mark.parametrize("version", ["2", "1.0", "true", '"1"'])
 def test_another_version_is_refused_whole(version: str) -> None:
     s = Settings.parse(f'{{"version": {version}, "scorer": "bm25f"}}')

@@ -157,8 +157,15 @@ def _parse_source(
         add("DuplicateSourceId", f"sources[{i}]: id {sid!r} is used twice")
     else:
         seen_ids.add(sid)
-    path = e.get("path")
-    if not isinstance(path, str) or path.strip() == "":
+    raw_enabled = e.get("enabled", True)
+    enabled = raw_enabled if isinstance(raw_enabled, bool) else True
+    path = e.get("path", None if enabled else "")
+    if not isinstance(path, str):
+        add("EmptyPath", f"sources[{i}]: 'path' must be a non-empty string")
+        path = None
+    elif enabled and path.strip() == "":
+        # A disabled source's path is not resolved (§4.2), so it may be
+        # left out or blank: a source switched off before its bundle exists.
         add("EmptyPath", f"sources[{i}]: 'path' must be a non-empty string")
         path = None
     priority = e.get("priority", 0)
@@ -168,10 +175,8 @@ def _parse_source(
             f"sources[{i}]: priority must be a 32-bit integer, got {priority!r}",
         )
         priority = 0
-    enabled = e.get("enabled", True)
-    if not isinstance(enabled, bool):
-        add("MalformedEnabled", f"sources[{i}]: enabled must be true or false, got {enabled!r}")
-        enabled = True
+    if not isinstance(raw_enabled, bool):
+        add("MalformedEnabled", f"sources[{i}]: enabled must be true or false, got {raw_enabled!r}")
     role = e.get("role", "knowledge")
     if role not in ROLES:
         add("IllegalRole", f"sources[{i}]: role must be 'knowledge' or 'memory', got {role!r}")

@@ -118,6 +118,9 @@ class Settings:
         if provenance is not None and not isinstance(provenance, dict):
             r.bad("WrongType", f"'provenance' must be an object, got {provenance!r}")
             provenance = None
+        elif (big := strict_json.oversized(provenance)) is not None:
+            r.bad("IllegalValue", f"'provenance' holds {big!r}, which cannot be kept as read")
+            provenance = None
         return cls(
             scorer=r.choice(doc, "scorer", Scorer),
             strategy=r.choice(doc, "strategy", Strategy),

@@ -6,7 +6,46 @@ Catalogs and settings files share it."""
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
+
+
+class OversizedInteger:
+    """A JSON integer with more digits than Python converts to an ``int``
+    (``sys.get_int_max_str_digits()``, 4,300 by default). It is valid JSON, so
+    it is not a parse error: each reader finds it where it stands and reports
+    a wrong value there (docs/spec.md §4.1, §13.2), as for any other value
+    that is not an integer in range."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+    def __repr__(self) -> str:
+        return f"<an integer of {self.digits} digits>"
+
+
+def oversized(value: Any) -> OversizedInteger | None:
+    """The first :class:`OversizedInteger` anywhere in ``value`` (a parsed
+    document or part of one), or ``None``: a part kept as read must be
+    written back as read, which such a marker cannot be."""
+    if isinstance(value, OversizedInteger):
+        return value
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for v in items:
+        found = oversized(v)
+        if found is not None:
+            return found
+    return None
+
+
+def _integer(text: str) -> int | OversizedInteger:
+    limit = sys.get_int_max_str_digits()
+    digits = len(text.lstrip("-"))
+    if limit and digits > limit:
+        return OversizedInteger(digits)
+    return int(text)
 
 
 def _reject_constant(name: str) -> Any:
@@ -25,4 +64,9 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def loads(text: str) -> Any:
     """``text`` parsed; ``ValueError`` (or ``RecursionError`` when nested too
     deeply) for anything that is not strict JSON."""
-    return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_reject_constant)
+    return json.loads(
+        text,
+        object_pairs_hook=_unique_keys,
+        parse_constant=_reject_constant,
+        parse_int=_integer,
+    )
