@@ -86,6 +86,40 @@ def test_refusals_exit_nonzero(
     assert code == 2 and "WrongVersion" in err
 
 
+def test_a_refused_delete_says_so_and_not_that_nothing_was_found(
+    catalog: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    who = ["--catalog", catalog, "--tenant", "acme", "--user", "alice"]
+    code, out, err = run(capsys, "memory", "delete", *who, "--tier", "session")
+    assert (code, out) == (1, "")
+    assert err == "okfast: not deleted: scope acme/alice owns user memory, not session memory\n"
+    # Nothing refused and nothing there: that is what it says.
+    code, out, err = run(capsys, "memory", "delete", *who)
+    assert (code, out, err) == (0, "deleted for scope acme/alice: nothing (no memory found)\n", "")
+
+
+@pytest.mark.parametrize(
+    "concept_flags",
+    [
+        ["--name", "prefs"],
+        ["--title", "T", "--description", "D"],
+        ["--section", "S"],
+        ["--type", "Fact"],
+    ],
+)
+def test_a_capture_with_concept_flags_is_a_usage_error(
+    catalog: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, concept_flags: list[str]
+) -> None:
+    who = ["--catalog", catalog, "--tenant", "acme", "--user", "alice"]
+    code, out, err = run(
+        capsys, "memory", "write", *who, "--user-text", "my dog is Rex", *concept_flags
+    )
+    assert (code, out) == (2, "")
+    assert "not both" in err and concept_flags[0] in err
+    # Nothing was captured.
+    assert not any(p.is_file() for p in (tmp_path / "mem-user").rglob("*"))
+
+
 def test_a_catalog_without_memory_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -106,7 +106,28 @@ def _read(args: argparse.Namespace, store: FileMemoryStore, scope: Scope, out: P
 
 
 def _write(args: argparse.Namespace, store: FileMemoryStore, scope: Scope, out: PrintJson) -> int:
-    if args.user_text is not None or args.agent_text is not None:
+    captured = args.user_text is not None or args.agent_text is not None
+    given = [
+        flag
+        for flag, value in (
+            ("--name", args.name),
+            ("--title", args.title),
+            ("--description", args.description),
+            ("--section", args.section),
+            ("--type", args.type),
+        )
+        if value is not None
+    ]
+    if captured and given:
+        # A capture names its own concept: the other flags would be dropped
+        # without a word, so the two ways of writing are not mixed.
+        print(
+            f"okfast: write takes --user-text/--agent-text (a capture) or {', '.join(given)} "
+            "(one concept), not both",
+            file=sys.stderr,
+        )
+        return 2
+    if captured:
         r = capture(store, scope, args.user_text or "", args.agent_text or "", tier=args.tier)
     else:
         if not (args.name and args.title and args.description and args.section is not None):
@@ -117,7 +138,11 @@ def _write(args: argparse.Namespace, store: FileMemoryStore, scope: Scope, out: 
             )
             return 2
         section = sys.stdin.read() if args.section == "-" else args.section
-        fm = {"type": args.type, "title": args.title, "description": args.description}
+        fm = {
+            "type": "Note" if args.type is None else args.type,
+            "title": args.title,
+            "description": args.description,
+        }
         entry = MemoryEntry(args.name, fm, section)
         # What the operator typed is checked first, so a bad name, title or
         # section is bad usage (status 2); the store's own refusals stay 1.
@@ -143,10 +168,13 @@ def _delete(args: argparse.Namespace, store: FileMemoryStore, scope: Scope, out:
             }
         )
     else:
-        done = ", ".join(t.value for t in r.tiers_deleted) or "nothing (no memory found)"
-        print(f"deleted for scope {scope}: {done}")
+        # "nothing (no memory found)" only when nothing was refused: after a
+        # refusal, whether memory is there is not known.
+        if r.tiers_deleted or not r.error:
+            done = ", ".join(t.value for t in r.tiers_deleted) or "nothing (no memory found)"
+            print(f"deleted for scope {scope}: {done}")
         if r.error:
-            print(f"okfast: {r.error}", file=sys.stderr)
+            print(f"okfast: not deleted: {r.error}", file=sys.stderr)
     return 1 if r.error else 0
 
 
@@ -181,7 +209,9 @@ def register(sub: Any, load: LoadCatalog, out: PrintJson, whole: WholeNumber) ->
             c.add_argument("--user-text", default=None, help="capture: what the user said")
             c.add_argument("--agent-text", default=None, help="capture: what the agent said")
             c.add_argument("--name", default=None, help="concept name (a safe segment)")
-            c.add_argument("--type", default="Note", help="frontmatter type of a new concept")
+            c.add_argument(
+                "--type", default=None, help="frontmatter type of a new concept (default: Note)"
+            )
             c.add_argument("--title", default=None)
             c.add_argument("--description", default=None)
             c.add_argument("--section", default=None, help="markdown to append; - reads stdin")
