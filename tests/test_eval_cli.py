@@ -165,10 +165,27 @@ def test_an_unwritable_run_file_is_one_line_and_status_2(
     setup: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     catalog, qrels = setup
+    (tmp_path / "file").write_text("")
     err = one_line_status_2(
-        capsys, "--catalog", catalog, "--qrels", qrels, "--run-out", str(tmp_path / "no" / "run")
+        capsys, "--catalog", catalog, "--qrels", qrels, "--run-out", str(tmp_path / "file" / "run")
     )
     assert "cannot write the run file" in err
+    err = one_line_status_2(
+        capsys, "--catalog", catalog, "--qrels", qrels, "--run-out", str(tmp_path)
+    )
+    assert err == f"okfast: cannot write the run file {tmp_path}: it is a directory\n"
+
+
+@requires_eval_extra
+def test_a_run_file_s_missing_folders_are_made(
+    setup: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    catalog, qrels = setup
+    run_file = tmp_path / "runs" / "today" / "bm25f.run"
+    code, _, _ = run(capsys, "--catalog", catalog, "--qrels", qrels, "--run-out", str(run_file))
+    assert code == 0
+    lines = run_file.read_text(encoding="utf-8").splitlines()
+    assert {line.split()[0] for line in lines} == {"wants-strong", "wants-weak"}
 
 
 def test_a_bad_catalog_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -45,6 +45,9 @@ def _run(args: argparse.Namespace, load: LoadCatalog, out: PrintJson) -> int:
     catalog = load(args.catalog)
     if catalog is None:
         return 2
+    if args.run_out is not None and Path(args.run_out).is_dir():
+        # Found before the evaluation, not after it (as tune's --out, §14.3).
+        raise InvalidArgumentError(f"cannot write the run file {args.run_out}: it is a directory")
     judged = JudgedSet.load(args.qrels, args.queries)
     current = command_settings(catalog, args.settings)
     config = current.with_choices(
@@ -73,6 +76,8 @@ def _run(args: argparse.Namespace, load: LoadCatalog, out: PrintJson) -> int:
     report = evaluate(resolver, judged, query=make, depth=args.limit, baseline=baseline)
     if args.run_out is not None:
         try:
+            # Missing folders are made, as for tune's --out and --plot.
+            Path(args.run_out).parent.mkdir(parents=True, exist_ok=True)
             Path(args.run_out).write_text(report.trec_run(), encoding="utf-8")
         except OSError as e:
             raise InvalidArgumentError(
