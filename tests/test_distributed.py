@@ -404,6 +404,20 @@ def test_arguments_are_checked(governed: tuple[Resolver, RayResolver]) -> None:
             governed[1].timeout = bad  # type: ignore[assignment]
 
 
+def test_a_split_of_a_memory_source_is_refused(tmp_path: Path) -> None:
+    """docs/spec.md §15.1: no shard holds memory (a resolver never searches
+    it, §5.3), so such a split would be silently ignored."""
+    from okfast import InvalidArgumentError
+
+    cat = make_catalog(
+        tmp_path,
+        {"a": BUNDLES["b"], "mem": {}},
+        [{"id": "a", "path": "a"}, {"id": "mem", "path": "mem", "role": "memory", "tier": "user"}],
+    )
+    with pytest.raises(InvalidArgumentError, match="memory source"):
+        RayResolver(cat, shards=2, split={"mem": 2})
+
+
 def test_an_infinite_timeout_waits_as_long_as_it_takes(
     governed: tuple[Resolver, RayResolver],
 ) -> None:

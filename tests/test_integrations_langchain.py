@@ -9,7 +9,18 @@ from typing import Any
 
 import pytest
 from integration_extras import EXAMPLES, copy_examples, require
-from okfast import Catalog, FileMemoryStore, Query, Resolver, Scope, Strategy, capture
+from okfast import (
+    Catalog,
+    CatalogError,
+    FileMemoryStore,
+    InvalidArgumentError,
+    Query,
+    Resolver,
+    Scope,
+    Strategy,
+    capture,
+)
+from okfast.errors import SettingsError
 from okfast.integrations.records import passage_record
 
 require("langchain_core", "langchain")
@@ -87,12 +98,45 @@ def test_bad_construction_is_a_value_error(kwargs: dict[str, Any]) -> None:
         OkfastRetriever(**kwargs)
 
 
+def test_a_bad_catalog_or_settings_file_raises_okfasts_own_error(tmp_path: Path) -> None:
+    """Not pydantic's ValidationError around it: a caller catches the okfast
+    class and reads its diagnostics (docs/spec.md §8)."""
+    bad = tmp_path / "catalog.json"
+    bad.write_text('{"version": 1, "sources": [{"id": "x", "path": "./x", "role": "bogus"}]}')
+    with pytest.raises(CatalogError) as caught:
+        OkfastRetriever(catalog=bad)
+    assert type(caught.value) is CatalogError
+    assert "IllegalRole" in {d.code for d in caught.value.diagnostics}
+    with pytest.raises(SettingsError) as unread:
+        OkfastRetriever(catalog=CATALOG, settings=tmp_path / "missing.json")
+    assert type(unread.value) is SettingsError
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"k": 0},
+        {"k": -1},
+        {"k": "3"},
+        {"strategy": "sideways"},
+        {"scorer": "bm26"},
+        {"tag": 3},
+        {"tag": "\ud800"},
+    ],
+    ids=["k-0", "k-negative", "k-text", "strategy", "scorer", "tag-type", "tag-surrogate"],
+)
+def test_a_bad_option_is_an_invalid_argument_error(bad: dict[str, Any]) -> None:
+    """Raised where the mistake is made, not at the first search."""
+    with pytest.raises(InvalidArgumentError):
+        OkfastRetriever(catalog=CATALOG, **bad)
+
+
 def test_bad_k_and_query_are_value_errors() -> None:
     with pytest.raises(ValueError):
         OkfastRetriever(catalog=CATALOG, k=0)
     r = OkfastRetriever(catalog=CATALOG)
     for bad in (0, -1, True, "3"):
-        with pytest.raises(ValueError, match="k must be"):
+        with pytest.raises(InvalidArgumentError, match="k must be"):
             r.invoke(QUESTION, k=bad)
     with pytest.raises(ValueError, match="non-blank"):
         r.invoke("   ")

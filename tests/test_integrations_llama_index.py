@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from integration_extras import EXAMPLES, copy_examples, require
-from okfast import Catalog, Query, Resolver, Strategy
+from okfast import Catalog, InvalidArgumentError, Query, Resolver, Strategy
 from okfast.integrations.records import passage_record
 
 schema = require("llama_index.core.schema", "llama-index")
@@ -57,15 +57,35 @@ def test_tag_narrows_every_query() -> None:
 
 
 @pytest.mark.parametrize("top_k", [0, -2, True, 2.5])
-def test_bad_top_k_is_a_value_error(top_k: Any) -> None:
-    with pytest.raises(ValueError, match="similarity_top_k"):
+def test_bad_top_k_is_an_invalid_argument_error(top_k: Any) -> None:
+    with pytest.raises(InvalidArgumentError, match="similarity_top_k"):
         OkfastRetriever(CATALOG, similarity_top_k=top_k)
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [{"strategy": "sideways"}, {"scorer": "bm26"}, {"tag": 3}, {"tag": "\ud800"}],
+    ids=["strategy", "scorer", "tag-type", "tag-surrogate"],
+)
+@pytest.mark.parametrize("given", ["catalog", "resolver"])
+def test_a_bad_option_is_refused_when_the_retriever_is_made(
+    bad: dict[str, Any], given: str
+) -> None:
+    """The mistake is raised where it is made, the same error with a ready
+    resolver as with a catalog, never deferred to the first retrieve."""
+    source: dict[str, Any] = (
+        {"catalog": CATALOG}
+        if given == "catalog"
+        else {"resolver": Resolver(Catalog.load(CATALOG))}
+    )
+    with pytest.raises(InvalidArgumentError):
+        OkfastRetriever(**source, **bad)
+
+
 def test_needs_exactly_one_of_catalog_and_resolver() -> None:
-    with pytest.raises(ValueError, match="either catalog"):
+    with pytest.raises(InvalidArgumentError, match="either catalog"):
         OkfastRetriever()
-    with pytest.raises(ValueError, match="either catalog"):
+    with pytest.raises(InvalidArgumentError, match="either catalog"):
         OkfastRetriever(CATALOG, resolver=Resolver(Catalog.load(CATALOG)))
 
 

@@ -94,8 +94,8 @@ class RayResolver:
 
     ``shards`` actors (default: one per bundle directory, at most the
     cluster's CPUs) hold the catalog's enabled knowledge bundles, spread in
-    directory order; ``split={source_id: k}`` serves a source from ``k``
-    actors, each loading only its share of the concepts (``k`` consecutive
+    directory order; ``split={source_id: k}`` serves a knowledge source from
+    ``k`` actors, each loading only its share of the concepts (``k`` consecutive
     id ranges of nearly equal size, chosen when the resolver is made:
     docs/spec.md §15.5). ``address`` is handed
     to ``ray.init`` when Ray is not initialised yet. ``timeout`` (seconds)
@@ -175,10 +175,17 @@ class RayResolver:
 
     def _units(self, catalog: Catalog, split: dict[str, int]) -> dict[str, list[Unit]]:
         lang = self.local.default_bm25f.language
-        known = {s.id for s in catalog.sources}
+        roles = {s.id: s.role for s in catalog.sources}
         for sid, k in split.items():
-            if sid not in known or isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            if sid not in roles or isinstance(k, bool) or not isinstance(k, int) or k < 1:
                 raise InvalidArgumentError(f"split: {sid!r}: {k!r} (a source id and a count >= 1)")
+            # A resolver never searches memory (docs/spec.md §5.3), so no shard
+            # holds a memory source: a split of one would be ignored, silently.
+            if roles[sid] != "knowledge":
+                raise InvalidArgumentError(
+                    f"split: {sid!r} is a {roles[sid]} source; the shards serve "
+                    "knowledge sources only (docs/spec.md §15.1)"
+                )
         out: dict[str, list[Unit]] = {}
         for s in sorted(catalog.sources, key=lambda s: s.id):
             if s.enabled and s.role == "knowledge" and s.directory is not None:

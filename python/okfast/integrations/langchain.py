@@ -32,6 +32,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
     ) from e
 
 from okfast.catalog import Catalog
+from okfast.errors import InvalidArgumentError
 from okfast.integrations.records import passage_record
 from okfast.integrations.searching import make_query, open_resolver, ranked
 from okfast.memory.scope import Scope
@@ -49,6 +50,12 @@ def _document(p: Passage, surface: str) -> Document:
     return Document(page_content=p.body, metadata=metadata, id=f"{p.source_id}:{p.concept_id}")
 
 
+def _count(k: object) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InvalidArgumentError(f"k must be a whole number >= 1, got {k!r}")
+    return k
+
+
 class OkfastRetriever(BaseRetriever):
     """Resolves a query over an okfast catalog.
 
@@ -57,8 +64,14 @@ class OkfastRetriever(BaseRetriever):
     per call: ``retriever.invoke(q, k=3)``) caps the knowledge documents;
     ``strategy``, ``scorer`` and ``tag`` are passed to every query;
     ``settings`` (with ``catalog``) are the resolver's (docs/spec.md §13);
-    ``scope`` adds that scope's memory, scored as the knowledge is. Bad
-    arguments raise ``ValueError``.
+    ``scope`` adds that scope's memory, scored as the knowledge is.
+
+    A bad option (``k``, ``strategy``, ``scorer``, ``tag``) raises
+    :class:`okfast.InvalidArgumentError` here, not at the first search; a bad
+    catalog or settings file raises okfast's own :class:`okfast.CatalogError`
+    (with its ``diagnostics``) or :class:`okfast.errors.SettingsError`; an
+    argument of the wrong type raises pydantic's ``ValidationError``. Each is
+    a ``ValueError``.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -81,7 +94,23 @@ class OkfastRetriever(BaseRetriever):
     _resolver: Resolver = PrivateAttr()
     _store: FileMemoryStore | None = PrivateAttr(default=None)
 
-    def model_post_init(self, context: Any, /) -> None:
+    def __init__(self, **data: Any) -> None:
+        # Pydantic turns every ValueError raised while it validates into its
+        # ValidationError, which would hide okfast's own class and a
+        # CatalogError's diagnostics (docs/spec.md §8). So okfast checks the
+        # options and opens the resolver itself, before and after pydantic's
+        # type checks, never inside them.
+        k = _count(data.get("k", 4))
+        # The options every query carries, checked by making such a query
+        # (docs/spec.md §5.1): a bad one fails here, not at the first search.
+        make_query(
+            "okfast",
+            limit=k,
+            strategy=data.get("strategy"),
+            tag=data.get("tag"),
+            scorer=data.get("scorer"),
+        )
+        super().__init__(**data)
         self._resolver = open_resolver(
             self.catalog, self.resolver, strategy=self.strategy, settings=self.settings
         )
@@ -89,11 +118,7 @@ class OkfastRetriever(BaseRetriever):
             self._store = FileMemoryStore.from_catalog(self._resolver.catalog)
 
     def _k(self, k: Any) -> int:
-        if k is None:
-            return self.k
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"k must be a whole number >= 1, got {k!r}")
-        return k
+        return self.k if k is None else _count(k)
 
     def _documents(self, query: str, k: int | None) -> list[Document]:
         n = self._k(k)

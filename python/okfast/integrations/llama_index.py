@@ -26,6 +26,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
         "okfast.integrations.llama_index needs llama-index-core: pip install 'okfast[llama-index]'"
     ) from e
 
+from okfast.errors import InvalidArgumentError
 from okfast.integrations.records import PassageRecord, passage_record
 from okfast.integrations.searching import CatalogLike, make_query, open_resolver, ranked
 from okfast.model import Passage
@@ -57,7 +58,10 @@ class OkfastRetriever(BaseRetriever):
     ``catalog.json``, loaded once) or from a ready ``resolver=``.
     ``similarity_top_k`` caps the nodes; ``strategy``, ``scorer`` and ``tag``
     are passed to every query; ``settings`` (with ``catalog``) are the
-    resolver's (docs/spec.md §13). Bad arguments raise ``ValueError``.
+    resolver's (docs/spec.md §13). A bad option raises
+    :class:`okfast.InvalidArgumentError` here, not at the first search; a bad
+    catalog or settings file raises :class:`okfast.CatalogError` or
+    :class:`okfast.errors.SettingsError`. Each is a ``ValueError``.
     """
 
     def __init__(
@@ -78,9 +82,14 @@ class OkfastRetriever(BaseRetriever):
             or not isinstance(similarity_top_k, int)
             or similarity_top_k < 1
         ):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"similarity_top_k must be a whole number >= 1, got {similarity_top_k!r}"
             )
+        # The options every query carries, checked by making such a query
+        # (docs/spec.md §5.1) before anything is opened: a bad one fails here,
+        # with the same error whether or not a ready resolver= is given (which
+        # takes the strategy per query, never as its default).
+        make_query("okfast", strategy=strategy, tag=tag, scorer=scorer)
         self._resolver = open_resolver(catalog, resolver, strategy=strategy, settings=settings)
         self.scorer = None if scorer is None else scorer_of(scorer)
         self.similarity_top_k = similarity_top_k

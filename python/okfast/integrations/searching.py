@@ -11,6 +11,7 @@ import logging
 import os
 
 from okfast.catalog import Catalog
+from okfast.errors import InvalidArgumentError
 from okfast.memory.scope import Scope
 from okfast.passages import PassageList
 from okfast.query import Query, Strategy
@@ -42,13 +43,17 @@ def open_resolver(
 
     Raises :class:`okfast.CatalogError` (a ``ValueError``) for a bad catalog,
     :class:`okfast.errors.SettingsError` for an unreadable settings file and
-    ``ValueError`` for a bad argument.
+    :class:`okfast.InvalidArgumentError` (a ``ValueError``) for a bad argument.
     """
     if (catalog is None) == (resolver is None):
-        raise ValueError("give either catalog= (a Catalog or a catalog.json path) or resolver=")
+        raise InvalidArgumentError(
+            "give either catalog= (a Catalog or a catalog.json path) or resolver="
+        )
     if resolver is not None:
         if settings is not None:
-            raise ValueError("settings= applies to a catalog=; a ready resolver has its own")
+            raise InvalidArgumentError(
+                "settings= applies to a catalog=; a ready resolver has its own"
+            )
         return resolver
     assert catalog is not None
     cat = catalog if isinstance(catalog, Catalog) else Catalog.load(catalog)
