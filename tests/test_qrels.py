@@ -56,12 +56,13 @@ def test_bad_json_lines_are_reported_with_their_line_and_the_rest_is_used() -> N
         b'{"qid": "", "query": "x", "relevant": {"d": 1}}',  # 17
         b'{"qid": "q", "query": "x", "relevant": {"d": 1}, "x": ' + b"[" * 100_000,  # 18
         b'{"qid": "q", "query": "x\x01", "relevant": {"d": 1}}',  # 19
+        b'{"qid": "q", "query": "x", "relevant": {"d": ' + b"9" * 5000 + b"}}",  # 20
     ]
     s = JudgedSet.parse_jsonl(b"\r\n".join(lines), name="j.jsonl")
     assert [q.qid for q in s] == ["ok1", "ok2"]
     assert s.queries[0].judgements == {"d": 1}  # the first ok1 wins
     assert s.queries[1].judgements == {"d": 1}  # the first grade wins
-    bad = [n for n in (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16, 17, 18, 19)]
+    bad = [n for n in (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16, 17, 18, 19, 20)]
     assert codes(s) == [
         *[("BadJudgedLine", f"j.jsonl:{n}", "error") for n in bad if n < 13],
         ("DuplicateQuery", "j.jsonl:13", "warning"),
@@ -75,6 +76,9 @@ def test_bad_json_lines_are_reported_with_their_line_and_the_rest_is_used() -> N
     assert by_line["j.jsonl:7"] == (
         "the grade of 'd' must be a whole number from 0 to 2147483647; line skipped"
     )
+    # Valid JSON, a grade out of range: not "not valid JSON" (Python's limit
+    # on converting long digit strings).
+    assert by_line["j.jsonl:20"] == by_line["j.jsonl:7"]
     assert by_line["j.jsonl:10"] == "the key 'qid' appears twice; line skipped"
     assert by_line["j.jsonl:12"].startswith("not valid UTF-8")
     assert by_line["j.jsonl:18"] == "not valid JSON: nested too deeply; line skipped"

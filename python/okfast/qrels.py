@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from okfast import _native
+from okfast import _native, strict_json
 from okfast.errors import InvalidArgumentError
 from okfast.model import Diagnostic, DiagnosticCode, Severity
 
@@ -234,7 +234,14 @@ class _Reader:
 
     def jsonl_line(self, line: str, name: str, n: int) -> None:
         try:
-            obj = json.loads(line, object_pairs_hook=_Pairs, parse_constant=_no_constant)
+            # A grade of more digits than Python converts is valid JSON and
+            # a grade out of range, not a line that is not JSON.
+            obj = json.loads(
+                line,
+                object_pairs_hook=_Pairs,
+                parse_constant=_no_constant,
+                parse_int=strict_json.integer,
+            )
         except RecursionError:
             self.bad(name, n, "not valid JSON: nested too deeply")
             return

@@ -40,7 +40,9 @@ def oversized(value: Any) -> OversizedInteger | None:
     return None
 
 
-def _integer(text: str) -> int | OversizedInteger:
+def integer(text: str) -> int | OversizedInteger:
+    """A JSON integer's digits as ``json``'s ``parse_int`` hook reads them:
+    an ``int``, or an :class:`OversizedInteger` past Python's limit."""
     limit = sys.get_int_max_str_digits()
     digits = len(text.lstrip("-"))
     if limit and digits > limit:
@@ -68,5 +70,5 @@ def loads(text: str) -> Any:
         text,
         object_pairs_hook=_unique_keys,
         parse_constant=_reject_constant,
-        parse_int=_integer,
+        parse_int=integer,
     )
