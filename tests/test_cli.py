@@ -75,6 +75,19 @@ def test_bad_limit_is_a_usage_error() -> None:
     assert e.value.code == 2
 
 
+def test_a_whole_number_too_long_to_convert_is_out_of_range_not_a_typo(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["search", str(EXAMPLES / "bakery-ops"), "x", "--limit", "9" * 5000])
+    assert e.value.code == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.endswith(
+        "argument --limit: must be a whole number from 0 to 9223372036854775807, "
+        "got one of 5000 digits"
+    )
+
+
 def test_python_dash_m() -> None:
     r = subprocess.run(
         [sys.executable, "-m", "okfast", "validate", str(EXAMPLES / "data-glossary")],

@@ -363,6 +363,12 @@ def _non_negative(text: str) -> int:
     try:
         n = int(text)
     except ValueError:
+        digits = text.strip().removeprefix("-").removeprefix("+")
+        if digits.isascii() and digits.isdigit():
+            # A whole number past Python's conversion limit, not a typo.
+            raise argparse.ArgumentTypeError(
+                f"must be a whole number from 0 to {_MAX_WHOLE}, got one of {len(digits)} digits"
+            ) from None
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if n < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0: {n}")
