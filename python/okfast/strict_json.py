@@ -30,13 +30,17 @@ def oversized(value: Any) -> OversizedInteger | None:
     """The first :class:`OversizedInteger` anywhere in ``value`` (a parsed
     document or part of one), or ``None``: a part kept as read must be
     written back as read, which such a marker cannot be."""
-    if isinstance(value, OversizedInteger):
-        return value
-    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
-    for v in items:
-        found = oversized(v)
-        if found is not None:
-            return found
+    # A stack, not recursion: the document may be nested as deeply as the
+    # reader allowed, with this call's frames on top of the reader's.
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, OversizedInteger):
+            return v
+        if isinstance(v, dict):
+            stack.extend(reversed(list(v.values())))
+        elif isinstance(v, list):
+            stack.extend(reversed(v))
     return None
 
 
