@@ -100,7 +100,7 @@ class OkfastRetriever(BaseRetriever):
         # CatalogError's diagnostics (docs/spec.md §8). So okfast checks the
         # options and opens the resolver itself, before and after pydantic's
         # type checks, never inside them.
-        k = _count(data.get("k", 4))
+        k = _count(data.get("k", type(self).model_fields["k"].default))
         # The options every query carries, checked by making such a query
         # (docs/spec.md §5.1): a bad one fails here, not at the first search.
         make_query(
