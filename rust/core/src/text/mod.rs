@@ -41,7 +41,24 @@ pub const WHITE_SPACE: &str = "\u{9}\u{A}\u{B}\u{C}\u{D}\u{20}\u{85}\u{A0}\u{168
 /// Remove leading and trailing SPEC white space.
 #[inline]
 pub fn trim(s: &str) -> &str {
-    s.trim_matches(is_ws)
+    // By bytes while the ends are ASCII (nearly every line of a frontmatter,
+    // trimmed once a line and again per value): a byte of 0x80 or more at an
+    // end may belong to a white-space character, and then the character
+    // scan decides.
+    let b = s.as_bytes();
+    let ascii_ws = |c: u8| matches!(c, b'\t'..=b'\r' | b' ');
+    let mut lo = 0;
+    while lo < b.len() && ascii_ws(b[lo]) {
+        lo += 1;
+    }
+    let mut hi = b.len();
+    while hi > lo && ascii_ws(b[hi - 1]) {
+        hi -= 1;
+    }
+    if lo < hi && (b[lo] >= 0x80 || b[hi - 1] >= 0x80) {
+        return s.trim_matches(is_ws);
+    }
+    &s[lo..hi]
 }
 
 /// Query terms (docs/spec.md §3.1): split on white space, empty pieces dropped.
@@ -115,6 +132,25 @@ pub fn lines(text: &str) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::Rng;
+
+    /// The byte path of [`trim`] gives what trimming by characters gives, on
+    /// text mixing ASCII, white space of every kind and other characters.
+    #[test]
+    fn trim_is_trimming_by_characters() {
+        let alphabet: Vec<char> = WHITE_SPACE
+            .chars()
+            .chain("ab-:é\u{80}\u{2000}\u{3001}日".chars())
+            .collect();
+        let mut rng = Rng(0x7121);
+        for _ in 0..20_000 {
+            let len = rng.below(7);
+            let s: String = (0..len)
+                .map(|_| alphabet[rng.below(alphabet.len())])
+                .collect();
+            assert_eq!(trim(&s), s.trim_matches(is_ws), "{s:?}");
+        }
+    }
 
     #[test]
     fn white_space_set_is_the_spec_list() {
