@@ -183,3 +183,31 @@ def test_the_new_codes_are_diagnostic_codes() -> None:
     assert new <= {c.value for c in DiagnosticCode}
     d = JudgedSet.parse_jsonl("{", name="x").diagnostics[0]
     assert isinstance(d, Diagnostic) and d.code == DiagnosticCode.BAD_JUDGED_LINE
+
+
+def test_a_lone_surrogate_is_a_bad_line_and_no_judged_query_holds_one() -> None:
+    # JSON's \ud800 escapes give Python strings that are not valid Unicode;
+    # handed to the metric library they crashed the interpreter.
+    lines = [
+        rb'{"qid": "\ud800", "query": "x", "relevant": {"d": 1}}',
+        rb'{"qid": "q", "query": "x\udc80", "relevant": {"d": 1}}',
+        rb'{"qid": "q", "query": "x", "relevant": {"\ud800": 1}}',
+        rb'{"qid": "ok", "query": "x", "relevant": {"d": 1}}',
+    ]
+    s = JudgedSet.parse_jsonl(b"\n".join(lines), name="s.jsonl")
+    assert [q.qid for q in s] == ["ok"]
+    assert [(d.path, d.message) for d in s.diagnostics] == [
+        ("s.jsonl:1", '"qid" is not valid Unicode text (a lone surrogate); line skipped'),
+        ("s.jsonl:2", '"query" is not valid Unicode text (a lone surrogate); line skipped'),
+        (
+            "s.jsonl:3",
+            "the doc id '\\ud800' is not valid Unicode text (a lone surrogate); line skipped",
+        ),
+    ]
+    for bad in (
+        {"qid": "\ud800", "text": "x", "judgements": {"d": 1}},
+        {"qid": "q", "text": "\ud800", "judgements": {"d": 1}},
+        {"qid": "q", "text": "x", "judgements": {"\udc80": 1}},
+    ):
+        with pytest.raises(InvalidArgumentError, match="not valid Unicode text"):
+            JudgedQuery(**bad)  # type: ignore[arg-type]

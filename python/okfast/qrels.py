@@ -44,6 +44,17 @@ def _whole(digits: str) -> int | None:
     return int(digits) if len(digits) <= 10 else None
 
 
+def _is_text(value: object) -> bool:
+    """A string that is valid Unicode: no lone surrogate (JSON's ``\\ud800``)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _is_grade(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_GRADE
 
@@ -70,6 +81,19 @@ class JudgedQuery:
     qid: str
     text: str
     judgements: Mapping[str, int]
+
+    def __post_init__(self) -> None:
+        # The metric library hands ids to C as UTF-8: a lone surrogate there
+        # crashes the interpreter, so it is refused here (docs/spec.md §11.1).
+        for what, s in (
+            ("qid", self.qid),
+            ("query text", self.text),
+            *(("doc id", d) for d in self.judgements),
+        ):
+            if not _is_text(s):
+                raise InvalidArgumentError(
+                    f"a judged query's {what} {s!r} is not valid Unicode text"
+                )
 
 
 @dataclass(frozen=True)
@@ -269,7 +293,13 @@ class _Reader:
         if not isinstance(qid, str) or not qid:
             self.bad(name, n, '"qid" must be a non-empty string or an integer')
             return
+        if not _is_text(qid):
+            self.bad(name, n, '"qid" is not valid Unicode text (a lone surrogate)')
+            return
         text = fields.get("query")
+        if isinstance(text, str) and not _is_text(text):
+            self.bad(name, n, '"query" is not valid Unicode text (a lone surrogate)')
+            return
         if not isinstance(text, str) or not text.strip():
             # The same rule as Query.text (docs/spec.md §5.1).
             self.bad(name, n, '"query" must be non-blank text')
@@ -281,6 +311,11 @@ class _Reader:
         for doc, grade in relevant:
             if not doc:
                 self.bad(name, n, "a doc id is empty")
+                return
+            if not _is_text(doc):
+                self.bad(
+                    name, n, f"the doc id {doc!r} is not valid Unicode text (a lone surrogate)"
+                )
                 return
             if not _is_grade(grade):
                 self.bad(name, n, f"the grade of {doc!r} must be {_GRADE_RANGE}")
