@@ -371,3 +371,26 @@ def test_a_search_without_exclusions_ranks_the_same(tmp_path: Path) -> None:
         assert whole.exclusions and bare.exclusions == ()
         assert bare.passages.keys() == whole.passages.keys()
         assert bare.diagnostics == whole.diagnostics
+
+
+def test_a_snapshot_is_of_an_enabled_knowledge_source_only(tmp_path: Path) -> None:
+    """docs/spec.md §5.2: a snapshot of a memory tier would hold every scope's
+    memory in the persistent cache and outlive an erasure (§6.3, §9.8)."""
+    note = "---\ntype: Note\ntitle: Secret\n---\nswordfish\n"
+    cat = make_catalog(
+        tmp_path,
+        {"kb": {"a.md": note}, "mem": {"t/u/n.md": note}, "off": {}},
+        [
+            {"id": "kb", "path": "kb"},
+            {"id": "mu", "path": "mem", "role": "memory", "tier": "user"},
+            {"id": "off", "path": "off", "enabled": False},
+        ],
+    )
+    r = Resolver(cat)
+    assert len(r.snapshot("kb")) == 1
+    with pytest.raises(InvalidArgumentError, match="'mu' is a memory source"):
+        r.snapshot("mu")
+    with pytest.raises(InvalidArgumentError, match="'mu' is a memory source"):
+        r.snapshot(cat.source("mu"))  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="'off' is disabled"):
+        r.snapshot("off")

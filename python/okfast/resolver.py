@@ -573,12 +573,22 @@ class Resolver:
         reads the very concepts a search ranked. Raises
         :class:`~okfast.errors.BundleNotFoundError` when its directory is not
         there, :class:`~okfast.errors.InvalidArgumentError` for an unknown
-        source id."""
+        source id, a memory source or a disabled one."""
         if isinstance(source, str):
             found = next((s for s in self.catalog.sources if s.id == source), None)
             if found is None:
                 raise InvalidArgumentError(f"no source {source!r} in the catalog")
             source = found
+        if source.role != "knowledge":
+            # Memory is read only through the store, one scope at a time, and
+            # never cached (docs/spec.md §6.3, §9.8): a snapshot of its tier
+            # root would hold every scope's memory and outlive an erasure.
+            raise InvalidArgumentError(
+                f"source {source.id!r} is a {source.role} source: read memory through "
+                "FileMemoryStore, one scope at a time"
+            )
+        if not source.enabled:
+            raise InvalidArgumentError(f"source {source.id!r} is disabled")
         if source.directory is None or not source.directory.is_dir():
             raise BundleNotFoundError(
                 f"source {source.id!r}: {source.directory} is not a directory"
