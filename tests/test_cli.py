@@ -88,6 +88,20 @@ def test_a_whole_number_too_long_to_convert_is_out_of_range_not_a_typo(
     )
 
 
+def test_output_the_encoding_cannot_hold_is_one_line_not_a_traceback() -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "okfast", "search", str(EXAMPLES / "bakery-ops"), "crème"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONIOENCODING": "ascii"},
+    )
+    assert (r.returncode, r.stderr) == (
+        1,
+        "okfast: cannot encode '\\xe8' as ascii; set PYTHONIOENCODING=utf-8\n",
+    )
+
+
 def test_python_dash_m() -> None:
     r = subprocess.run(
         [sys.executable, "-m", "okfast", "validate", str(EXAMPLES / "data-glossary")],

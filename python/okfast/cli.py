@@ -457,6 +457,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
         return 1
+    except UnicodeEncodeError as e:
+        # Text the output's encoding cannot hold (PYTHONIOENCODING=ascii, a
+        # C locale): one line and status 1, never a traceback (§10.4).
+        bad = e.object[e.start : e.end]
+        hint = "; set PYTHONIOENCODING=utf-8" if e.encoding != "utf-8" else ""
+        print(f"okfast: cannot encode {bad!r} as {e.encoding}{hint}", file=sys.stderr)
+        return 1
     except OSError as e:
         # An output that cannot be written (a full disk, /dev/full) or another
         # I/O failure: one line and status 1, never a traceback (§10.4); the
