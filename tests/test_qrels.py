@@ -211,3 +211,11 @@ def test_a_lone_surrogate_is_a_bad_line_and_no_judged_query_holds_one() -> None:
     ):
         with pytest.raises(InvalidArgumentError, match="not valid Unicode text"):
             JudgedQuery(**bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["a\x00b", "\ud800.jsonl"])
+def test_a_file_name_no_file_can_have_is_an_invalid_argument(name: str) -> None:
+    with pytest.raises(InvalidArgumentError, match="not a usable file name"):
+        JudgedSet.load(name)
+    with pytest.raises(InvalidArgumentError, match="not a usable file name"):
+        JudgedSet.load("/dev/null", name)

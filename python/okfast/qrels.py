@@ -168,6 +168,11 @@ class JudgedSet:
 def _read(path: str | os.PathLike[str]) -> bytes:
     try:
         return Path(path).read_bytes()
+    except (ValueError, UnicodeEncodeError) as e:
+        # A NUL or a lone surrogate: no file can have that name.
+        raise InvalidArgumentError(
+            f"cannot read judged queries {os.fspath(path)!r}: not a usable file name ({e})"
+        ) from None
     except OSError as e:
         raise InvalidArgumentError(
             f"cannot read judged queries {os.fspath(path)}: {e.strerror or e}"
