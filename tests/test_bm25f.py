@@ -418,3 +418,13 @@ def test_statistics_are_made_from_their_values_and_pickled_as_them() -> None:
         want = b.search_bm25f(query, own, BM25FParams())
         assert len(want[0]) > 3
         assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+
+
+def test_stop_words_of_a_bad_language_is_a_clear_error() -> None:
+    assert "the" in stop_words("english")
+    for bad in ("klingon", "\ud800", "none", "English"):
+        with pytest.raises(InvalidArgumentError, match="unknown language"):
+            stop_words(bad)
+    for wrong in (None, 5):
+        with pytest.raises(okfast.InvalidArgumentTypeError, match="language must be a str"):
+            stop_words(wrong)  # type: ignore[arg-type]

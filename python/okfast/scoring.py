@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from okfast import _native
-from okfast.errors import InvalidArgumentError
+from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 #: The analyzer languages (docs/spec.md §12.2): each has a Snowball stemmer
 #: and a stop word list.
@@ -28,7 +28,13 @@ BM25F_FIELDS: tuple[str, ...] = _native.BM25F_FIELDS
 
 def stop_words(language: str) -> list[str]:
     """``language``'s stop word list (NLTK's), as shipped: what
-    ``BM25FParams(stop_words=True)`` drops from queries (docs/spec.md §12.2)."""
+    ``BM25FParams(stop_words=True)`` drops from queries (docs/spec.md §12.2).
+    """
+    if not isinstance(language, str):
+        raise InvalidArgumentTypeError(f"language must be a str, got {type(language).__name__}")
+    if language not in LANGUAGES:
+        # Checked here, not by the core: a lone surrogate cannot cross to it.
+        raise InvalidArgumentError(f"unknown language {language!r} (one of {', '.join(LANGUAGES)})")
     return _native.stop_words(language)
 
 
