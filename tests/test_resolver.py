@@ -394,3 +394,17 @@ def test_a_snapshot_is_of_an_enabled_knowledge_source_only(tmp_path: Path) -> No
         r.snapshot(cat.source("mu"))  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="'off' is disabled"):
         r.snapshot("off")
+
+
+def test_wrong_types_are_type_errors_naming_what_was_given(tmp_path: Path) -> None:
+    with pytest.raises(InvalidArgumentTypeError, match=r"got str \(Catalog.load\(path\)"):
+        Resolver("catalog.json")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentTypeError, match="got NoneType"):
+        Resolver(None)  # type: ignore[arg-type]
+    cat = make_catalog(tmp_path, {"kb": {}}, [{"id": "kb", "path": "kb"}])
+    r = Resolver(cat)
+    for bad in (5, b"order", None):
+        with pytest.raises(InvalidArgumentTypeError, match="a query must be a Query or a str"):
+            r.search(bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgumentTypeError, match="a query must be a Query or a str"):
+            r.search_many(["order", bad])  # type: ignore[list-item]

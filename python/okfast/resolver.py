@@ -26,7 +26,12 @@ from okfast import _native, governance
 from okfast.bundle import Bm25fQuery, Bm25fStats, Bundle, Progress, QueryTerms, query_terms
 from okfast.catalog import Catalog, Source
 from okfast.cutoff import cut_depth, cuttable, settled
-from okfast.errors import BundleNotFoundError, InvalidArgumentError, OkfastError
+from okfast.errors import (
+    BundleNotFoundError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    OkfastError,
+)
 from okfast.exclusions import Run, in_order, iso
 from okfast.model import Diagnostic, DiagnosticCode, Exclusion
 from okfast.passages import Context, ExplainInfo, PassageList, SourceSnapshot
@@ -450,6 +455,18 @@ _CLASSES: dict[Strategy, type[_Engine]] = {
 }
 
 
+def _query_of(query: object) -> Query:
+    """``query``, or ``Query(query)`` for a string; anything else is a type
+    error naming what was given (docs/spec.md §5.2)."""
+    if isinstance(query, str):
+        return Query(query)
+    if not isinstance(query, Query):
+        raise InvalidArgumentTypeError(
+            f"a query must be a Query or a str, got {type(query).__name__}"
+        )
+    return query
+
+
 class Resolver:
     """Searches a catalog's sources and returns one ordered list (SPEC §5.2).
 
@@ -478,6 +495,14 @@ class Resolver:
         default_bm25f: BM25FParams | None = None,
         default_rrf_k: int | None = None,
     ) -> None:
+        if not isinstance(catalog, Catalog):
+            # A path is a common slip: say how to get a catalog from one.
+            hint = (
+                " (Catalog.load(path) reads one)" if isinstance(catalog, str | os.PathLike) else ""
+            )
+            raise InvalidArgumentTypeError(
+                f"catalog must be a Catalog, got {type(catalog).__name__}{hint}"
+            )
         self.settings, self.settings_diagnostics = settings_for(catalog, settings)
         if not max_staleness >= 0:  # NaN too
             raise InvalidArgumentError(f"max_staleness must be >= 0, got {max_staleness}")
@@ -521,7 +546,7 @@ class Resolver:
         diagnostics unchanged; the digest then covers no exclusions): for a
         caller that reads only the ranking, since with a ``limit`` the list
         names every match beyond it (docs/spec.md §5.2)."""
-        q = Query(query) if isinstance(query, str) else query
+        q = _query_of(query)
         strategy = Strategy(q.strategy) if q.strategy is not None else self.default_strategy
         return _CLASSES[strategy](self).run(q, exclusions)
 
@@ -536,7 +561,7 @@ class Resolver:
             raise InvalidArgumentError(
                 f"queries must be a sequence of queries, not one {type(queries).__name__}"
             )
-        qs = [Query(q) if isinstance(q, str) else q for q in queries]
+        qs = [_query_of(q) for q in queries]
         if len(qs) < 2:
             return [self.search(q, exclusions=exclusions) for q in qs]
         with ThreadPoolExecutor(max_workers=min(len(qs), os.cpu_count() or 1)) as pool:
