@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 
 import okfast
@@ -266,3 +266,42 @@ def test_a_killed_writer_loses_nothing_it_reported(tmp_path: Path) -> None:
     assert capture(store, SCOPE, "after", "crash", now=NOW).written
     leftovers = [p.name for p in day_file(tmp_path).parent.iterdir() if ".tmp-" in p.name]
     assert leftovers == []
+
+
+@pytest.mark.parametrize("wrong", [0, "", False, 0.0, b""])
+def test_a_falsy_now_is_refused_not_replaced_by_the_clock(tmp_path: Path, wrong: object) -> None:
+    # Only None means "the current time" (docs/spec.md §6.4).
+    store = make_store(tmp_path)
+    with pytest.raises(okfast.InvalidArgumentTypeError, match="timezone-aware datetime"):
+        capture(store, SCOPE, "hi", "there", now=wrong)  # type: ignore[arg-type]
+    assert not (tmp_path / "user" / "memory-user").exists()
+
+
+@pytest.mark.parametrize(
+    "now",
+    [
+        datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=5))),
+        datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-5))),
+    ],
+)
+def test_a_now_without_a_utc_day_is_an_argument_error(tmp_path: Path, now: datetime) -> None:
+    store = make_store(tmp_path)
+    with pytest.raises(okfast.InvalidArgumentError, match="out of range"):
+        capture(store, SCOPE, "hi", "there", now=now)
+    assert not (tmp_path / "user" / "memory-user").exists()
+
+
+def test_a_now_whose_zone_gives_no_offset_is_naive(tmp_path: Path) -> None:
+    class NoOffset(tzinfo):
+        def utcoffset(self, dt: datetime | None) -> timedelta | None:
+            return None
+
+        def dst(self, dt: datetime | None) -> timedelta | None:
+            return None
+
+        def tzname(self, dt: datetime | None) -> str | None:
+            return None
+
+    store = make_store(tmp_path)
+    with pytest.raises(okfast.InvalidArgumentError, match="timezone-aware"):
+        capture(store, SCOPE, "hi", "there", now=datetime(2026, 1, 1, tzinfo=NoOffset()))

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import okfast
 import pytest
@@ -440,3 +442,87 @@ def test_enumerate_is_a_list_with_diagnostics(tmp_path: Path) -> None:
     assert listing == [
         MemoryConcept(Tier.USER, memory_path(Tier.USER, scope) + f"/{DAY}", f"Agent memory {DAY}")
     ]
+
+
+def test_an_integer_too_long_to_spell_is_a_refused_write(tmp_path: Path) -> None:
+    # Python spells at most sys.get_int_max_str_digits() digits (4300 by
+    # default): a longer integer is a frontmatter value that cannot be
+    # written, refused like the other bad values (docs/spec.md §6.3).
+    store = make_store(tmp_path)
+    before = _tree(tmp_path)
+    fm = {"type": "T", "title": "t", "description": "d", "n": 10**4300}
+    for value in (10**4300, [1, 10**4300], {"k": -(10**4300)}):
+        fm["n"] = value
+        r = store.write(Scope("t", "u"), MemoryEntry("n", fm, "x"), Tier.USER)
+        assert not r.written and "too large" in (r.error or "")
+        assert _tree(tmp_path) == before
+    fm["n"] = 10**4299
+    assert store.write(Scope("t", "u"), MemoryEntry("n", fm, "x"), Tier.USER).written
+
+
+def test_read_checks_its_arguments_before_looking_for_memory(tmp_path: Path) -> None:
+    # The same bad argument raises the same error whether or not the scope
+    # has memory yet (docs/spec.md §6.3, §8).
+    store = make_store(tmp_path)
+    full = Scope("A", "alice")
+    assert store.write(full, entry("hi"), Tier.USER).written
+    bad_calls: list[tuple[dict[str, object], type[Exception], str]] = [
+        ({"limit": 1.5}, okfast.InvalidArgumentTypeError, "limit"),
+        ({"limit": True}, okfast.InvalidArgumentTypeError, "limit"),
+        ({"limit": -1}, okfast.InvalidArgumentError, "limit"),
+        ({"scorer": "nope"}, okfast.InvalidArgumentError, "unknown scorer"),
+        ({"scorer": "bm25f", "bm25f": 5}, okfast.InvalidArgumentTypeError, "BM25FParams"),
+        ({"scorer": "bm25f", "bm25f": {}}, okfast.InvalidArgumentTypeError, "BM25FParams"),
+        ({"bm25f": {}}, okfast.InvalidArgumentTypeError, "BM25FParams"),
+    ]
+    for scope in (Scope("nobody"), Scope("A", "nobody"), full):
+        for kwargs, error, match in bad_calls:
+            with pytest.raises(error, match=match):
+                store.read(scope, "hi", **kwargs)  # type: ignore[arg-type]
+        with pytest.raises(okfast.InvalidArgumentTypeError):
+            store.read(scope, None)  # type: ignore[arg-type]
+    assert store.read(full, "hi", scorer="bm25f", bm25f=okfast.BM25FParams()).passages
+
+
+def test_a_wrong_type_of_scope_or_entry_is_an_argument_error(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    before = _tree(tmp_path)
+    calls: list[Callable[[Any], object]] = [
+        lambda bad: store.read(bad, "x"),
+        lambda bad: store.write(bad, entry("x"), Tier.USER),
+        lambda bad: store.enumerate(bad),
+        lambda bad: store.delete_scope(bad),
+        lambda bad: capture(store, bad, "u", "a", now=NOW),
+    ]
+    for bad in ("t1", None, ("t1",)):
+        for call in calls:
+            with pytest.raises(okfast.InvalidArgumentTypeError, match="must be a Scope"):
+                call(bad)
+    for wrong in (None, "note", {"name": "n"}):
+        with pytest.raises(okfast.InvalidArgumentTypeError, match="must be a MemoryEntry"):
+            store.write(Scope("A"), wrong, Tier.TENANT)  # type: ignore[arg-type]
+    assert _tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("root", ["/tmp/\x00", "/tmp/a\x00b", "/tmp/\ud800", "\udfff"])
+def test_a_tier_root_that_names_no_path_is_refused_when_made(root: str) -> None:
+    # Such a root can never name a directory on any disk: a property of the
+    # argument, refused up front as the catalog refuses it (docs/spec.md §6.3),
+    # instead of a raw ValueError/UnicodeEncodeError from every operation.
+    with pytest.raises(okfast.InvalidArgumentError, match="root"):
+        FileMemoryStore({"user": root})
+    with pytest.raises(okfast.InvalidArgumentError, match="root"):
+        FileMemoryStore({Tier.TENANT: Path(root)})
+
+
+def test_a_tier_root_of_the_wrong_type_is_an_argument_error(tmp_path: Path) -> None:
+    for bad in (5, None, b"/tmp"):
+        with pytest.raises(okfast.InvalidArgumentTypeError, match="root"):
+            FileMemoryStore({"user": bad})  # type: ignore[dict-item]
+    with pytest.raises(okfast.InvalidArgumentTypeError, match="roots"):
+        FileMemoryStore(None)  # type: ignore[arg-type]
+    # A surrogate-escaped byte (what os.fsdecode gives for non-UTF-8 names) is
+    # a real path and stays accepted.
+    store = FileMemoryStore({"user": str(tmp_path) + "/\udcff"})
+    r = store.read(Scope("A", "u"), "x")
+    assert r.passages == () and [d.code for d in r.diagnostics] == ["SourceUnavailable"]

@@ -39,9 +39,15 @@ def day_entry(user_text: str, agent_text: str, now: datetime) -> MemoryEntry:
         raise InvalidArgumentTypeError(
             f"capture: `now` must be a timezone-aware datetime, got {type(now).__name__}"
         )
-    if now.tzinfo is None:
+    if now.utcoffset() is None:
         raise InvalidArgumentError("capture: `now` must be timezone-aware")
-    t = now.astimezone(timezone.utc)
+    try:
+        t = now.astimezone(timezone.utc)
+    except OverflowError:
+        # datetime(1, 1, 1, tzinfo=UTC+5) has no UTC day (docs/spec.md §6.4).
+        raise InvalidArgumentError(
+            f"capture: `now` {now.isoformat()} is out of range once converted to UTC"
+        ) from None
     day = f"{t.year:04d}-{t.month:02d}-{t.day:02d}"
     clock = f"{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
     section = (
@@ -67,5 +73,9 @@ def capture(
 ) -> MemoryWriteResult:
     """Append the exchange to the UTC day concept ``YYYY-MM-DD`` of ``tier``.
     ``written`` is true only once the file is durably on disk."""
-    entry = day_entry(user_text, agent_text, now or datetime.now(timezone.utc))
+    # `is None`, not `now or ...`: a falsy wrong value (0, "", False) must be
+    # refused as not a datetime, not replaced by the clock (docs/spec.md §6.4).
+    if now is None:
+        now = datetime.now(timezone.utc)
+    entry = day_entry(user_text, agent_text, now)
     return store.write(scope, entry, tier)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,7 +71,16 @@ def _scalar(v: Any, where: str) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
-        return str(v)
+        try:
+            return str(v)
+        except ValueError:
+            # Python refuses to spell an int of more digits than
+            # sys.get_int_max_str_digits() (4300 by default): a value that
+            # cannot be written, refused as the others are (docs/spec.md §6.3).
+            raise EntryError(
+                f"frontmatter {where}: an integer too large to write as decimal text "
+                f"(more than {sys.get_int_max_str_digits()} digits)"
+            ) from None
     if isinstance(v, str):
         try:
             v.encode()

@@ -34,8 +34,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from okfast.arguments import search_arguments
 from okfast.bundle import Bm25fQuery, Bundle, QueryTerms, query_terms
-from okfast.errors import EntryError, InvalidArgumentError, UnsafePathError
+from okfast.errors import (
+    EntryError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    UnsafePathError,
+)
 from okfast.memory import files
 from okfast.memory.entry import (
     MAX_FILE_BYTES,
@@ -58,7 +64,7 @@ from okfast.memory.scope import (
     tier_of,
 )
 from okfast.model import Diagnostic, DiagnosticCode, Passage, passage_from_fields
-from okfast.scoring import DEFAULT_BM25F, BM25FParams, Scorer, scorer_of
+from okfast.scoring import BM25FParams, Scorer, scorer_of
 
 if TYPE_CHECKING:
     from okfast.catalog import Catalog
@@ -123,14 +129,53 @@ def _unavailable(tier: Tier, message: str) -> Diagnostic:
     )
 
 
+def _scope_of(scope: object) -> Scope:
+    """``scope`` when it is a :class:`Scope`: a wrong type is an argument error
+    (docs/spec.md §8), never an ``AttributeError`` from deep in an operation."""
+    if not isinstance(scope, Scope):
+        raise InvalidArgumentTypeError(f"scope must be a Scope, got {type(scope).__name__}")
+    return scope
+
+
+def _root_of(tier: Tier, root: object) -> str:
+    """A tier root as an absolute ``str`` path. A path holding NUL or a lone
+    surrogate names no file on any disk: it is refused here, as the catalog
+    refuses it (docs/spec.md §4, §6.3), rather than failing every operation."""
+    if isinstance(root, bytes) or not isinstance(root, str | os.PathLike):
+        raise InvalidArgumentTypeError(
+            f"memory tier {tier.value!r} root must be a str or os.PathLike path, "
+            f"got {type(root).__name__}"
+        )
+    path = os.fspath(root)
+    if not isinstance(path, str):
+        raise InvalidArgumentTypeError(
+            f"memory tier {tier.value!r} root must be a str path, got {type(path).__name__}"
+        )
+    if "\x00" in path:
+        raise InvalidArgumentError(f"memory tier {tier.value!r} root contains a NUL character")
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError as e:
+        raise InvalidArgumentError(
+            f"memory tier {tier.value!r} root {path!r} is not a valid path: "
+            f"it cannot be encoded for the file system ({e.reason})"
+        ) from None
+    return os.path.abspath(path)
+
+
 class FileMemoryStore:
     """Memory tiers rooted at directories: ``{Tier.USER: "/srv/mem/user", …}``.
     A tier without a root is not configured; writing to it is an error."""
 
     def __init__(self, roots: Mapping[Tier | str, str | os.PathLike[str]]) -> None:
+        if not isinstance(roots, Mapping):
+            raise InvalidArgumentTypeError(
+                f"roots must be a mapping of tier to path, got {type(roots).__name__}"
+            )
         self._roots: dict[Tier, str] = {}
         for tier, root in roots.items():
-            self._roots[tier_of(tier)] = os.path.abspath(os.fspath(root))
+            t = tier_of(tier)
+            self._roots[t] = _root_of(t, root)
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, tuple[tuple[int, int], Bundle]] = OrderedDict()
 
@@ -238,15 +283,15 @@ class FileMemoryStore:
         (``scorer``; BM25F and fusion score each tier with its own statistics
         and ``bm25f.language``). ``source_id`` is ``memory:<tier>``; ``concept_id``
         is ``memory_path + "/" + id``; ``limit`` caps the passages of each tier."""
-        if limit is not None and limit < 0:
-            # Checked here, not only by the bundles searched: a scope without
-            # memory yet must refuse it too (docs/spec.md §8).
-            raise InvalidArgumentError(f"limit must be >= 0, got {limit}")
+        # Every argument is checked here, before any tier is looked at, not
+        # only by the bundles searched: a scope without memory yet must refuse
+        # a bad one too (docs/spec.md §6.3, §8).
+        scope = _scope_of(scope)
+        how = scorer_of(scorer)
+        _, limit, params = search_arguments(None, limit, bm25f)
+        terms = query_terms(text)
         passages: list[Passage] = []
         diags: list[Diagnostic] = []
-        how = scorer_of(scorer)
-        params = bm25f or DEFAULT_BM25F
-        terms = query_terms(text)
         language = None if how is Scorer.WEIGHTED_COUNT else params.language
         for _tier, bundle, sid, prefix in self._bundles(scope, diags, language):
             query: QueryTerms | Bm25fQuery = terms
@@ -274,6 +319,7 @@ class FileMemoryStore:
     def enumerate(self, scope: Scope, *, bodies: bool = False) -> MemoryListing:
         """The scope's memory concepts (applicable tiers, read order, id order);
         ``bodies=True`` includes each body (an export for an access request)."""
+        scope = _scope_of(scope)
         out: list[MemoryConcept] = []
         diags: list[Diagnostic] = []
         for tier, bundle, _sid, prefix in self._bundles(scope, diags):
@@ -307,6 +353,13 @@ class FileMemoryStore:
         ``entry.frontmatter`` when new) as one atomic, durable step under the
         scope directory's lock. An existing file that does not parse is left
         byte for byte as it is."""
+        # Wrong types are argument errors, raised (docs/spec.md §8); what is
+        # wrong inside an entry is a refused write (§6.3).
+        scope = _scope_of(scope)
+        if not isinstance(entry, MemoryEntry):
+            raise InvalidArgumentTypeError(
+                f"entry must be a MemoryEntry, got {type(entry).__name__}"
+            )
         cid = None
         try:
             t = self._check_tier(scope, tier)
@@ -379,6 +432,7 @@ class FileMemoryStore:
         removed, never following links. ``cascade=True`` also removes the
         memory of scopes below it (a user's sessions; a tenant's users and
         sessions). ``tiers_deleted`` lists the tiers where something existed."""
+        scope = _scope_of(scope)
         if not files.SUPPORTED:
             return MemoryDeleteResult((), "memory needs a POSIX file system API")
         own = own_tier(scope)
