@@ -210,6 +210,55 @@ def test_save_writes_what_load_reads(tmp_path: Path) -> None:
     assert [p.name for p in (tmp_path / "deep").iterdir()] == ["s.json"]
 
 
+@pytest.mark.parametrize(
+    ("text", "held"),
+    [
+        ('{"x": 1e999}', "inf"),
+        ('{"x": [-1e999]}', "-inf"),
+        ('{"x": {"y": "a\\ud800"}}', "text with a lone surrogate (U+D800)"),
+        ('{"\\udc00": 1}', "a key of text with a lone surrogate (U+DC00)"),
+    ],
+)
+def test_a_provenance_that_cannot_be_written_back_is_dropped(
+    text: str, held: str, tmp_path: Path
+) -> None:
+    # Kept as read, it must be written back as read (docs/spec.md §13.2):
+    # strict JSON has no Infinity and UTF-8 no lone surrogate.
+    s = Settings.parse(
+        f'{{"version": 1, "scorer": "bm25f", "provenance": {text}, '
+        '"languages": {"docs": "german", "\\ud800": "english"}}'
+    )
+    assert [(d.code, d.message) for d in s.diagnostics] == [
+        ("IllegalValue", f"'provenance' holds {held}, which cannot be kept as read"),
+        (
+            "IllegalValue",
+            "languages key '\\ud800' is not a source id: text with a lone surrogate (U+D800)",
+        ),
+    ]
+    assert (s.scorer, s.provenance, s.languages) == (Scorer.BM25F, None, {"docs": "german"})
+    s.save(tmp_path / "s.json")
+    back = Settings.load(tmp_path / "s.json")
+    assert back == s and back.diagnostics == ()
+
+
+def test_a_provenance_given_as_a_mapping_holds_only_json_values(tmp_path: Path) -> None:
+    for value, held in [
+        (float("nan"), "nan"),
+        ((1, 2), "a tuple, not a JSON value"),
+        ({1: "a"}, "the key 1, not text"),
+    ]:
+        s = Settings.from_dict({"version": 1, "provenance": {"x": value}, "languages": {2: "none"}})
+        assert [d.message for d in s.diagnostics] == [
+            f"'provenance' holds {held}, which cannot be kept as read",
+            "languages key 2 is not a source id: not text",
+        ]
+        assert (s.provenance, s.languages) == (None, {})
+    kept = Settings.from_dict({"version": 1, "provenance": {"n": [1, 2.5, None, True, "é"]}})
+    assert kept.diagnostics == ()
+    kept.save(tmp_path / "kept.json")
+    assert Settings.load(tmp_path / "kept.json").provenance == kept.provenance
+
+
 def two_sources(tmp: Path, extra: dict[str, Any] | None = None) -> Path:
     page = "---\ntype: T\ntitle: {t}\ndescription: d\n---\n{b}\n"
     write_bundle(tmp / "a", {"x.md": page.format(t="Running late", b="runs and running")})

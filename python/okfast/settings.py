@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import secrets
 import stat
@@ -118,8 +119,8 @@ class Settings:
         if provenance is not None and not isinstance(provenance, dict):
             r.bad("WrongType", f"'provenance' must be an object, got {provenance!r}")
             provenance = None
-        elif (big := strict_json.oversized(provenance)) is not None:
-            r.bad("IllegalValue", f"'provenance' holds {big!r}, which cannot be kept as read")
+        elif (what := _unkeepable(provenance)) is not None:
+            r.bad("IllegalValue", f"'provenance' holds {what}, which cannot be kept as read")
             provenance = None
         return cls(
             scorer=r.choice(doc, "scorer", Scorer),
@@ -196,6 +197,54 @@ class Settings:
     def language_of(self, source_id: str, catalog_language: str | None) -> str | None:
         """A source's analyzer language: these settings' for it, else the catalog's."""
         return self.languages.get(source_id, catalog_language)
+
+
+def _unwritable_text(text: str) -> str | None:
+    """Why ``text`` cannot be written as UTF-8 (a lone surrogate, which a
+    JSON ``\\ud800`` escape reads to), or ``None``."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return f"text with a lone surrogate (U+{ord(text[e.start]):04X})"
+    return None
+
+
+def _unkeepable(value: Any) -> str | None:
+    """What in ``value`` (a part kept as read: ``provenance``) cannot be
+    written back by :meth:`Settings.save` and read back equal (docs/spec.md
+    §13.2), or ``None``: an integer too long to convert, a float that is not
+    finite (``1e999`` reads as ``inf``, which strict JSON cannot write), text
+    or a key holding a lone surrogate (not UTF-8), or anything that is not
+    a JSON value (:meth:`Settings.from_dict` may be given any mapping)."""
+    # A stack, not recursion: the document may be nested as deeply as the
+    # reader allowed, with this call's frames on top of the reader's.
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if v is None or isinstance(v, bool | int):
+            continue
+        if isinstance(v, strict_json.OversizedInteger):
+            return repr(v)
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                return repr(v)
+        elif isinstance(v, str):
+            if (why := _unwritable_text(v)) is not None:
+                return why
+        elif isinstance(v, dict):
+            for k in v:
+                if not isinstance(k, str):
+                    return f"the key {k!r}, not text"
+                if (why := _unwritable_text(k)) is not None:
+                    return f"a key of {why}"
+            stack.extend(reversed(list(v.values())))
+        elif isinstance(v, list):
+            stack.extend(reversed(v))
+        else:
+            return f"a {type(v).__name__}, not a JSON value"
+    return None
 
 
 def settings_for(
@@ -351,7 +400,12 @@ class _Reader:
             return {}
         out = {}
         for sid, lang in v.items():
-            if lang != "none" and lang not in LANGUAGES:
+            # A source id is written back as a key: it must be text UTF-8
+            # can encode, or save() would fail (docs/spec.md §13.2).
+            why = _unwritable_text(sid) if isinstance(sid, str) else "not text"
+            if why is not None:
+                self.bad("IllegalValue", f"languages key {sid!r} is not a source id: {why}")
+            elif lang != "none" and lang not in LANGUAGES:
                 self.bad(
                     "IllegalValue",
                     f"languages[{sid!r}] must be one of {', '.join(LANGUAGES)} or 'none', got {lang!r}",

@@ -26,24 +26,6 @@ class OversizedInteger:
         return f"<an integer of {self.digits} digits>"
 
 
-def oversized(value: Any) -> OversizedInteger | None:
-    """The first :class:`OversizedInteger` anywhere in ``value`` (a parsed
-    document or part of one), or ``None``: a part kept as read must be
-    written back as read, which such a marker cannot be."""
-    # A stack, not recursion: the document may be nested as deeply as the
-    # reader allowed, with this call's frames on top of the reader's.
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, OversizedInteger):
-            return v
-        if isinstance(v, dict):
-            stack.extend(reversed(list(v.values())))
-        elif isinstance(v, list):
-            stack.extend(reversed(v))
-    return None
-
-
 def integer(text: str) -> int | OversizedInteger:
     """A JSON integer's digits as ``json``'s ``parse_int`` hook reads them:
     an ``int``, or an :class:`OversizedInteger` past Python's limit."""
