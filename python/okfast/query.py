@@ -43,12 +43,53 @@ class Strategy(str, enum.Enum):
         return self.value
 
 
+#: A stale policy's kinds (docs/spec.md §2.3).
+STALE_KINDS = ("use", "strict", "tolerate")
+
+
 @dataclass(frozen=True, slots=True)
 class StalePolicy:
     """Which passages the stale filter admits (SPEC §2.3)."""
 
     kind: str = "use"
     days: float = 0.0
+
+    def __post_init__(self) -> None:
+        # Checked however the policy is made (the constructor, replace(),
+        # tolerate, parse), so no unknown kind filters as another and no bad
+        # days fails later at a search (docs/spec.md §2.3).
+        if not isinstance(self.kind, str):
+            raise InvalidArgumentTypeError(
+                f"StalePolicy kind must be one of {', '.join(STALE_KINDS)}, "
+                f"got {type(self.kind).__name__}"
+            )
+        if self.kind not in STALE_KINDS:
+            raise InvalidArgumentError(
+                f"StalePolicy kind must be one of {', '.join(STALE_KINDS)}, got {self.kind!r}"
+            )
+        days = self.days
+        if isinstance(days, bool) or not isinstance(days, numbers.Real):
+            raise InvalidArgumentTypeError(f"StalePolicy days must be a number, got {days!r}")
+        if self.kind != "tolerate":
+            if days != 0:
+                raise InvalidArgumentError(
+                    f"StalePolicy days apply only to tolerate, not {self.kind} (got {days!r})"
+                )
+            object.__setattr__(self, "days", 0.0)
+            return
+        if not days >= 0:
+            raise InvalidArgumentError(f"StalePolicy.tolerate: days must be >= 0, got {days!r}")
+        try:
+            as_float = float(days)
+        except OverflowError:
+            # 10**400 is a number >= 0 but no float: refused as min_score's is
+            # (docs/spec.md §5.1), not a raw OverflowError.
+            raise InvalidArgumentError(
+                f"StalePolicy.tolerate: days must be at most {sys.float_info.max!r}, "
+                "got a number past the largest float"
+            ) from None
+        # An infinite tolerance is kept: it admits every passage (admits_us).
+        object.__setattr__(self, "days", as_float)
 
     @classmethod
     def use(cls) -> StalePolicy:
@@ -67,13 +108,17 @@ class StalePolicy:
             raise InvalidArgumentTypeError(
                 f"StalePolicy.tolerate: days must be a number, got {days!r}"
             )
-        if not days >= 0:
-            raise InvalidArgumentError(f"StalePolicy.tolerate: days must be >= 0, got {days!r}")
-        return cls("tolerate", float(days))
+        return cls("tolerate", days)
 
     @classmethod
     def parse(cls, text: str) -> StalePolicy:
         """``use``, ``strict`` or ``tolerate:DAYS`` (the CLI's spelling)."""
+        # The spelling is text (docs/spec.md §2.3, §8): anything else is the
+        # type error a caller catches, not an AttributeError from .startswith.
+        if not isinstance(text, str):
+            raise InvalidArgumentTypeError(
+                f"stale policy must be use, strict or tolerate:DAYS, got {type(text).__name__}"
+            )
         if text in ("use", "strict"):
             return cls(text)
         if text.startswith("tolerate:"):
@@ -165,9 +210,37 @@ class Query:
                 "stale_policy must be a StalePolicy or its spelling (use, strict, "
                 f"tolerate:DAYS), got {type(self.stale_policy).__name__}"
             )
-        if isinstance(self.permitted_source_ids, str | bytes):
+        # Scope, ids and visibility are checked here, not at the search
+        # (docs/spec.md §5.1 "raised immediately"): a wrong type would be
+        # ignored (scope without visibility) or a raw TypeError there.
+        if self.scope is None:
+            object.__setattr__(self, "scope", Scope.local())
+        elif not isinstance(self.scope, Scope):
+            raise InvalidArgumentTypeError(
+                f"Query.scope must be a Scope, got {type(self.scope).__name__}"
+            )
+        ids = self.permitted_source_ids
+        if isinstance(ids, str | bytes):
             raise InvalidArgumentTypeError(
                 "permitted_source_ids must be a collection of source ids, not one string"
+            )
+        if ids is not None:
+            # A Collection, not any iterable: a one-shot iterator would be
+            # used up by the first search of this immutable query.
+            if not isinstance(ids, Collection):
+                raise InvalidArgumentTypeError(
+                    "permitted_source_ids must be a collection of source ids, "
+                    f"got {type(ids).__name__}"
+                )
+            for sid in ids:
+                if not isinstance(sid, str):
+                    raise InvalidArgumentTypeError(
+                        f"permitted_source_ids must hold source ids (text), got {sid!r}"
+                    )
+        if self.visibility is not None and not callable(self.visibility):
+            raise InvalidArgumentTypeError(
+                "visibility must be a callable (scope, source) -> bool, "
+                f"got {type(self.visibility).__name__}"
             )
         if self.permitted_source_ids is not None and self.visibility is not None:
             raise InvalidArgumentError("set permitted_source_ids or visibility, not both")

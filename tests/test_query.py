@@ -1,0 +1,80 @@
+"""What a caller asks for (docs/spec.md §2.3, §5.1): a stale policy or a query
+out of its domain is refused where it is made, as an okfast error that is
+also the built-in a caller catches, never a raw error at the search."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from okfast import InvalidArgumentError, Query, Scope, StalePolicy
+from okfast.errors import InvalidArgumentTypeError
+
+_NOW = 1_000 * 86_400_000_000
+_INSTANTS = np.array([_NOW - 3 * 86_400_000_000, _NOW - 86_400_000_000, _NOW + 1], dtype=np.int64)
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "words"),
+    [
+        (lambda: StalePolicy.tolerate(10**400), InvalidArgumentError, "largest float"),
+        (lambda: StalePolicy("tolerate", 10**5000), InvalidArgumentError, "largest float"),
+        (lambda: StalePolicy.parse(None), InvalidArgumentTypeError, "NoneType"),
+        (lambda: StalePolicy.parse(5), InvalidArgumentTypeError, "got int"),
+        (lambda: StalePolicy("tolerate", "x"), InvalidArgumentTypeError, "number"),
+        (lambda: StalePolicy("tolerate", True), InvalidArgumentTypeError, "number"),
+        (lambda: StalePolicy("bogus"), InvalidArgumentError, "'bogus'"),
+        (lambda: StalePolicy(5), InvalidArgumentTypeError, "kind"),
+        (lambda: StalePolicy("tolerate", -5), InvalidArgumentError, ">= 0"),
+        (lambda: StalePolicy("tolerate", math.nan), InvalidArgumentError, ">= 0"),
+        (lambda: StalePolicy("strict", 3), InvalidArgumentError, "only to tolerate"),
+        (lambda: StalePolicy("use", math.nan), InvalidArgumentError, "only to tolerate"),
+        (lambda: StalePolicy.parse("tolerate:nan"), InvalidArgumentError, "tolerate:DAYS"),
+    ],
+)
+def test_every_way_of_making_a_stale_policy_checks_it(
+    make: Any, error: type[Exception], words: str
+) -> None:
+    with pytest.raises(error, match=words) as e:
+        make()
+    assert isinstance(e.value, ValueError)
+
+
+def test_a_stale_policy_made_by_its_constructor_is_the_one_its_helpers_make() -> None:
+    assert StalePolicy() == StalePolicy.use()
+    assert StalePolicy("strict") == StalePolicy.strict()
+    assert StalePolicy("tolerate", 2) == StalePolicy.tolerate(2) == StalePolicy.parse("tolerate:2")
+    assert (
+        StalePolicy("tolerate", 2).days == 2.0 and str(StalePolicy("tolerate", 2)) == "tolerate:2"
+    )
+    # An infinite tolerance admits every instant (docs/spec.md §2.3).
+    assert StalePolicy.parse(str(StalePolicy.tolerate(math.inf))).days == math.inf
+    admitted: Any = StalePolicy("tolerate", 2).admits_us(_INSTANTS, _NOW)
+    assert admitted.tolist() == [False, True, True]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"scope": "tenant"},
+        {"scope": 5},
+        {"permitted_source_ids": 5},
+        {"permitted_source_ids": [5]},
+        {"permitted_source_ids": iter(["a"])},
+        {"visibility": 5},
+    ],
+)
+def test_a_query_argument_of_the_wrong_type_is_refused_at_once(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(InvalidArgumentTypeError) as e:
+        Query("order", **kwargs)
+    assert isinstance(e.value, TypeError) and isinstance(e.value, InvalidArgumentError)
+
+
+def test_a_query_takes_a_scope_ids_or_a_visibility_of_the_right_type() -> None:
+    assert Query("order", scope=None).scope == Scope.local() == Query("order").scope
+    assert Query("order", scope=Scope("acme")).scope == Scope("acme")
+    assert Query("order", permitted_source_ids=("a", "b")).permitted_source_ids == ("a", "b")
+    assert Query("order", permitted_source_ids=frozenset()).permitted_source_ids == frozenset()
+    assert Query("order", visibility=lambda scope, source: True).visibility is not None
