@@ -4,6 +4,7 @@ literal reading of the spec over the two scorers' own results."""
 
 from __future__ import annotations
 
+import math
 import tempfile
 from pathlib import Path
 
@@ -136,6 +137,21 @@ def test_a_bad_rrf_k_is_refused(tmp_path: Path, k: object) -> None:
         b.search("a", scorer="fusion", rrf_k=k)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="rrf_k"):
         Query("a", rrf_k=k)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("k", [0, -1, "60", math.nan, pytest.param(10**400, id="10**400")])
+@pytest.mark.parametrize("scorer", ["weighted_count", "bm25f", "fusion"])
+def test_a_bad_rrf_k_is_refused_whatever_the_scorer(tmp_path: Path, k: object, scorer: str) -> None:
+    # As Query refuses it (docs/spec.md §5.1): not ignored until a fusion search.
+    b = Bundle.load(write_bundle(tmp_path / "b", files_of([("a", [], "", "a")])), cache=False)
+    for search in (
+        lambda: b.search("a", scorer=scorer, rrf_k=k),  # type: ignore[arg-type]
+        lambda: b.search_arrays("a", scorer=scorer, rrf_k=k),  # type: ignore[arg-type]
+        lambda: b.search_many(["a"], scorer=scorer, rrf_k=k),  # type: ignore[arg-type]
+        lambda: b.search_arrays_many([], scorer=scorer, rrf_k=k),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(InvalidArgumentError, match="rrf_k"):
+            search()
 
 
 @given(st.data(), st.integers(1, 400), st.integers(1, 100))

@@ -293,6 +293,9 @@ class Bundle:
         (§12.10); its excerpts are BM25F's.
         """
         how = scorer_of(scorer)
+        # Checked whatever the scorer, as Query checks it (docs/spec.md §5.1,
+        # §12.10): a bad rrf_k is refused, not ignored until fusion.
+        rrf_k_of(rrf_k)
         tag, limit, params = search_arguments(tag, limit, bm25f)
         if how is Scorer.WEIGHTED_COUNT:
             hits = self._native.search_hits(query_terms(text), tag=tag, limit=limit)
@@ -318,6 +321,9 @@ class Bundle:
         fusion's one query at a time."""
         texts = texts_of(texts)
         how = scorer_of(scorer)
+        # Checked whatever the scorer, as Query checks it (docs/spec.md §5.1,
+        # §12.10): a bad rrf_k is refused, not ignored until fusion.
+        rrf_k_of(rrf_k)
         tag, limit, params = search_arguments(tag, limit, bm25f)
         if how is Scorer.WEIGHTED_COUNT:
             terms = [query_terms(t) for t in texts]
@@ -366,6 +372,9 @@ class Bundle:
         ``uint32`` for the weighted count, ``float64`` for BM25F and fusion.
         """
         how = scorer_of(scorer)
+        # Checked whatever the scorer, as Query checks it (docs/spec.md §5.1,
+        # §12.10): a bad rrf_k is refused, not ignored until fusion.
+        rrf_k_of(rrf_k)
         tag, limit, params = search_arguments(tag, limit, bm25f)
         if how is Scorer.WEIGHTED_COUNT:
             return self._native.search_arrays(query_terms(text), tag=tag, limit=limit)
@@ -389,7 +398,6 @@ class Bundle:
         native = params.native()
         if how is Scorer.BM25F:
             return self._native.search_bm25f(query, stats, native, tag=tag, limit=limit)
-        rrf_k_of(rrf_k)
         counted, _ = self._native.search_arrays(query_terms(text), tag=tag, limit=None)
         ranked, _ = self._native.search_bm25f(query, stats, native, tag=tag, limit=None)
         pos, fused = fuse(counted, ranked, self.ordinal_ranks(), rrf_k)
@@ -410,6 +418,9 @@ class Bundle:
         queries scored in one native call, in parallel with the GIL released."""
         texts = texts_of(texts)
         how = scorer_of(scorer)
+        # Checked whatever the scorer, as Query checks it (docs/spec.md §5.1,
+        # §12.10): a bad rrf_k is refused, not ignored until fusion.
+        rrf_k_of(rrf_k)
         tag, limit, params = search_arguments(tag, limit, bm25f)
         if how is Scorer.WEIGHTED_COUNT:
             terms = [query_terms(t) for t in texts]
@@ -431,7 +442,6 @@ class Bundle:
         queries = [self.bm25f_query(_text_of(t), params) for t in texts]
         if how is Scorer.BM25F:
             return queries, list(self._bm25f_many(queries, params, tag, limit))
-        rrf_k_of(rrf_k)  # refused even for an empty batch
         kw = {"tag": tag, "limit": limit, "bm25f": params, "rrf_k": rrf_k}
         return queries, [self.search_arrays(t, scorer=how, **kw) for t in texts]  # type: ignore[arg-type]
 
