@@ -51,11 +51,13 @@ from okfast.distributed.remote import PAGE, RemotePassages, merge
 from okfast.distributed.shard import Found, Request, Stale, Unavailable, Unit
 from okfast.errors import InvalidArgumentError
 from okfast.governance import id_key, pin_keys
+from okfast.matches import Matches as _Matches
+from okfast.matches import Scoring as _Scoring
 from okfast.model import Diagnostic
 from okfast.passages import Context, SourceSnapshot
 from okfast.paths import directory_key
 from okfast.query import Query, Strategy, Visibility
-from okfast.resolver import _CLASSES, Clock, Resolver, _Engine, _Matches, _Scoring
+from okfast.resolver import _CLASSES, Clock, Resolver, _Engine
 from okfast.scoring import BM25FParams, Scorer, language_of
 from okfast.settings import Settings
 from okfast.snapshots import CachedBundle, source_language
