@@ -397,3 +397,17 @@ def test_a_part_lists_only_the_directories_its_range_reaches(
     assert part.cache_listed == 3
     whole = Bundle.load(root, cache_dir=tmp_path / "cache")
     assert whole.cache_listed == 5
+
+
+def test_a_lone_surrogate_names_no_concept_and_no_query(tmp_path: Path) -> None:
+    # No concept id holds one (docs/spec.md §1.2), so lookups find nothing;
+    # query text holding one is refused as Query's is (§5.1).
+    write_bundle(tmp_path / "kb", {"a.md": "---\ntype: T\ntitle: Alpha\n---\nalpha\n"})
+    b = Bundle.load(tmp_path / "kb", cache=False)
+    assert "\ud800" not in b and b.position("\ud800") is None
+    with pytest.raises(ConceptNotFoundError):
+        b.concept("\ud800")
+    with pytest.raises(ConceptNotFoundError):
+        b.excerpt("\udc80", "alpha")
+    with pytest.raises(InvalidArgumentError, match="lone surrogate"):
+        b.bm25f_query("al\ud800pha", BM25FParams())

@@ -604,3 +604,13 @@ def test_a_damaged_text_met_while_rebuilding_is_reported_and_reread(
     with pytest.warns(CacheWarning, match="does not read back"):
         b, snap = cached(bundle, cache)
     assert b.cache_status == "rebuilt" and snap == fresh(bundle)
+
+
+@pytest.mark.parametrize("where", ["a\x00b", "\ud800"])
+def test_a_cache_directory_that_names_no_path_loads_without_the_cache(
+    tmp_path: Path, where: str
+) -> None:
+    write_bundle(tmp_path / "kb", {"a.md": "---\ntype: T\ntitle: Alpha\n---\nalpha\n"})
+    b = Bundle.load(tmp_path / "kb", cache_dir=where)
+    assert (b.cache_status, len(b)) == ("off", 1)
+    assert b.cache_detail.startswith(f"cache directory {where!r} is unusable")

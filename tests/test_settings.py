@@ -358,3 +358,9 @@ def test_a_bad_settings_path_in_a_catalog_is_a_catalog_diagnostic(
 
 def test_field_names_are_the_bm25f_fields() -> None:
     assert set(FULL["bm25f"]["weights"]) == set(BM25F_FIELDS)
+
+
+@pytest.mark.parametrize("name", ["a\x00b", "\ud800.json"])
+def test_a_file_name_no_file_can_have_is_a_settings_error(name: str) -> None:
+    with pytest.raises(SettingsError, match="could not be read"):
+        Settings.load(name)

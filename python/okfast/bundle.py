@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import cast
@@ -33,7 +32,7 @@ from okfast._native import Bm25fQuery as Bm25fQuery
 from okfast._native import Bm25fStats as Bm25fStats
 from okfast._native import QueryTerms as QueryTerms
 from okfast.arguments import search_arguments, text_of, texts_of
-from okfast.cache import cache_file, default_cache_dir
+from okfast.cache import CacheUse, cache_file, default_cache_dir
 from okfast.errors import CacheWarning, ConceptNotFoundError, InvalidArgumentError
 from okfast.model import Concept, Diagnostic, Hit, Severity
 from okfast.paths import bundle_root
@@ -60,25 +59,6 @@ def _text_of(text: str | QueryTerms) -> str:
     """The text BM25F tokenizes: terms split on white space joined by one
     space give the same tokens (white space always separates UAX #29 words)."""
     return " ".join(text.written) if isinstance(text, QueryTerms) else text_of("the query", text)
-
-
-@dataclass(frozen=True, slots=True)
-class CacheUse:
-    """What a load did with the persistent cache (docs/spec.md §9)."""
-
-    #: ``off``, ``hit`` (no file read), ``partial`` (changed files read),
-    #: ``miss`` (first load) or ``rebuilt`` (the cache file was rejected; see
-    #: ``detail``).
-    status: str = "off"
-    detail: str = ""
-    file: Path | None = None
-    #: Concept files read from disk rather than taken from the cache file
-    #: (``0`` on an unchanged reopen); ``None`` without the cache.
-    reread: int | None = None
-    #: Directories listed from disk rather than taken from the cache file (an
-    #: unchanged directory's recorded listing is reused; every file is still
-    #: stat'ed); ``None`` without the cache.
-    listed: int | None = None
 
 
 class Bundle:
@@ -175,7 +155,7 @@ class Bundle:
         return len(self._native)
 
     def __contains__(self, concept_id: object) -> bool:
-        return isinstance(concept_id, str) and self._native.position(concept_id) is not None
+        return isinstance(concept_id, str) and self.position(concept_id) is not None
 
     def __repr__(self) -> str:
         return f"<okfast.Bundle {str(self.root)!r}: {len(self)} concepts>"
@@ -258,10 +238,13 @@ class Bundle:
 
     def position(self, concept_id: str) -> int | None:
         """The position of ``concept_id`` in :attr:`concept_ids`, if it is there."""
-        return self._native.position(concept_id)
+        try:
+            return self._native.position(concept_id)
+        except UnicodeEncodeError:
+            return None  # a lone surrogate: no concept id holds one (§1.2)
 
     def _position_of(self, concept_id: str) -> int:
-        pos = self._native.position(concept_id)
+        pos = self.position(concept_id)
         if pos is None:
             raise ConceptNotFoundError(f"no concept {concept_id!r} in bundle {str(self.root)!r}")
         return pos
@@ -454,7 +437,7 @@ class Bundle:
     def bm25f_query(self, text: str, params: BM25FParams) -> Bm25fQuery:
         """``text``'s tokens for this bundle's language, stop words dropped
         when ``params`` asks."""
-        return Bm25fQuery(text, self.language, params.stop_words)
+        return Bm25fQuery(text_of("the query", text), self.language, params.stop_words)
 
     def bm25f_stats(self, tokens: list[str]) -> Bm25fStats:
         """This bundle's own statistics for ``tokens`` (any tokens: sources

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 ENV = "OKFAST_CACHE_DIR"
@@ -53,8 +54,9 @@ def cache_file(
         if real_dir == real_root or real_root in real_dir.parents:
             return None, f"cache directory {cache_dir} is inside the bundle; not caching"
         cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except (OSError, RuntimeError) as e:
-        return None, f"cache directory {cache_dir} is unusable ({e}); not caching"
+    except (OSError, RuntimeError, ValueError) as e:
+        # ValueError: a NUL or a lone surrogate, which names no directory.
+        return None, f"cache directory {str(cache_dir)!r} is unusable ({e}); not caching"
     # One file per analyzer, so loading a bundle for two languages does not
     # make each load rebuild the other's file; the default language keeps the
     # name files had before languages existed (an older file is then opened,
@@ -69,3 +71,22 @@ def cache_file(
             name += b"\0" + (b"\1" if bound is None else b"=" + bound.encode())
     key = hashlib.sha256(name).hexdigest()[:32]
     return cache_dir / f"{key}.okfc", ""
+
+
+@dataclass(frozen=True, slots=True)
+class CacheUse:
+    """What a load did with the persistent cache (docs/spec.md §9)."""
+
+    #: ``off``, ``hit`` (no file read), ``partial`` (changed files read),
+    #: ``miss`` (first load) or ``rebuilt`` (the cache file was rejected; see
+    #: ``detail``).
+    status: str = "off"
+    detail: str = ""
+    file: Path | None = None
+    #: Concept files read from disk rather than taken from the cache file
+    #: (``0`` on an unchanged reopen); ``None`` without the cache.
+    reread: int | None = None
+    #: Directories listed from disk rather than taken from the cache file (an
+    #: unchanged directory's recorded listing is reused; every file is still
+    #: stat'ed); ``None`` without the cache.
+    listed: int | None = None

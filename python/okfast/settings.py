@@ -86,6 +86,9 @@ class Settings:
             raise SettingsError(f"settings {p} could not be read: {e.strerror or e}") from None
         except UnicodeDecodeError as e:
             raise SettingsError(f"settings {p} is not UTF-8 (byte {e.start})") from None
+        except ValueError as e:
+            # A NUL or a lone surrogate in the name: no file is called that.
+            raise SettingsError(f"settings {str(p)!r} could not be read: {e}") from None
         return dataclasses.replace(cls.parse(text, name=f"settings {p}"), path=p)
 
     @classmethod
