@@ -78,3 +78,11 @@ def test_a_query_takes_a_scope_ids_or_a_visibility_of_the_right_type() -> None:
     assert Query("order", permitted_source_ids=("a", "b")).permitted_source_ids == ("a", "b")
     assert Query("order", permitted_source_ids=frozenset()).permitted_source_ids == frozenset()
     assert Query("order", visibility=lambda scope, source: True).visibility is not None
+
+
+@pytest.mark.parametrize("name", ["pin_exact_title", "include_historical", "explain"])
+@pytest.mark.parametrize("value", ["false", 1, 0, None])
+def test_a_switch_is_true_or_false(name: str, value: object) -> None:
+    with pytest.raises(InvalidArgumentTypeError, match=f"Query.{name} must be True or False"):
+        Query("order", **{name: value})  # type: ignore[arg-type]
+    assert getattr(Query("order", **{name: True}), name) is True

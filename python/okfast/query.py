@@ -266,3 +266,9 @@ class Query:
             )
         if self.rrf_k is not None:
             rrf_k_of(self.rrf_k)
+        for name in ("pin_exact_title", "include_historical", "explain"):
+            # A switch is True or False: "false" or 1 would switch it on unseen.
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidArgumentTypeError(
+                    f"Query.{name} must be True or False, got {getattr(self, name)!r}"
+                )
