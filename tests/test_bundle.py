@@ -21,7 +21,7 @@ from okfast import (
     InvalidArgumentError,
     OkfastError,
 )
-from okfast.bundle import Bm25fStats
+from okfast.bundle import Bm25fStats, query_terms
 from okfast.governance import id_key
 from okfast.scoring import BM25FParams
 
@@ -411,3 +411,19 @@ def test_a_lone_surrogate_names_no_concept_and_no_query(tmp_path: Path) -> None:
         b.excerpt("\udc80", "alpha")
     with pytest.raises(InvalidArgumentError, match="lone surrogate"):
         b.bm25f_query("al\ud800pha", BM25FParams())
+
+
+def test_a_position_out_of_range_or_not_an_int_is_an_argument_error(tmp_path: Path) -> None:
+    import numpy as np
+
+    write_bundle(tmp_path / "kb", {"a.md": "---\ntype: T\ntitle: Alpha\n---\nalpha\n"})
+    b = Bundle.load(tmp_path / "kb", cache=False)
+    assert b.body_at(np.int32(0)) == b.body_at(0) == "alpha"
+    reads = (b.body_at, b.authority_at, lambda p: b.explain_at(p, query_terms("alpha")))
+    for read in reads:
+        for bad in (-1, 1, 2**70):
+            with pytest.raises(InvalidArgumentError, match="out of range 0..1"):
+                read(bad)
+        for wrong in (0.0, True, "0"):
+            with pytest.raises(okfast.InvalidArgumentTypeError, match="a position is an int"):
+                read(wrong)

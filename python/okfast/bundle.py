@@ -13,6 +13,7 @@ snapshot.
 
 from __future__ import annotations
 
+import operator
 import os
 import warnings
 from collections.abc import Callable, Sequence
@@ -33,7 +34,12 @@ from okfast._native import Bm25fStats as Bm25fStats
 from okfast._native import QueryTerms as QueryTerms
 from okfast.arguments import search_arguments, text_of, texts_of
 from okfast.cache import CacheUse, cache_file, default_cache_dir
-from okfast.errors import CacheWarning, ConceptNotFoundError, InvalidArgumentError
+from okfast.errors import (
+    CacheWarning,
+    ConceptNotFoundError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+)
 from okfast.model import Concept, Diagnostic, Hit, Severity
 from okfast.paths import bundle_root
 from okfast.scoring import (
@@ -478,9 +484,22 @@ class Bundle:
         self, position: int, query: Bm25fQuery, stats: Bm25fStats, params: BM25FParams
     ) -> list[_native.Bm25fTermPart]:
         """Per query token, what each field adds to the concept's score."""
-        return self._native.explain_bm25f(position, query, stats, params.native())
+        return self._native.explain_bm25f(self._at(position), query, stats, params.native())
 
     # -- columns and per-position reads (for resolvers, governance, memory) ----------
+
+    def _at(self, position: int) -> int:
+        # The core checks the range too; a negative or huge int would fail
+        # its conversion first, with a raw OverflowError (docs/spec.md §8).
+        try:
+            at = operator.index(position)  # numpy's ints too (result arrays)
+        except TypeError:
+            at = None
+        if at is None or isinstance(position, bool | np.bool_):
+            raise InvalidArgumentTypeError(f"a position is an int, got {position!r}")
+        if not 0 <= at < len(self):
+            raise InvalidArgumentError(f"position {at} out of range 0..{len(self)}")
+        return at
 
     def stale_after_us(self) -> npt.NDArray[np.int64]:
         """Each concept's ``stale_after`` in microseconds since the epoch, by
@@ -510,19 +529,19 @@ class Bundle:
     ) -> _native.PassageFields:
         """What a passage shows of the concept at ``position`` for ``terms``
         (its excerpt by the scorer the terms are for)."""
-        return self._native.passage_fields(position, terms)
+        return self._native.passage_fields(self._at(position), terms)
 
     def authority_at(self, position: int) -> str | None:
         """The ``authority`` the concept at ``position`` declares, as written."""
-        return self._native.passage_fields(position, _NO_TERMS).authority
+        return self._native.passage_fields(self._at(position), _NO_TERMS).authority
 
     def body_at(self, position: int) -> str:
         """The body of the concept at ``position``."""
-        return self._native.body(position)
+        return self._native.body(self._at(position))
 
     def explain_at(self, position: int, terms: QueryTerms) -> list[_native.TermFields]:
         """Which fields each term matches in the concept at ``position``."""
-        return self._native.explain(position, terms)
+        return self._native.explain(self._at(position), terms)
 
 
 #: No terms: a concept's fields without an excerpt.
