@@ -427,3 +427,17 @@ def test_a_position_out_of_range_or_not_an_int_is_an_argument_error(tmp_path: Pa
         for wrong in (0.0, True, "0"):
             with pytest.raises(okfast.InvalidArgumentTypeError, match="a position is an int"):
                 read(wrong)
+
+
+def test_statistics_whose_sum_passes_u64_are_refused_not_wrapped() -> None:
+    # Only hand-made statistics can get there; the sums must stay exact (§12.4).
+    top = 2**64 - 1
+    ok = Bm25fStats.sum([Bm25fStats(2, [1] * 4, [("A", 1)]), Bm25fStats(3, [1] * 4, [("A", 2)])])
+    assert (ok.n, ok.totals, ok.df) == (5, [2] * 4, [("A", 3)])
+    for big in (
+        Bm25fStats(top, [1] * 4, []),
+        Bm25fStats(1, [top] * 4, []),
+        Bm25fStats(1, [1] * 4, [("A", top)]),
+    ):
+        with pytest.raises(InvalidArgumentError, match="a sum passes 2\\*\\*64 - 1"):
+            Bm25fStats.sum([Bm25fStats(2, [2] * 4, [("A", 2)]), big])

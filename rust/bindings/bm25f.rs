@@ -146,12 +146,17 @@ impl PyStats {
 
     /// The sum of `parts` (the statistics of several sources).
     #[staticmethod]
-    fn sum(parts: Vec<PyRef<'_, PyStats>>) -> PyStats {
+    fn sum(py: Python<'_>, parts: Vec<PyRef<'_, PyStats>>) -> PyResult<PyStats> {
         let mut inner = Stats::default();
         for p in parts {
-            inner.add(&p.inner);
+            if !inner.checked_add(&p.inner) {
+                return Err(invalid(
+                    py,
+                    "Bm25fStats.sum: a sum passes 2**64 - 1".to_string(),
+                ));
+            }
         }
-        PyStats { inner }
+        Ok(PyStats { inner })
     }
 
     #[getter]

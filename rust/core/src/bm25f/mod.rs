@@ -161,6 +161,23 @@ impl Stats {
         }
     }
 
+    /// [`Stats::add`], or `false` (and `self` unchanged) when a sum would
+    /// pass `u64::MAX`: statistics made by hand, never a real catalog's,
+    /// whose sums must stay exact (docs/spec.md §12.4), not wrap.
+    pub fn checked_add(&mut self, other: &Stats) -> bool {
+        let fits = self.n.checked_add(other.n).is_some()
+            && (0..4).all(|f| self.totals[f].checked_add(other.totals[f]).is_some())
+            && other
+                .tokens
+                .iter()
+                .zip(&other.df)
+                .all(|(t, &df)| self.df_of(t).checked_add(df).is_some());
+        if fits {
+            self.add(other);
+        }
+        fits
+    }
+
     /// The document frequency of `token` (0 when it was not asked about).
     pub fn df_of(&self, token: &str) -> u64 {
         self.tokens

@@ -588,3 +588,28 @@ fn lengths_read_as_saved_whatever_their_size() {
         assert_eq!(lengths.get(f, n as u32), None);
     }
 }
+
+/// A sum past `u64::MAX` is refused, leaving the sum so far as it was; one
+/// that fits is what [`Stats::add`] gives.
+#[test]
+fn a_sum_that_passes_u64_is_refused_not_wrapped() {
+    let of = |n: u64, total: u64, df: u64| Stats {
+        n,
+        totals: [total; 4],
+        tokens: vec!["A".into()],
+        df: vec![df],
+    };
+    for bad in [of(u64::MAX, 1, 1), of(1, u64::MAX, 1), of(1, 1, u64::MAX)] {
+        let mut sum = of(2, 2, 2);
+        assert!(!sum.checked_add(&bad));
+        assert_eq!((sum.n, sum.totals, sum.df.clone()), (2, [2; 4], vec![2]));
+    }
+    let mut sum = of(2, 2, 2);
+    let mut plain = of(2, 2, 2);
+    assert!(sum.checked_add(&of(u64::MAX - 2, 3, 4)));
+    plain.add(&of(u64::MAX - 2, 3, 4));
+    assert_eq!(
+        (sum.n, sum.totals, sum.df),
+        (plain.n, plain.totals, plain.df)
+    );
+}
