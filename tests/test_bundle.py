@@ -441,3 +441,16 @@ def test_statistics_whose_sum_passes_u64_are_refused_not_wrapped() -> None:
     ):
         with pytest.raises(InvalidArgumentError, match="a sum passes 2\\*\\*64 - 1"):
             Bm25fStats.sum([Bm25fStats(2, [2] * 4, [("A", 2)]), big])
+
+
+def test_the_root_of_a_directory_whose_name_is_not_utf8_is_that_directory(
+    tmp_path: Path,
+) -> None:
+    # Linux names are bytes; Python spells the others with escaped bytes.
+    root = Path(os.fsdecode(os.fsencode(tmp_path) + b"/\xffb"))
+    try:
+        write_bundle(root, {"a.md": "---\ntype: T\ntitle: Alpha\n---\nalpha\n"})
+    except (OSError, UnicodeError):
+        pytest.skip("this file system refuses a name that is not UTF-8")
+    b = Bundle.load(root, cache=False)
+    assert b.root == root and b.root.is_dir() and len(b) == 1

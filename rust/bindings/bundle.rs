@@ -251,8 +251,11 @@ impl PyBundle {
     }
 
     #[getter]
-    fn root(&self) -> String {
-        self.inner.root.display().to_string()
+    fn root(&self) -> std::ffi::OsString {
+        // As the file system spells it (a non-UTF-8 name reaches Python with
+        // its bytes escaped, as os.fsdecode does), not `display()`'s lossy
+        // text, which names another path (docs/spec.md §3.7).
+        self.inner.root.as_os_str().to_os_string()
     }
 
     #[getter]
