@@ -11,24 +11,33 @@ from collections.abc import Sequence
 
 from okfast._native import QueryTerms
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
-from okfast.scoring import DEFAULT_BM25F, BM25FParams
+from okfast.scoring import DEFAULT_BM25F, BM25FParams, rrf_k_of
 
 #: Positions are `int32` (docs/spec.md §3.7): a larger limit keeps every match.
 _ALL = 2**31
+
+
+def surrogate_in(value: str) -> str | None:
+    """The first lone surrogate in ``value`` (which JSON's ``\\ud800`` escapes
+    and ``os.fsdecode`` can spell, and UTF-8 cannot encode) as ``U+D800``,
+    or ``None`` when ``value`` is valid Unicode text."""
+    if value.isascii():
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return f"U+{ord(value[e.start]):04X}"
+    return None
 
 
 def text_of(name: str, value: object) -> str:
     """``value``, when it is text that UTF-8 can encode."""
     if not isinstance(value, str):
         raise InvalidArgumentTypeError(f"{name} must be text, got {type(value).__name__}")
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as e:
-            raise InvalidArgumentError(
-                f"{name} is not valid Unicode text: it holds a lone surrogate "
-                f"(U+{ord(value[e.start]):04X})"
-            ) from None
+    if (at := surrogate_in(value)) is not None:
+        raise InvalidArgumentError(
+            f"{name} is not valid Unicode text: it holds a lone surrogate ({at})"
+        )
     return value
 
 
@@ -44,9 +53,12 @@ def limit_of(limit: object) -> int | None:
 
 
 def search_arguments(
-    tag: object, limit: object, bm25f: object
+    tag: object, limit: object, bm25f: object, rrf_k: object = 60
 ) -> tuple[str | None, int | None, BM25FParams]:
-    """A bundle search's tag, limit and BM25F parameters (the defaults for ``None``)."""
+    """A bundle search's tag, limit and BM25F parameters (the defaults for
+    ``None``); its ``rrf_k`` is checked whatever the scorer, as a query's is
+    (docs/spec.md §5.1, §12.10), though only fusion uses it."""
+    rrf_k_of(rrf_k)
     if bm25f is not None and not isinstance(bm25f, BM25FParams):
         raise InvalidArgumentTypeError(f"bm25f must be a BM25FParams, got {type(bm25f).__name__}")
     return (

@@ -47,7 +47,6 @@ from okfast.scoring import (
     Scorer,
     fuse,
     language_of,
-    rrf_k_of,
     scorer_of,
 )
 
@@ -64,7 +63,8 @@ def query_terms(text: str | QueryTerms) -> QueryTerms:
 def _text_of(text: str | QueryTerms) -> str:
     """The text BM25F tokenizes: terms split on white space joined by one
     space give the same tokens (white space always separates UAX #29 words)."""
-    return " ".join(text.written) if isinstance(text, QueryTerms) else text_of("the query", text)
+    # A str is checked once, where its tokens are made (Bundle.bm25f_query).
+    return " ".join(text.written) if isinstance(text, QueryTerms) else text
 
 
 class Bundle:
@@ -282,10 +282,7 @@ class Bundle:
         (§12.10); its excerpts are BM25F's.
         """
         how = scorer_of(scorer)
-        # Checked whatever the scorer, as Query checks it (docs/spec.md §5.1,
-        # §12.10): a bad rrf_k is refused, not ignored until fusion.
-        rrf_k_of(rrf_k)
-        tag, limit, params = search_arguments(tag, limit, bm25f)
+        tag, limit, params = search_arguments(tag, limit, bm25f, rrf_k)
         if how is Scorer.WEIGHTED_COUNT:
             hits = self._native.search_hits(query_terms(text), tag=tag, limit=limit)
             return [Hit(h.concept_id, h.score, h.title, h.excerpt, h.path) for h in hits]
@@ -310,10 +307,7 @@ class Bundle:
         fusion's one query at a time."""
         texts = texts_of(texts)
         how = scorer_of(scorer)
-        # Checked whatever the scorer, as Query checks it (docs/spec.md §5.1,
-        # §12.10): a bad rrf_k is refused, not ignored until fusion.
-        rrf_k_of(rrf_k)
-        tag, limit, params = search_arguments(tag, limit, bm25f)
+        tag, limit, params = search_arguments(tag, limit, bm25f, rrf_k)
         if how is Scorer.WEIGHTED_COUNT:
             terms = [query_terms(t) for t in texts]
             many = self._native.search_hits_many(terms, tag=tag, limit=limit)
@@ -361,10 +355,7 @@ class Bundle:
         ``uint32`` for the weighted count, ``float64`` for BM25F and fusion.
         """
         how = scorer_of(scorer)
-        # Checked whatever the scorer, as Query checks it (docs/spec.md §5.1,
-        # §12.10): a bad rrf_k is refused, not ignored until fusion.
-        rrf_k_of(rrf_k)
-        tag, limit, params = search_arguments(tag, limit, bm25f)
+        tag, limit, params = search_arguments(tag, limit, bm25f, rrf_k)
         if how is Scorer.WEIGHTED_COUNT:
             return self._native.search_arrays(query_terms(text), tag=tag, limit=limit)
         query = self.bm25f_query(_text_of(text), params)
@@ -407,10 +398,7 @@ class Bundle:
         queries scored in one native call, in parallel with the GIL released."""
         texts = texts_of(texts)
         how = scorer_of(scorer)
-        # Checked whatever the scorer, as Query checks it (docs/spec.md §5.1,
-        # §12.10): a bad rrf_k is refused, not ignored until fusion.
-        rrf_k_of(rrf_k)
-        tag, limit, params = search_arguments(tag, limit, bm25f)
+        tag, limit, params = search_arguments(tag, limit, bm25f, rrf_k)
         if how is Scorer.WEIGHTED_COUNT:
             terms = [query_terms(t) for t in texts]
             return list(self._native.search_arrays_many(terms, tag=tag, limit=limit))

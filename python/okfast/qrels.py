@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from okfast import _native, strict_json
+from okfast.arguments import surrogate_in
 from okfast.errors import InvalidArgumentError
 from okfast.model import Diagnostic, DiagnosticCode, Severity
 
@@ -46,13 +47,7 @@ def _whole(digits: str) -> int | None:
 
 def _is_text(value: object) -> bool:
     """A string that is valid Unicode: no lone surrogate (JSON's ``\\ud800``)."""
-    if not isinstance(value, str):
-        return False
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return isinstance(value, str) and surrogate_in(value) is None
 
 
 def _is_grade(value: object) -> bool:

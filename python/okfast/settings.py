@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from okfast import strict_json
+from okfast.arguments import surrogate_in
 from okfast.errors import InvalidArgumentError, SettingsError
 from okfast.query import Query, Strategy
 from okfast.scoring import (
@@ -205,13 +206,8 @@ class Settings:
 def _unwritable_text(text: str) -> str | None:
     """Why ``text`` cannot be written as UTF-8 (a lone surrogate, which a
     JSON ``\\ud800`` escape reads to), or ``None``."""
-    if text.isascii():
-        return None
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as e:
-        return f"text with a lone surrogate (U+{ord(text[e.start]):04X})"
-    return None
+    at = surrogate_in(text)
+    return None if at is None else f"text with a lone surrogate ({at})"
 
 
 def _unkeepable(value: Any) -> str | None:

@@ -32,7 +32,6 @@ except ImportError as e:  # pragma: no cover - depends on the environment
     ) from e
 
 from okfast.catalog import Catalog
-from okfast.errors import InvalidArgumentError
 from okfast.integrations.records import passage_record
 from okfast.integrations.searching import make_query, open_resolver, ranked
 from okfast.memory.scope import Scope
@@ -40,7 +39,7 @@ from okfast.memory.store import FileMemoryStore
 from okfast.model import Passage
 from okfast.query import Strategy
 from okfast.resolver import Resolver
-from okfast.scoring import Scorer
+from okfast.scoring import Scorer, count_of
 from okfast.settings import Settings
 
 
@@ -48,12 +47,6 @@ def _document(p: Passage, surface: str) -> Document:
     metadata: dict[str, Any] = dict(passage_record(p))
     metadata["surface"] = surface
     return Document(page_content=p.body, metadata=metadata, id=f"{p.source_id}:{p.concept_id}")
-
-
-def _count(k: object) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InvalidArgumentError(f"k must be a whole number >= 1, got {k!r}")
-    return k
 
 
 class OkfastRetriever(BaseRetriever):
@@ -100,7 +93,7 @@ class OkfastRetriever(BaseRetriever):
         # CatalogError's diagnostics (docs/spec.md §8). So okfast checks the
         # options and opens the resolver itself, before and after pydantic's
         # type checks, never inside them.
-        k = _count(data.get("k", type(self).model_fields["k"].default))
+        k = count_of("k", data.get("k", type(self).model_fields["k"].default))
         # The options every query carries, checked by making such a query
         # (docs/spec.md §5.1): a bad one fails here, not at the first search.
         make_query(
@@ -118,7 +111,7 @@ class OkfastRetriever(BaseRetriever):
             self._store = FileMemoryStore.from_catalog(self._resolver.catalog)
 
     def _k(self, k: Any) -> int:
-        return self.k if k is None else _count(k)
+        return self.k if k is None else count_of("k", k)
 
     def _documents(self, query: str, k: int | None) -> list[Document]:
         n = self._k(k)

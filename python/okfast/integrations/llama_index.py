@@ -26,13 +26,12 @@ except ImportError as e:  # pragma: no cover - depends on the environment
         "okfast.integrations.llama_index needs llama-index-core: pip install 'okfast[llama-index]'"
     ) from e
 
-from okfast.errors import InvalidArgumentError
 from okfast.integrations.records import PassageRecord, passage_record
 from okfast.integrations.searching import CatalogLike, make_query, open_resolver, ranked
 from okfast.model import Passage
 from okfast.query import Strategy
 from okfast.resolver import Resolver
-from okfast.scoring import Scorer, scorer_of
+from okfast.scoring import Scorer, count_of, scorer_of
 from okfast.settings import Settings
 
 _SHOWN = frozenset({"title"})
@@ -77,14 +76,7 @@ class OkfastRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
-        if (
-            isinstance(similarity_top_k, bool)
-            or not isinstance(similarity_top_k, int)
-            or similarity_top_k < 1
-        ):
-            raise InvalidArgumentError(
-                f"similarity_top_k must be a whole number >= 1, got {similarity_top_k!r}"
-            )
+        count_of("similarity_top_k", similarity_top_k)
         # The options every query carries, checked by making such a query
         # (docs/spec.md §5.1) before anything is opened: a bad one fails here,
         # with the same error whether or not a ready resolver= is given (which
