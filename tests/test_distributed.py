@@ -418,6 +418,20 @@ def test_a_split_of_a_memory_source_is_refused(tmp_path: Path) -> None:
         RayResolver(cat, shards=2, split={"mem": 2})
 
 
+def test_a_split_of_a_disabled_source_is_refused(tmp_path: Path) -> None:
+    """docs/spec.md §15.1: no shard serves a disabled source, so its split
+    would be silently ignored."""
+    from okfast import InvalidArgumentError
+
+    cat = make_catalog(
+        tmp_path,
+        {"a": BUNDLES["b"], "off": BUNDLES["b"]},
+        [{"id": "a", "path": "a"}, {"id": "off", "path": "off", "enabled": False}],
+    )
+    with pytest.raises(InvalidArgumentError, match="disabled"):
+        RayResolver(cat, shards=2, split={"off": 2})
+
+
 def test_an_infinite_timeout_waits_as_long_as_it_takes(
     governed: tuple[Resolver, RayResolver],
 ) -> None:

@@ -5,7 +5,9 @@ named by a catalog."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,8 @@ from okfast import (
     BM25FParams,
     Catalog,
     CatalogError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
     OkfastError,
     Query,
     Resolver,
@@ -257,6 +261,47 @@ def test_a_provenance_given_as_a_mapping_holds_only_json_values(tmp_path: Path) 
     assert kept.diagnostics == ()
     kept.save(tmp_path / "kept.json")
     assert Settings.load(tmp_path / "kept.json").provenance == kept.provenance
+
+
+@pytest.mark.parametrize(
+    ("fields", "error", "message"),
+    [
+        ({"scorer": "bm26"}, InvalidArgumentError, "unknown scorer 'bm26'"),
+        ({"strategy": "sideways"}, InvalidArgumentError, "unknown strategy 'sideways'"),
+        ({"fairness_quota": 0}, InvalidArgumentError, "fairness_quota must be a whole number"),
+        ({"fairness_quota": True}, InvalidArgumentError, "fairness_quota must be a whole number"),
+        ({"rrf_k": 2.5}, InvalidArgumentError, "rrf_k must be a whole number"),
+        ({"bm25f": {"k1": 1.2}}, InvalidArgumentTypeError, "must be a BM25FParams"),
+        ({"languages": ["a"]}, InvalidArgumentTypeError, "must map source ids"),
+        ({"languages": {"a": "klingon"}}, InvalidArgumentError, "languages['a'] must be one of"),
+        ({"languages": {"\ud800": "none"}}, InvalidArgumentError, "lone surrogate"),
+        ({"provenance": [1]}, InvalidArgumentTypeError, "must be a mapping"),
+        ({"provenance": {"x": float("inf")}}, InvalidArgumentError, "holds inf"),
+        ({"provenance": {"x": object()}}, InvalidArgumentError, "not a JSON value"),
+    ],
+)
+def test_settings_made_directly_are_checked(
+    fields: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    """docs/spec.md §13.2: what a file would drop as a diagnostic, the
+    constructor refuses, so every Settings can be saved and read back."""
+    with pytest.raises(error, match=re.escape(message)):
+        Settings(**fields)
+    with pytest.raises(error):
+        dataclasses.replace(Settings(), **fields)
+
+
+def test_settings_made_directly_keep_enums_and_a_copy_of_languages(tmp_path: Path) -> None:
+    languages = {"a": "english"}
+    s = Settings(scorer="bm25f", strategy="merged", languages=languages, provenance={"n": 1})
+    languages["b"] = "german"
+    assert (s.scorer, s.strategy, s.languages) == (
+        Scorer.BM25F,
+        Strategy.MERGED,
+        {"a": "english"},
+    )
+    s.save(tmp_path / "s.json")
+    assert Settings.load(tmp_path / "s.json") == s
 
 
 def two_sources(tmp: Path, extra: dict[str, Any] | None = None) -> Path:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from okfast import strict_json
 from okfast.arguments import surrogate_in
-from okfast.errors import InvalidArgumentError, SettingsError
+from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError, SettingsError
 from okfast.query import Query, Strategy
 from okfast.scoring import (
     BM25F_FIELDS,
@@ -74,6 +74,55 @@ class Settings:
     provenance: Mapping[str, Any] | None = None
     path: Path | None = field(default=None, compare=False)
     diagnostics: tuple[SettingsDiagnostic, ...] = field(default=(), compare=False)
+
+    def __post_init__(self) -> None:
+        # Checked however the settings are made — the constructor and
+        # replace() as well as a file — so what save() writes is what load()
+        # reads back, and a bad value fails here, not at a search
+        # (docs/spec.md §13.2).
+        if self.scorer is not None:
+            object.__setattr__(self, "scorer", scorer_of(self.scorer))
+        if self.strategy is not None:
+            try:
+                object.__setattr__(self, "strategy", Strategy(self.strategy))
+            except ValueError:
+                names = ", ".join(s.value for s in Strategy)
+                raise InvalidArgumentError(
+                    f"unknown strategy {self.strategy!r} (one of {names})"
+                ) from None
+        if self.fairness_quota is not None:
+            count_of("fairness_quota", self.fairness_quota)
+        if self.rrf_k is not None:
+            rrf_k_of(self.rrf_k)
+        if self.bm25f is not None and not isinstance(self.bm25f, BM25FParams):
+            raise InvalidArgumentTypeError(
+                f"Settings.bm25f must be a BM25FParams, got {type(self.bm25f).__name__}"
+            )
+        if not isinstance(self.languages, Mapping):
+            raise InvalidArgumentTypeError(
+                "Settings.languages must map source ids to languages, "
+                f"got {type(self.languages).__name__}"
+            )
+        for sid, lang in self.languages.items():
+            why = _unwritable_text(sid) if isinstance(sid, str) else "not text"
+            if why is not None:
+                raise InvalidArgumentError(f"languages key {sid!r} is not a source id: {why}")
+            if lang != "none" and lang not in LANGUAGES:
+                raise InvalidArgumentError(
+                    f"languages[{sid!r}] must be one of {', '.join(LANGUAGES)} "
+                    f"or 'none', got {lang!r}"
+                )
+        # A copy: the caller's dict changed later does not change these settings.
+        object.__setattr__(self, "languages", dict(self.languages))
+        if self.provenance is not None:
+            if not isinstance(self.provenance, Mapping):
+                raise InvalidArgumentTypeError(
+                    f"Settings.provenance must be a mapping, got {type(self.provenance).__name__}"
+                )
+            if (what := _unkeepable(dict(self.provenance))) is not None:
+                raise InvalidArgumentError(
+                    f"Settings.provenance holds {what}, which cannot be written"
+                )
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Settings:

@@ -178,9 +178,16 @@ class RayResolver:
     def _units(self, catalog: Catalog, split: dict[str, int]) -> dict[str, list[Unit]]:
         lang = self.local.default_bm25f.language
         roles = {s.id: s.role for s in catalog.sources}
+        enabled = {s.id for s in catalog.sources if s.enabled}
         for sid, k in split.items():
             if sid not in roles or isinstance(k, bool) or not isinstance(k, int) or k < 1:
                 raise InvalidArgumentError(f"split: {sid!r}: {k!r} (a source id and a count >= 1)")
+            # No shard serves a disabled source: its split would be ignored.
+            if sid not in enabled:
+                raise InvalidArgumentError(
+                    f"split: {sid!r} is disabled; the shards serve enabled sources "
+                    "only (docs/spec.md §15.1)"
+                )
             # A resolver never searches memory (docs/spec.md §5.3), so no shard
             # holds a memory source: a split of one would be ignored, silently.
             if roles[sid] != "knowledge":
