@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, MakeBundle
+from conftest import REPO, MakeBundle, write_bundle
 from okfast.cli import main
 
 EXAMPLES = REPO / "examples"
@@ -225,6 +225,60 @@ def test_a_closed_pipe_ends_the_output_quietly() -> None:
     finally:
         os.close(write_end)
     assert (r.returncode, r.stderr) == (1, "")
+
+
+def _resolve_with_closed(fd: int) -> subprocess.CompletedProcess[str]:
+    """``okfast resolve`` started with file descriptor ``fd`` closed (``>&-``)."""
+    return subprocess.run(
+        [sys.executable, "-m", "okfast", "resolve", "--catalog", str(EXAMPLES / "catalog.json")]
+        + ["policy"],
+        capture_output=True,
+        text=True,
+        check=False,
+        preexec_fn=lambda: os.close(fd),  # noqa: PLW1509 (no threads started yet)
+    )
+
+
+def test_a_closed_stdout_is_one_line_and_a_closed_stderr_silences_only_it() -> None:
+    """docs/spec.md §10.4: started with stdout closed, one line and status 1;
+    with stderr closed, the output as usual and status 0."""
+    r = _resolve_with_closed(1)
+    assert (r.returncode, r.stderr) == (1, "okfast: standard output is closed\n")
+    r = _resolve_with_closed(2)
+    assert r.returncode == 0 and "Refund policy" in r.stdout
+
+
+def test_an_interrupt_outside_tune_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C during a load: status 130 and one line, not a traceback (§10.4)."""
+    from okfast.catalog import Catalog
+
+    def interrupted(*_: object, **__: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Catalog, "load", interrupted)
+    assert main(["resolve", "--catalog", CATALOG_JSON, "policy"]) == 130
+    assert capsys.readouterr().err == "okfast: interrupted\n"
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_a_reader_leaving_mid_output_is_status_1(tmp_path: Path, json_flag: list[str]) -> None:
+    """`okfast search … --json | head -c 10` with more output than a pipe
+    holds: the reader goes away mid-write, status 1 (docs/spec.md §10.4)."""
+    page = "---\ntype: X\ntitle: Concept {i}\n---\nhello world line {i}\n"
+    write_bundle(tmp_path / "big", {f"c{i:04d}.md": page.format(i=i) for i in range(3000)})
+    with subprocess.Popen(
+        [sys.executable, "-m", "okfast", "search", str(tmp_path / "big"), "hello", *json_flag],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "OKFAST_CACHE_DIR": str(tmp_path / "cache")},
+    ) as child:
+        assert child.stdout is not None and child.stderr is not None
+        assert len(child.stdout.read(10)) == 10
+        child.stdout.close()
+        err = child.stderr.read()
+        assert (child.wait(60), err) == (1, b"")
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")

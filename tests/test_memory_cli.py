@@ -120,6 +120,19 @@ def test_a_capture_with_concept_flags_is_a_usage_error(
     assert not any(p.is_file() for p in (tmp_path / "mem-user").rglob("*"))
 
 
+def test_a_section_from_a_closed_stdin_is_a_usage_error(
+    catalog: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--section -`` with stdin closed (``<&-``, so ``sys.stdin`` is None):
+    one line and status 2, not a traceback (docs/spec.md §10.4)."""
+    monkeypatch.setattr("sys.stdin", None)
+    code, _, err = run(
+        capsys, "memory", "write", "--catalog", catalog, "--tenant", "acme", "--user", "alice",
+        "--name", "n", "--title", "T", "--description", "D", "--section", "-",
+    )  # fmt: skip
+    assert (code, err) == (2, "okfast: --section -: standard input is closed\n")
+
+
 def test_a_catalog_without_memory_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -287,6 +287,29 @@ def test_day_file_that_is_a_link_is_refused(tmp_path: Path) -> None:
     assert read.passages == () and [d.code for d in read.diagnostics] == ["SymlinkSkipped"]
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_a_fifo_at_a_concepts_path_is_refused_without_waiting(tmp_path: Path) -> None:
+    """docs/spec.md §6.3: a FIFO where the concept's file goes is refused at
+    once; a blocking open would wait for a writer, holding the scope's lock."""
+    import threading
+
+    store = make_store(tmp_path / "mem")
+    scope = Scope("A", "alice")
+    assert store.write(scope, entry("first", name="first"), Tier.USER).written
+    directory = tmp_path / "mem" / "user" / memory_path(Tier.USER, scope)
+    os.mkfifo(directory / "pipe.md")
+    done: list[Any] = []
+    worker = threading.Thread(
+        target=lambda: done.append(store.write(scope, entry("x", name="pipe"), Tier.USER)),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(30)
+    assert done, "the write waited on the FIFO"
+    assert not done[0].written and "not a regular file" in (done[0].error or "")
+    assert store.write(scope, entry("other", name="other"), Tier.USER).written
+
+
 # -- deletion -------------------------------------------------------------------
 
 

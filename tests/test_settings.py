@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -360,6 +361,46 @@ def test_a_resolver_reads_the_settings_file_a_catalog_names(tmp_path: Path) -> N
     assert broken.default_scorer is Scorer.WEIGHTED_COUNT
     assert [d.code for d in broken.settings_diagnostics] == ["SettingsUnreadable"]
     assert Resolver(cat, settings=Settings(scorer=Scorer.FUSION)).default_scorer is Scorer.FUSION
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_a_fifo_the_catalog_names_as_settings_is_unreadable_not_waited_on(
+    tmp_path: Path,
+) -> None:
+    """docs/spec.md §13.3: reading it would wait for a writer; it is a
+    diagnostic and the resolver runs on its defaults."""
+    cat = Catalog.load(two_sources(tmp_path, {"settings": "./okfast-settings.json"}))
+    os.mkfifo(tmp_path / "okfast-settings.json")
+    r = Resolver(cat)
+    assert r.settings == Settings()
+    assert [(d.code, "not a regular file" in d.message) for d in r.settings_diagnostics] == [
+        ("SettingsUnreadable", True)
+    ]
+
+
+def test_save_writes_through_a_link_and_into_a_fifo(tmp_path: Path) -> None:
+    """docs/spec.md §13.2: what is at the path is written to, not replaced."""
+    s = Settings(scorer=Scorer.BM25F, rrf_k=7)
+    real = tmp_path / "real.json"
+    real.write_text("{}")
+    (tmp_path / "link.json").symlink_to(real)
+    s.save(tmp_path / "link.json")
+    assert (tmp_path / "link.json").is_symlink() and Settings.load(real) == s
+    if hasattr(os, "mkfifo"):
+        import threading
+
+        os.mkfifo(tmp_path / "pipe.json")
+        got: list[str] = []
+        reader = threading.Thread(
+            target=lambda: got.append((tmp_path / "pipe.json").read_text()), daemon=True
+        )
+        reader.start()
+        s.save(tmp_path / "pipe.json")
+        reader.join(30)
+        assert got == [s.to_json()] and not (tmp_path / "pipe.json").is_file()
+    (tmp_path / "dir.json").mkdir()
+    with pytest.raises(IsADirectoryError):
+        s.save(tmp_path / "dir.json")
 
 
 def test_a_configured_resolver_is_a_new_one_on_the_same_load(tmp_path: Path) -> None:

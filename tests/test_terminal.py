@@ -63,3 +63,26 @@ def test_a_file_name_cannot_drive_the_terminal(tmp_path: Path) -> None:
     assert "\x1b" not in shown and "\u202e" not in shown
     piped = _validate(root, tty=False)
     assert f"bad{EVIL}" in piped  # a pipe gets the bytes as they are
+
+
+def test_a_message_on_stderr_is_escaped_on_a_terminal_only(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A bad catalog's report quotes its paths; on a terminal they cannot
+    drive it (docs/spec.md §10.1), in a pipe they are as written."""
+    import io
+
+    from okfast.cli import main
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    (tmp_path / "c.json").write_text(
+        '{"version": 1, "sources": [{"id": "a", "path": "x\\u001b[2J\\u202eRED"}]}'
+    )
+    for stream, shown in ((Tty(), "x\\x1b[2J\\u202eRED"), (io.StringIO(), f"x{EVIL}RED")):
+        monkeypatch.setattr(sys, "stderr", stream)
+        assert main(["resolve", "--catalog", str(tmp_path / "c.json"), "q"]) == 2
+        lines = stream.getvalue().splitlines()
+        assert lines[0].startswith("okfast: bad catalog") and shown in lines[1]

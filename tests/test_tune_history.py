@@ -54,6 +54,8 @@ def test_a_line_that_is_not_an_event_is_skipped(tmp_path: Path) -> None:
         f.write(b'{"action": "apply", "before": 5, "after": null}\n')  # wrong types
         f.write(b'{"action": "undo", "before": null, "after": "{}"}\n')  # no such action
         f.write(b"[" * 100_000 + b"\n")  # nested past the parser's depth
+        f.write(b'{"action": "apply", "after": "{}"}\n')  # no before text
+        f.write(b'{"action": "apply", "before": "\\ud800", "after": "{}"}\n')  # not UTF-8
     assert revert(target) and Settings.load(target) == first
     events = [json.loads(x) for x in history_path(target).read_bytes().split(b"\n")[-2:-1]]
     assert events[0]["action"] == "revert" and events[0]["after"] == first.to_json()
@@ -84,3 +86,30 @@ def test_a_replaced_settings_file_keeps_its_mode(tmp_path: Path) -> None:
     umask = os.umask(0)
     os.umask(umask)
     assert fresh.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_a_revert_restores_the_bytes_line_ends_included(tmp_path: Path) -> None:
+    target = tmp_path / "s.json"
+    hand = b'{\r\n  "version": 1,\r  "rrf_k": 7\r\n}\r\n'
+    target.write_bytes(hand)
+    apply(Settings(scorer=Scorer.BM25F), target)
+    assert revert(target) and target.read_bytes() == hand
+
+
+def test_a_settings_file_that_is_a_link_is_written_through_it(tmp_path: Path) -> None:
+    real = tmp_path / "real.json"
+    real.write_text('{"version": 1}\n')
+    link = tmp_path / "s.json"
+    link.symlink_to(real)
+    apply(Settings(scorer=Scorer.BM25F), link)
+    assert link.is_symlink() and Settings.load(real) == Settings(scorer=Scorer.BM25F)
+    assert revert(link) and link.is_symlink() and real.read_text() == '{"version": 1}\n'
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_a_settings_file_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
+    target = tmp_path / "s.json"
+    os.mkfifo(target)
+    with pytest.raises(InvalidArgumentError, match="not a regular file"):
+        apply(Settings(), target)
+    assert not history_path(target).exists()

@@ -30,7 +30,7 @@ from okfast.query import Query, StalePolicy, Strategy
 from okfast.resolver import Resolver
 from okfast.scoring import DEFAULT_BM25F, Scorer
 from okfast.settings import load_settings, print_diagnostics
-from okfast.terminal import escape, safe_stdout
+from okfast.terminal import print_err, safe_stdout
 
 
 def _diag_json(d: Diagnostic) -> dict[str, Any]:
@@ -39,7 +39,18 @@ def _diag_json(d: Diagnostic) -> dict[str, Any]:
 
 def _print_json(obj: object) -> None:
     # ensure_ascii=False keeps non-ASCII ids readable; sort_keys for stable output.
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, sort_keys=True, indent=2) + "\n")
+    text = json.dumps(obj, ensure_ascii=False, sort_keys=True, indent=2) + "\n"
+    # In pieces the output's buffer holds: one write past it goes straight to
+    # the pipe, and when the reader leaves mid-write (`| head`) the short
+    # count it returns is ignored by the text layer, so the rest would be
+    # dropped with status 0 instead of 1 (docs/spec.md §10.4).
+    for at in range(0, len(text), _PIECE):
+        sys.stdout.write(text[at : at + _PIECE])
+
+
+#: Characters of output written at a time (at most 4 UTF-8 bytes each: 8 KiB,
+#: io.DEFAULT_BUFFER_SIZE).
+_PIECE = 2048
 
 
 def _fails_validation(d: Diagnostic) -> bool:
@@ -176,9 +187,9 @@ def _load_catalog(path: str) -> Catalog | None:
     try:
         return Catalog.load(path)
     except CatalogError as e:
-        print(f"okfast: bad catalog {path}:", file=sys.stderr)
+        print_err(f"okfast: bad catalog {path}:")
         for problem in e.diagnostics:
-            print(f"  {problem}", file=sys.stderr)
+            print_err(f"  {problem}")
         return None
 
 
@@ -436,6 +447,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if sys.stderr is None:
+        # Started with stderr closed (`2>&-`): messages and progress go
+        # nowhere, the output still to stdout (docs/spec.md §10.4).
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+    if sys.stdout is None:
+        print("okfast: standard output is closed", file=sys.stderr)
+        return 1
     args = build_parser().parse_args(argv)
     try:
         with safe_stdout():
@@ -446,7 +464,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Bad input is one line and status 2, never a traceback (docs/spec.md
         # §10.4); a message that spans lines is joined onto one.
         line = "okfast: " + "; ".join(str(e).splitlines())
-        print(escape(line) if sys.stderr.isatty() else line, file=sys.stderr)
+        print_err(line)
         return 2
     except BrokenPipeError:
         # The reader went away (`okfast resolve ... | head`): stop quietly
@@ -464,6 +482,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = "; set PYTHONIOENCODING=utf-8" if e.encoding != "utf-8" else ""
         print(f"okfast: cannot encode {bad!r} as {e.encoding}{hint}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        # Ctrl-C where no command catches it (a load, a search): one line and
+        # the shell's status for SIGINT, not a traceback (§10.4).
+        print("okfast: interrupted", file=sys.stderr)
+        return 130
     except OSError as e:
         # An output that cannot be written (a full disk, /dev/full) or another
         # I/O failure: one line and status 1, never a traceback (§10.4); the

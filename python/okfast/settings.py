@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
 import math
 import os
 import secrets
 import stat
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +37,7 @@ from okfast.scoring import (
     rrf_k_of,
     scorer_of,
 )
+from okfast.terminal import print_err
 
 if TYPE_CHECKING:
     from okfast.catalog import Catalog
@@ -302,6 +303,10 @@ def settings_for(
     §13): an unreadable file named by the catalog is a diagnostic, and the
     resolver runs on its defaults; one passed by the caller raises."""
     if settings is None and catalog.settings_path is not None:
+        if (odd := _not_a_file(catalog.settings_path)) is not None:
+            # A FIFO would block the read until a writer came (a file passed
+            # by the caller may be one: `--settings <(...)`).
+            return Settings(), (SettingsDiagnostic("SettingsUnreadable", odd),)
         try:
             settings = Settings.load(catalog.settings_path)
         except SettingsError as e:
@@ -319,6 +324,18 @@ def settings_for(
         if sid not in known
     )
     return settings, settings.diagnostics + unknown
+
+
+def _not_a_file(path: Path) -> str | None:
+    """Why ``path``, when it exists, is not a file settings are read from
+    (a directory, a FIFO, a device), or ``None``."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None  # absent or unreadable: Settings.load says which
+    if stat.S_ISREG(mode):
+        return None
+    return f"settings {path}: not a regular file"
 
 
 class ResolverDefaults(NamedTuple):
@@ -366,7 +383,7 @@ def print_diagnostics(where: object, diagnostics: Iterable[SettingsDiagnostic]) 
     """Each diagnostic of the settings file ``where`` as one line on stderr,
     worded as every command words it (docs/spec.md §13.4)."""
     for d in diagnostics:
-        print(f"okfast: settings {where}: {d}", file=sys.stderr)
+        print_err(f"okfast: settings {where}: {d}")
 
 
 def command_settings(catalog: Catalog, path: str | None) -> Settings:
@@ -389,14 +406,34 @@ def load_settings(path: str | None) -> Settings:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """``text`` to ``path`` through a temporary file in the same directory."""
+    """``text`` to ``path`` through a temporary file in the same directory.
+
+    What is at ``path`` is written to, never replaced by another kind of
+    file (docs/spec.md §13.2): a symbolic link to a file has its target
+    replaced (the link kept), and a FIFO, a device or a process
+    substitution's pipe is written through, as a shell's ``>`` writes, since
+    renaming over it would swap it for a plain file."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        with open(path, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+        return
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     # Created as open() creates a file (mode 0o666 less the umask), not
     # mkstemp's 0o600; a file replaced keeps its mode.
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        # newline="": the text's line ends written as they are (a settings
+        # file restored by a revert is the bytes it was).
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             with contextlib.suppress(FileNotFoundError):
                 os.chmod(f.fileno(), stat.S_IMODE(path.stat().st_mode))
             f.write(text)

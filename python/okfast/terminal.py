@@ -25,6 +25,12 @@ def escape(text: str) -> str:
     return text.translate(_ESCAPES)
 
 
+def print_err(line: str) -> None:
+    """``line`` on stderr, escaped when stderr is a terminal: messages quote
+    file names and contents, which anyone may have written (§10.1)."""
+    print(escape(line) if sys.stderr.isatty() else line, file=sys.stderr)
+
+
 class _Escaping:
     """A text stream that writes to ``inner`` with :func:`escape` applied;
     everything else (``buffer``, ``fileno``, ``flush``) is ``inner``'s."""

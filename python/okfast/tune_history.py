@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from okfast.arguments import surrogate_in
 from okfast.errors import InvalidArgumentError
 from okfast.settings import Settings, write_atomically
 
@@ -26,7 +27,13 @@ def apply(settings: Settings, target: Path) -> None:
     """Write ``settings`` to ``target`` and append the change to the history
     (what was there before, so :func:`revert` can restore it)."""
     try:
-        before = target.read_text(encoding="utf-8") if target.exists() else None
+        if target.exists() and not target.is_file():
+            raise InvalidArgumentError(
+                f"cannot read the settings file {target}: not a regular file"
+            )
+        # Bytes, decoded: read_text would turn CRLF into LF, and a revert
+        # would then not restore the file as it was (docs/spec.md §14.4).
+        before = target.read_bytes().decode("utf-8") if target.exists() else None
     except (OSError, UnicodeDecodeError) as e:
         raise InvalidArgumentError(f"cannot read the settings file {target}: {_why(e)}") from None
     after = settings.to_json()
@@ -105,9 +112,15 @@ def _read_history(path: Path) -> list[dict[str, Any]]:
 
 
 def _is_event(e: object) -> bool:
+    """An apply or revert with both texts present, each text (UTF-8 can
+    write it: no lone surrogate) or null, an apply's after text."""
     return (
         isinstance(e, dict)
         and e.get("action") in ("apply", "revert")
-        and all(isinstance(e.get(k), str | None) for k in ("before", "after"))
-        and (e["action"] == "revert" or isinstance(e.get("after"), str))
+        and all(k in e and _is_text_or_null(e[k]) for k in ("before", "after"))
+        and (e["action"] == "revert" or isinstance(e["after"], str))
     )
+
+
+def _is_text_or_null(value: object) -> bool:
+    return value is None or (isinstance(value, str) and surrogate_in(value) is None)

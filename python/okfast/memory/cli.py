@@ -22,6 +22,7 @@ from okfast.memory.entry import MemoryEntry, check_entry
 from okfast.memory.scope import Scope, Tier
 from okfast.memory.store import FileMemoryStore
 from okfast.scoring import Scorer
+from okfast.terminal import print_err
 
 LoadCatalog = Callable[[str], "Catalog | None"]
 PrintJson = Callable[[object], None]
@@ -42,7 +43,7 @@ def _open(args: argparse.Namespace, load: LoadCatalog) -> tuple[FileMemoryStore,
 
 def _report(diags: Any) -> int:
     for d in diags:
-        print(f"{d.severity:<7} {d.code:<18} {d.source_id}: {d.message}", file=sys.stderr)
+        print_err(f"{d.severity:<7} {d.code:<18} {d.source_id}: {d.message}")
     return 1 if any(d.severity == "error" for d in diags) else 0
 
 
@@ -137,6 +138,9 @@ def _write(args: argparse.Namespace, store: FileMemoryStore, scope: Scope, out: 
                 file=sys.stderr,
             )
             return 2
+        if args.section == "-" and sys.stdin is None:
+            print("okfast: --section -: standard input is closed", file=sys.stderr)
+            return 2
         section = sys.stdin.read() if args.section == "-" else args.section
         fm = {
             "type": "Note" if args.type is None else args.type,
@@ -153,7 +157,7 @@ def _write(args: argparse.Namespace, store: FileMemoryStore, scope: Scope, out: 
     elif r.written:
         print(f"written: {args.tier}:{r.concept_id}")
     else:
-        print(f"okfast: not written: {r.error}", file=sys.stderr)
+        print_err(f"okfast: not written: {r.error}")
     return 0 if r.written else 1
 
 
@@ -174,7 +178,7 @@ def _delete(args: argparse.Namespace, store: FileMemoryStore, scope: Scope, out:
             done = ", ".join(t.value for t in r.tiers_deleted) or "nothing (no memory found)"
             print(f"deleted for scope {scope}: {done}")
         if r.error:
-            print(f"okfast: not deleted: {r.error}", file=sys.stderr)
+            print_err(f"okfast: not deleted: {r.error}")
     return 1 if r.error else 0
 
 

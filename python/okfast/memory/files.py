@@ -44,7 +44,15 @@ SUPPORTED: Final = (
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
 _DIR_FLAGS |= getattr(os, "O_CLOEXEC", 0)
-_FILE_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+# O_NONBLOCK: a FIFO at a concept's path opens at once and is refused as
+# not a regular file, where a blocking open would wait for a writer while
+# the scope's lock is held (docs/spec.md §6.3); regular files ignore it.
+_FILE_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+)
 LOCK_NAME = ".lock"
 TMP_MARK = ".tmp-"
 DELETED_PREFIX = ".deleted-"
