@@ -313,6 +313,84 @@ def test_a_fifo_at_a_concepts_path_is_refused_without_waiting(tmp_path: Path) ->
 # -- deletion -------------------------------------------------------------------
 
 
+def test_a_cascade_delete_waits_for_a_write_below_it(tmp_path: Path) -> None:
+    """docs/spec.md §6.3: a writer holds the directories above its own
+    shared, so a tenant's erasure cannot rename them aside mid-write (the
+    write would land in the renamed copy: lost, and left on disk)."""
+    import contextlib
+    import threading
+    import time
+
+    from okfast.memory import files
+
+    store = make_store(tmp_path / "mem")
+    parts = memory_path(Tier.USER, Scope("A", "alice")).split("/")
+    root_fd = files.open_root(str(tmp_path / "mem" / "user"))
+    assert root_fd is not None
+    deleted: list[Any] = []
+    with contextlib.ExitStack() as held:
+        held.callback(os.close, root_fd)
+        fd = files.lock_chain(root_fd, parts, held)
+        assert fd is not None
+        eraser = threading.Thread(
+            target=lambda: deleted.append(store.delete_scope(Scope("A"), cascade=True))
+        )
+        eraser.start()
+        time.sleep(0.3)
+        assert not deleted, "the erasure did not wait for the write"
+        files.replace_file(fd, "n.md", b"---\ntype: T\ntitle: n\n---\nwritten first\n")
+    eraser.join(30)
+    assert deleted and deleted[0].error is None and Tier.USER in deleted[0].tiers_deleted
+    assert list((tmp_path / "mem" / "user").rglob("*.md")) == []
+
+
+def test_writes_racing_a_cascade_delete_are_kept_or_erased_whole(tmp_path: Path) -> None:
+    """Writers below a tenant while it is erased again and again: no error,
+    nothing left renamed aside, and every write begun after the last erasure
+    returned is read back (docs/spec.md §6.3, §9.8)."""
+    import threading
+    import time
+
+    store = make_store(tmp_path / "mem")
+    stop = threading.Event()
+    began: list[tuple[float, int, int]] = []
+    errors: list[str] = []
+    last_erasure = [0.0]
+
+    def writer(k: int) -> None:
+        mine = FileMemoryStore(store.roots)
+        for i in range(10**9):
+            if stop.is_set():
+                return
+            t0 = time.monotonic()
+            r = mine.write(Scope("t", f"u{k}"), entry(f"w{k}x{i}"), Tier.USER)
+            (began.append((t0, k, i)) if r.written else errors.append(r.error or "?"))
+
+    def eraser() -> None:
+        mine = FileMemoryStore(store.roots)
+        while not stop.is_set():
+            r = mine.delete_scope(Scope("t"), cascade=True)
+            last_erasure[0] = time.monotonic()
+            if r.error:
+                errors.append(r.error)
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(3)]
+    threads.append(threading.Thread(target=eraser))
+    for t in threads:
+        t.start()
+    time.sleep(1.5)
+    stop.set()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    aside = [p for p in (tmp_path / "mem").rglob(".deleted-*")]
+    assert aside == []
+    for t0, k, i in began:
+        if t0 > last_erasure[0]:
+            bodies = store.enumerate(Scope("t", f"u{k}"), bodies=True).concepts
+            assert any(f"w{k}x{i}" in (c.body or "") for c in bodies)
+
+
 def test_delete_scope_removes_only_what_the_scope_owns(tmp_path: Path) -> None:
     store = make_store(tmp_path)
     a, alice, s1 = Scope("A"), Scope("A", "alice"), Scope("A", "alice", "s1")
@@ -331,10 +409,12 @@ def test_delete_scope_removes_only_what_the_scope_owns(tmp_path: Path) -> None:
     r = store.delete_scope(alice, cascade=True)
     assert r.tiers_deleted == (Tier.SESSION, Tier.USER)
     assert store.read(s1, "sessionmark").passages == () and store.read(s1, "tenantmark").passages
-    # Nothing is left behind, hidden or not.
+    # Nothing is left behind, hidden or not, but the tenant directory's empty
+    # lock file, which writers below it hold shared (docs/spec.md §6.3).
     user_dir = tmp_path / "user" / memory_path(Tier.USER, alice)
     assert not user_dir.exists()
-    assert [p.name for p in user_dir.parent.iterdir()] == []
+    assert [p.name for p in user_dir.parent.iterdir()] == [".lock"]
+    assert (user_dir.parent / ".lock").stat().st_size == 0
 
 
 def test_tenant_cascade_removes_every_user_and_session(tmp_path: Path) -> None:

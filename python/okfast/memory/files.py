@@ -94,13 +94,7 @@ def open_chain(root_fd: int, parts: Sequence[str], *, create: bool) -> int | Non
             except FileNotFoundError:
                 if not create:
                     return None
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(name, 0o700, dir_fd=fd)
-                    os.fsync(fd)
-                try:
-                    nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
-                except OSError as e:
-                    raise _refuse(fd, name, shown) from e
+                nxt = _make(fd, name, shown)
             except OSError as e:
                 if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
                     raise _refuse(fd, name, shown) from e
@@ -112,6 +106,22 @@ def open_chain(root_fd: int, parts: Sequence[str], *, create: bool) -> int | Non
     finally:
         if fd >= 0:
             os.close(fd)
+
+
+def _make(parent: int, name: str, shown: str) -> int:
+    """Directory ``name`` in ``parent``, made when missing, opened. A delete
+    may rename it aside between the two: it is made again."""
+    for _ in range(8):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(name, 0o700, dir_fd=parent)
+            os.fsync(parent)
+        try:
+            return os.open(name, _DIR_FLAGS, dir_fd=parent)
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            raise _refuse(parent, name, shown) from e
+    raise _refuse(parent, name, shown)
 
 
 def same_directory(a: int, b: int) -> bool:
@@ -141,22 +151,56 @@ _LOCKS = _Locks()
 
 
 @contextlib.contextmanager
-def locked(dir_fd: int) -> Iterator[None]:
-    """Exclusive lock of one scope directory: in-process, then ``flock``."""
-    st = os.fstat(dir_fd)
-    tlock = _LOCKS.get((st.st_dev, st.st_ino))
-    with tlock:
+def locked(dir_fd: int, *, shared: bool = False) -> Iterator[None]:
+    """Lock of one scope directory: exclusive (in-process, then ``flock``),
+    or shared (``flock`` only: each holder opens the lock file on its own,
+    so a shared and an exclusive holder exclude each other across threads
+    as across processes). A writer holds the directories above its own
+    shared, so a delete of one of them waits for it (docs/spec.md §6.3)."""
+    with contextlib.ExitStack() as stack:
+        if not shared:
+            st = os.fstat(dir_fd)
+            stack.enter_context(_LOCKS.get((st.st_dev, st.st_ino)))
         fd = os.open(
             LOCK_NAME,
             os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
             0o600,
             dir_fd=dir_fd,
         )
+        # Closing releases the flock.
+        stack.callback(os.close, fd)
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        yield
+
+
+def lock_chain(root_fd: int, parts: Sequence[str], held: contextlib.ExitStack) -> int | None:
+    """The directory ``parts`` below ``root_fd`` (created when missing),
+    locked exclusively under shared locks of the scope directories above it
+    (``parts[:2]`` on: the first part is the tier's folder, which no delete
+    removes), taken top down and kept by ``held``. Each is checked, once
+    locked, to be the one its parent holds under its name: ``None`` when one
+    was renamed aside (deleted) before its lock was taken, and the caller
+    starts again. Once this returns a directory, none of the chain can be
+    renamed until ``held`` closes."""
+    fd = open_chain(root_fd, parts[:1], create=True)
+    assert fd is not None
+    held.callback(os.close, fd)
+    for depth in range(2, len(parts) + 1):
+        # Below a parent that is live and locked (or the tier's folder).
+        nxt = open_chain(fd, parts[depth - 1 : depth], create=True)
+        assert nxt is not None
+        held.callback(os.close, nxt)
+        held.enter_context(locked(nxt, shared=depth < len(parts)))
+        now = open_chain(fd, parts[depth - 1 : depth], create=False)
+        if now is None:
+            return None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
+            if not same_directory(nxt, now):
+                return None
         finally:
-            os.close(fd)  # closing releases the flock
+            os.close(now)
+        fd = nxt
+    return fd
 
 
 def read_file(dir_fd: int, name: str) -> bytes | None:

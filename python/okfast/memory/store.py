@@ -23,6 +23,7 @@ The store is for local file systems: see :mod:`okfast.memory.files`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections import OrderedDict
@@ -384,40 +385,29 @@ class FileMemoryStore:
             raise EntryError(f"memory tier root {self._roots[t]} is missing")
         try:
             for _ in range(_MOVED_RETRIES):
-                fd = files.open_chain(root_fd, parts, create=True)
-                assert fd is not None
-                try:
-                    with files.locked(fd):
-                        # A delete may have renamed the directory away while we
-                        # waited for its lock: write into the live one instead.
-                        now_fd = files.open_chain(root_fd, parts, create=False)
-                        if now_fd is None:
-                            continue
-                        try:
-                            if not files.same_directory(fd, now_fd):
-                                continue
-                        finally:
-                            os.close(now_fd)
-                        files.sweep(fd)
-                        old = files.read_file(fd, fname)
-                        if old is None:
-                            data = new_file(entry, section)
-                        else:
-                            problem = parse_problem(name, old)
-                            if problem is not None:
-                                raise EntryError(
-                                    f"existing {fname} does not parse, left unchanged: {problem}"
-                                )
-                            data = appended(old, section)
-                        if len(data) > MAX_FILE_BYTES:
+                with contextlib.ExitStack() as held:
+                    # A delete may have renamed a directory of the chain away
+                    # while we waited for its lock: start again on the live one.
+                    fd = files.lock_chain(root_fd, parts, held)
+                    if fd is None:
+                        continue
+                    files.sweep(fd)
+                    old = files.read_file(fd, fname)
+                    if old is None:
+                        data = new_file(entry, section)
+                    else:
+                        problem = parse_problem(name, old)
+                        if problem is not None:
                             raise EntryError(
-                                f"{fname} would exceed 16 MiB, which readers skip; "
-                                "write to a new name"
+                                f"existing {fname} does not parse, left unchanged: {problem}"
                             )
-                        files.replace_file(fd, fname, data)
-                        return
-                finally:
-                    os.close(fd)
+                        data = appended(old, section)
+                    if len(data) > MAX_FILE_BYTES:
+                        raise EntryError(
+                            f"{fname} would exceed 16 MiB, which readers skip; write to a new name"
+                        )
+                    files.replace_file(fd, fname, data)
+                    return
             raise EntryError("the scope directory kept being deleted during the write")
         finally:
             os.close(root_fd)
@@ -464,7 +454,7 @@ class FileMemoryStore:
             try:
                 if self._delete(t, parts) and t not in deleted:
                     deleted.append(t)
-            except UnsafePathError as e:
+            except (UnsafePathError, EntryError) as e:
                 errors.append(f"{t.value}: refused: {e}")
             except OSError as e:
                 errors.append(f"{t.value}: I/O error: {e}")
@@ -482,14 +472,27 @@ class FileMemoryStore:
             if parent is None:
                 return False
             try:
-                target = files.open_chain(parent, parts[-1:], create=False)
-                if target is None:
-                    return False
-                try:
-                    with files.locked(target):
-                        return files.delete_aside(parent, parts[-1])
-                finally:
-                    os.close(target)
+                for _ in range(_MOVED_RETRIES):
+                    target = files.open_chain(parent, parts[-1:], create=False)
+                    if target is None:
+                        return False
+                    try:
+                        with files.locked(target):
+                            # Another delete may have renamed it aside (and a
+                            # writer made a new one) while we waited: the one
+                            # renamed must be the one locked (docs/spec.md §6.3).
+                            now = files.open_chain(parent, parts[-1:], create=False)
+                            if now is None:
+                                return False
+                            try:
+                                if not files.same_directory(target, now):
+                                    continue
+                            finally:
+                                os.close(now)
+                            return files.delete_aside(parent, parts[-1])
+                    finally:
+                        os.close(target)
+                raise EntryError("the scope directory kept being replaced during the delete")
             finally:
                 os.close(parent)
         finally:
