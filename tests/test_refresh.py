@@ -200,3 +200,40 @@ def test_refresh_chains_equal_fresh_loads(
         else:
             same(r, fresh)
             b = r
+
+
+def test_refreshes_from_several_threads_miss_no_change(tmp_path: Path) -> None:
+    """docs/spec.md §1.9: threads refreshing one snapshot while files change
+    (an MCP server's workers, say): once the writes stop, a refresh of the
+    last snapshot kept is exactly a fresh load."""
+    import random
+    import threading
+    import time
+
+    kb = write_bundle(tmp_path / "kb", {f"c{i}.md": c(f"t{i}", "orders") for i in range(30)})
+    held = [Bundle.load(kb, cache=False)]
+    stop = threading.Event()
+
+    def refresher() -> None:
+        while not stop.is_set():
+            fresh = held[0].refresh()
+            if fresh is not None:
+                held[0] = fresh
+
+    threads = [threading.Thread(target=refresher) for _ in range(4)]
+    for t in threads:
+        t.start()
+    rnd = random.Random(7)
+    for n in range(600):
+        if n % 20 == 0:
+            time.sleep(0.02)  # let the refreshers interleave with the writes
+        i = rnd.randrange(34)
+        if rnd.random() < 0.2:
+            (kb / f"c{i}.md").unlink(missing_ok=True)
+        else:
+            (kb / f"c{i}.md").write_text(c(f"t{i}", "orders " * rnd.randrange(1, 30)))
+    stop.set()
+    for t in threads:
+        t.join(60)
+    last = held[0].refresh() or held[0]
+    same(last, Bundle.load(kb, cache=False))

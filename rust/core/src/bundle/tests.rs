@@ -408,6 +408,23 @@ mod watch {
     }
 
     #[test]
+    fn every_refresh_of_a_snapshot_sees_every_change_since_it() {
+        // Two refreshes of one snapshot (two threads, say): the second sees
+        // the change the first drained from the queue, and its own.
+        let d = scratch("twice");
+        let b = Bundle::load(&d).unwrap();
+        fs::write(d.join("sub/a.md"), "---\ntype: T\ntitle: ALPHA\n---\none").unwrap();
+        let first = b.refresh().unwrap().expect("changed");
+        assert_eq!(first.concepts[0].title.as_deref(), Some("ALPHA"));
+        fs::write(d.join("sub/b.md"), "---\ntype: T\ntitle: beta\n---\ntwo").unwrap();
+        let second = b.refresh().unwrap().expect("changed");
+        let titles: Vec<_> = second.concepts.iter().map(|c| c.title.as_deref()).collect();
+        assert_eq!(titles, [Some("ALPHA"), Some("beta")]);
+        assert!(b.refresh().unwrap().is_some(), "still changed since b");
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
     fn irrelevant_changes_keep_the_snapshot() {
         let d = scratch("hidden");
         let b = Bundle::load(&d).unwrap();

@@ -48,6 +48,10 @@ mod imp {
         failed: AtomicBool,
         /// Every watched directory, by its watch descriptor.
         dirs: Mutex<Vec<(WatchDescriptor, PathBuf)>>,
+        /// Every change drained so far: a snapshot's refreshes each see all
+        /// the changes since its watch began, not only those no other
+        /// refresh took first (docs/spec.md §1.9).
+        seen: Mutex<Changes>,
     }
 
     fn mask() -> WatchMask {
@@ -72,6 +76,7 @@ mod imp {
                 watches,
                 failed: AtomicBool::new(false),
                 dirs: Mutex::new(vec![(wd, root.to_path_buf())]),
+                seen: Mutex::new(Changes::Quiet),
             })
         }
 
@@ -103,8 +108,11 @@ mod imp {
             let Ok(dirs) = self.dirs.lock() else {
                 return Changes::Unknown;
             };
+            let Ok(mut kept) = self.seen.lock() else {
+                return Changes::Unknown;
+            };
             let mut buf = [0u8; 16 * 1024];
-            let mut seen = Changes::Quiet;
+            let mut seen = std::mem::replace(&mut *kept, Changes::Quiet);
             loop {
                 match inotify.read_events(&mut buf) {
                     Ok(events) => {
@@ -125,6 +133,13 @@ mod imp {
                                 (Changes::Quiet, Some((_, d)), Some(n)) => {
                                     Changes::Files(vec![d.join(n)])
                                 }
+                                // A file changed again: listed once (the list
+                                // is kept for the snapshot's life).
+                                (Changes::Files(v), Some((_, d)), Some(n))
+                                    if v.contains(&d.join(n)) =>
+                                {
+                                    Changes::Files(v)
+                                }
                                 (Changes::Files(mut v), Some((_, d)), Some(n))
                                     if v.len() < MAX_LISTED =>
                                 {
@@ -136,7 +151,10 @@ mod imp {
                             };
                         }
                     }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => return seen,
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                        *kept = seen.clone();
+                        return seen;
+                    }
                     Err(_) => {
                         self.failed.store(true, Ordering::Relaxed);
                         return Changes::Unknown;
@@ -189,7 +207,9 @@ impl Watch {
         }
     }
 
-    /// Drain the queue: what changed since the last drain.
+    /// Drain the queue: what changed since the watch began (every drain so
+    /// far included, so concurrent refreshes of one snapshot each see all of
+    /// it).
     pub fn drain(&self) -> Changes {
         self.0.as_ref().map_or(Changes::Unknown, imp::Watch::drain)
     }
