@@ -5,6 +5,7 @@
 
 use memchr::memmem;
 use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 
 use crate::bundle::Bundle;
 use crate::concept::source::TextError;
@@ -28,15 +29,19 @@ pub struct QueryTerms {
 impl QueryTerms {
     pub fn new(text: &str) -> QueryTerms {
         let mut distinct: Vec<(String, u32)> = Vec::new();
+        // Each distinct term's index, looked up by hash: a scan of `distinct`
+        // per term made a query of n distinct words cost n² comparisons.
+        let mut index: FxHashMap<String, usize> = FxHashMap::default();
         let mut written = Vec::new();
         for t in split_ws(text) {
             let f = fold(t);
-            let at = match distinct.iter().position(|(x, _)| *x == f) {
-                Some(i) => {
+            let at = match index.get(&f) {
+                Some(&i) => {
                     distinct[i].1 += 1;
                     i
                 }
                 None => {
+                    index.insert(f.clone(), distinct.len());
                     distinct.push((f, 1));
                     distinct.len() - 1
                 }

@@ -1,6 +1,8 @@
 //! Why a concept has its BM25F score, and its excerpt (docs/spec.md §12.5,
 //! §12.6).
 
+use rustc_hash::FxHashSet;
+
 use super::{idf, part, saturate, Norms, Params, QueryTokens, Stats};
 use crate::index::bm25f::Bm25fIndex;
 use crate::text::analyze::Analyzer;
@@ -41,11 +43,12 @@ pub fn explain(
     position: u32,
 ) -> Vec<TermPart> {
     let norms = Norms::new(params, stats);
+    let dfs = stats.dfs();
     tokens
         .tokens
         .iter()
         .map(|token| {
-            let idf = idf(stats.n, stats.df_of(token));
+            let idf = idf(stats.n, dfs.get(token.as_str()).copied().unwrap_or(0));
             let id = index.token_id(token);
             let at = id.and_then(|id| {
                 let list = index.list(id);
@@ -94,6 +97,9 @@ pub fn excerpt(analyzer: &Analyzer, body: &str, tokens: &QueryTokens) -> String 
     if tokens.is_empty() {
         return String::new();
     }
+    // Looked up by hash: a scan of the query's tokens per body token costs
+    // their product on a long query.
+    let wanted: FxHashSet<&str> = tokens.tokens.iter().map(String::as_str).collect();
     let mut folded = String::new();
     for line in body.split('\n') {
         let line = line.trim_matches(is_ws);
@@ -105,7 +111,7 @@ pub fn excerpt(analyzer: &Analyzer, body: &str, tokens: &QueryTokens) -> String 
             folded.clear();
             fold_into(piece, &mut folded);
             analyzer.for_each_token(&folded, |t| {
-                found |= tokens.tokens.iter().any(|x| *x == t.text);
+                found |= wanted.contains(t.text.as_ref());
             });
             if found {
                 return line.to_string();

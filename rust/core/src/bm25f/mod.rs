@@ -19,6 +19,8 @@ mod topk;
 pub use explain::{excerpt, explain, FieldPart, TermPart};
 pub use search::{search, search_index, search_many, Ranked};
 
+use rustc_hash::{FxHashMap, FxHashSet};
+
 use crate::index::bm25f::{Blocks, Bm25fIndex, TokenList, BM25F_FIELDS};
 use crate::text::analyze::{Analyzer, Language};
 use crate::text::{fold_into, split_ws};
@@ -74,6 +76,9 @@ impl QueryTokens {
             _ => Vec::new(),
         };
         let mut tokens: Vec<String> = Vec::new();
+        // The tokens kept so far, looked up by hash: a scan of `tokens` per
+        // token made a query of n distinct words cost n² comparisons.
+        let mut seen: FxHashSet<String> = FxHashSet::default();
         let mut stopped = Vec::new();
         let mut folded = String::new();
         for piece in split_ws(text) {
@@ -86,7 +91,8 @@ impl QueryTokens {
                         return;
                     }
                 }
-                if !tokens.iter().any(|x| *x == t.text) {
+                if !seen.contains(t.text.as_ref()) {
+                    seen.insert(t.text.to_string());
                     tokens.push(t.text.into_owned());
                 }
             });
@@ -150,10 +156,15 @@ impl Stats {
         for f in 0..4 {
             self.totals[f] += other.totals[f];
         }
+        let mut at: FxHashMap<String, usize> = FxHashMap::default();
+        for (i, t) in self.tokens.iter().enumerate() {
+            at.entry(t.clone()).or_insert(i);
+        }
         for (t, df) in other.tokens.iter().zip(&other.df) {
-            match self.tokens.iter().position(|x| x == t) {
-                Some(i) => self.df[i] += df,
+            match at.get(t) {
+                Some(&i) => self.df[i] += df,
                 None => {
+                    at.insert(t.clone(), self.tokens.len());
                     self.tokens.push(t.clone());
                     self.df.push(*df);
                 }
@@ -165,17 +176,28 @@ impl Stats {
     /// pass `u64::MAX`: statistics made by hand, never a real catalog's,
     /// whose sums must stay exact (docs/spec.md §12.4), not wrap.
     pub fn checked_add(&mut self, other: &Stats) -> bool {
+        let dfs = self.dfs();
         let fits = self.n.checked_add(other.n).is_some()
             && (0..4).all(|f| self.totals[f].checked_add(other.totals[f]).is_some())
-            && other
-                .tokens
-                .iter()
-                .zip(&other.df)
-                .all(|(t, &df)| self.df_of(t).checked_add(df).is_some());
+            && other.tokens.iter().zip(&other.df).all(|(t, &df)| {
+                let have = dfs.get(t.as_str()).copied().unwrap_or(0);
+                have.checked_add(df).is_some()
+            });
         if fits {
             self.add(other);
         }
         fits
+    }
+
+    /// Each token's document frequency, looked up by hash: what a loop over
+    /// a query's tokens asks, where [`Stats::df_of`] per token would cost n²
+    /// for n tokens.
+    pub fn dfs(&self) -> FxHashMap<&str, u64> {
+        let mut out = FxHashMap::default();
+        for (t, &df) in self.tokens.iter().zip(&self.df) {
+            out.entry(t.as_str()).or_insert(df);
+        }
+        out
     }
 
     /// The document frequency of `token` (0 when it was not asked about).
@@ -315,6 +337,7 @@ pub(crate) fn terms<'a>(
     tokens: &QueryTokens,
     stats: &Stats,
 ) -> Vec<Term<'a>> {
+    let dfs = stats.dfs();
     tokens
         .tokens
         .iter()
@@ -331,7 +354,7 @@ pub(crate) fn terms<'a>(
                 ),
             };
             Term {
-                idf: idf(stats.n, stats.df_of(t)),
+                idf: idf(stats.n, dfs.get(t.as_str()).copied().unwrap_or(0)),
                 list,
                 blocks,
             }
