@@ -48,6 +48,21 @@ def test_a_query_that_is_not_text_is_a_type_error(bundle: Bundle, text: object) 
         Query(text)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("texts", [None, 3, iter(["oven"])])
+def test_a_batch_that_is_not_a_sequence_is_a_type_error(bundle: Bundle, texts: object) -> None:
+    for scorer in ("weighted_count", "bm25f"):
+        for many in (bundle.search_many, bundle.search_arrays_many):
+            with pytest.raises(InvalidArgumentTypeError, match="must be a sequence of queries"):
+                many(texts, scorer=scorer)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("concept_id", [None, 3, b"c1"])
+def test_a_concept_id_that_is_not_text_is_a_type_error(bundle: Bundle, concept_id: object) -> None:
+    for read in (bundle.concept, lambda c: bundle.excerpt(c, "oven")):
+        with pytest.raises(InvalidArgumentTypeError, match="a concept id is text"):
+            read(concept_id)
+
+
 def test_a_lone_surrogate_is_refused_in_a_query_or_a_tag(bundle: Bundle) -> None:
     for search in searches(bundle):
         with pytest.raises(InvalidArgumentError, match=r"lone surrogate \(U\+DC80\)"):

@@ -408,3 +408,26 @@ def test_wrong_types_are_type_errors_naming_what_was_given(tmp_path: Path) -> No
             r.search(bad)  # type: ignore[arg-type]
         with pytest.raises(InvalidArgumentTypeError, match="a query must be a Query or a str"):
             r.search_many(["order", bad])  # type: ignore[list-item]
+
+
+def test_resolver_arguments_are_checked_when_it_is_made(tmp_path: Path) -> None:
+    """docs/spec.md §5.2: a wrong argument fails at the constructor (or the
+    call), as okfast's own error, never a raw TypeError at the first search,
+    and a falsy value is not taken for "use the default"."""
+    cat = make_catalog(tmp_path, {"kb": {}}, [{"id": "kb", "path": "kb"}])
+    for falsy in ("", 0, False, [], {}):
+        with pytest.raises(InvalidArgumentError):
+            Resolver(cat, default_strategy=falsy)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgumentError):
+            Resolver(cat, default_scorer=falsy)  # type: ignore[arg-type]
+    for name in ("default_visibility", "clock", "progress"):
+        with pytest.raises(InvalidArgumentTypeError, match=f"{name} must be a callable"):
+            Resolver(cat, **{name: 1})  # type: ignore[arg-type]
+    for staleness in (None, "1", True):
+        with pytest.raises(InvalidArgumentTypeError, match="max_staleness"):
+            Resolver(cat, max_staleness=staleness)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentTypeError, match="settings must be"):
+        Resolver(cat, settings=0)  # type: ignore[arg-type]
+    for source in (None, 1, b"kb"):
+        with pytest.raises(InvalidArgumentTypeError, match="source must be"):
+            Resolver(cat).snapshot(source)  # type: ignore[arg-type]

@@ -75,4 +75,8 @@ def texts_of(texts: Sequence[str | QueryTerms]) -> Sequence[str | QueryTerms]:
         raise InvalidArgumentError(
             f"texts must be a sequence of queries, not one {type(texts).__name__}"
         )
+    if not isinstance(texts, Sequence):
+        raise InvalidArgumentTypeError(
+            f"texts must be a sequence of queries, got {type(texts).__name__}"
+        )
     return texts

@@ -250,6 +250,8 @@ class Bundle:
             return None  # a lone surrogate: no concept id holds one (§1.2)
 
     def _position_of(self, concept_id: str) -> int:
+        if not isinstance(concept_id, str):
+            raise InvalidArgumentTypeError(f"a concept id is text, got {type(concept_id).__name__}")
         pos = self.position(concept_id)
         if pos is None:
             raise ConceptNotFoundError(f"no concept {concept_id!r} in bundle {str(self.root)!r}")

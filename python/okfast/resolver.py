@@ -435,9 +435,28 @@ class Resolver:
             raise InvalidArgumentTypeError(
                 f"catalog must be a Catalog, got {type(catalog).__name__}{hint}"
             )
+        if settings is not None and not isinstance(settings, Settings | str | os.PathLike):
+            raise InvalidArgumentTypeError(
+                f"settings must be a Settings or a path, got {type(settings).__name__}"
+            )
         self.settings, self.settings_diagnostics = settings_for(catalog, settings)
+        if isinstance(max_staleness, bool) or not isinstance(max_staleness, int | float):
+            raise InvalidArgumentTypeError(
+                f"max_staleness must be a number of seconds, got {max_staleness!r}"
+            )
         if not max_staleness >= 0:  # NaN too
             raise InvalidArgumentError(f"max_staleness must be >= 0, got {max_staleness}")
+        # Checked here, not at the first search, where a raw TypeError would
+        # come from deep inside it (docs/spec.md §5.2).
+        for name, given in (
+            ("default_visibility", default_visibility),
+            ("clock", clock),
+            ("progress", progress),
+        ):
+            if given is not None and not callable(given):
+                raise InvalidArgumentTypeError(
+                    f"{name} must be a callable or None, got {type(given).__name__}"
+                )
         self._set_defaults(
             ResolverDefaults.of(
                 self.settings,
@@ -531,6 +550,10 @@ class Resolver:
         :class:`~okfast.errors.BundleNotFoundError` when its directory is not
         there, :class:`~okfast.errors.InvalidArgumentError` for an unknown
         source id, a memory source or a disabled one."""
+        if not isinstance(source, Source | str):
+            raise InvalidArgumentTypeError(
+                f"source must be a Source or a source id, got {type(source).__name__}"
+            )
         if isinstance(source, str):
             found = next((s for s in self.catalog.sources if s.id == source), None)
             if found is None:

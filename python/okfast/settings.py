@@ -360,7 +360,8 @@ class ResolverDefaults(NamedTuple):
         one (docs/spec.md §13.3)."""
         strategy = settings.strategy if strategy is None else strategy
         try:
-            strategy = Strategy(strategy or Strategy.GROUPED)
+            # `is None`, not `or`: "" or 0 is a bad strategy, not the default.
+            strategy = Strategy(Strategy.GROUPED if strategy is None else strategy)
         except ValueError:
             raise InvalidArgumentError(f"unknown strategy {strategy!r}") from None
         quota = settings.fairness_quota if fairness_quota is None else fairness_quota
@@ -373,7 +374,7 @@ class ResolverDefaults(NamedTuple):
         return ResolverDefaults(
             strategy,
             None if quota is None else count_of("default_fairness_quota", quota),
-            scorer_of(scorer or Scorer.WEIGHTED_COUNT),
+            scorer_of(Scorer.WEIGHTED_COUNT if scorer is None else scorer),
             bm25f or settings.bm25f or DEFAULT_BM25F,
             rrf_k_of(60 if rrf_k is None else rrf_k),
         )
