@@ -418,6 +418,20 @@ def test_a_split_of_a_memory_source_is_refused(tmp_path: Path) -> None:
         RayResolver(cat, shards=2, split={"mem": 2})
 
 
+def test_a_query_of_the_wrong_type_is_a_type_error(
+    governed: tuple[Resolver, RayResolver],
+) -> None:
+    """docs/spec.md §5.2 and §15.2: as Resolver.search says it."""
+    from okfast import InvalidArgumentTypeError
+
+    _, remote = governed
+    for bad in (123, None, b"cache"):
+        with pytest.raises(InvalidArgumentTypeError, match="a query must be a Query or a str"):
+            remote.search(bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgumentTypeError, match="a query must be a Query or a str"):
+            remote.search_many(["cache", bad])  # type: ignore[list-item]
+
+
 def test_a_split_of_a_disabled_source_is_refused(tmp_path: Path) -> None:
     """docs/spec.md §15.1: no shard serves a disabled source, so its split
     would be silently ignored."""

@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 from integration_extras import EXAMPLES, copy_examples, require
-from okfast import Catalog, InvalidArgumentError, Query, Resolver, Strategy
+from okfast import (
+    Catalog,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    Query,
+    Resolver,
+    Strategy,
+)
 from okfast.integrations.records import passage_record
 
 schema = require("llama_index.core.schema", "llama-index")
@@ -87,6 +94,14 @@ def test_needs_exactly_one_of_catalog_and_resolver() -> None:
         OkfastRetriever()
     with pytest.raises(InvalidArgumentError, match="either catalog"):
         OkfastRetriever(CATALOG, resolver=Resolver(Catalog.load(CATALOG)))
+
+
+def test_a_resolver_of_the_wrong_type_is_refused_when_made() -> None:
+    """docs/integrations.md: checked when the retriever is made, not an
+    AttributeError at the first query."""
+    for bad in (CATALOG, 3):
+        with pytest.raises(InvalidArgumentTypeError, match="resolver= must be a Resolver"):
+            OkfastRetriever(resolver=bad)
 
 
 def test_a_blank_query_is_a_value_error() -> None:

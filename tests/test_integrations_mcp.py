@@ -229,6 +229,11 @@ BAD_CALLS = [
     ("get_concept", {"source_id": "user-memory", "concept_id": "a"}, "no knowledge source"),
     ("get_concept", {"source_id": "bakery"}, "concept_id"),
     ("assemble_context", {"query": "x", "token_budget": -1}, "greater than or equal to 0"),
+    # The schema's types, strictly: not what a lax reading makes of them.
+    ("assemble_context", {"query": "x", "token_budget": True}, "valid integer"),
+    ("resolve", {"query": "x", "limit": "3"}, "valid integer"),
+    ("resolve", {"query": "x", "explain": "yes"}, "valid boolean"),
+    ("resolve", {"query": "x", "explain": 1}, "valid boolean"),
     ("memory_read", {"query": "x"}, "Unknown tool"),
     ("drop_tables", {}, "Unknown tool"),
 ]

@@ -155,6 +155,70 @@ def test_stdio_reads_lines_however_they_arrive(catalog: Path, tmp_path: Path) ->
     proc.stdout.close()
 
 
+def test_a_line_the_sdk_cannot_read_is_answered_not_dropped() -> None:
+    """docs/integrations.md: the SDK's parser drops such a line without a
+    word, leaving a client waiting for its answer forever."""
+    from okfast.integrations.mcp_transport import refusal
+
+    call = '{"jsonrpc":"2.0","id":ID,"method":"tools/call","params":{"name":"resolve","arguments":ARGS}}'
+
+    def reply(line: str) -> Any:
+        out = refusal(line)
+        return out if not out else json.loads(out)
+
+    assert refusal(call.replace("ID", "1").replace("ARGS", '{"query":"oven"}')) is None
+    bad = reply(call.replace("ID", "7").replace("ARGS", '{"query":"oven\\ud800"}'))
+    assert bad["id"] == 7 and bad["error"]["code"] == -32600
+    assert "lone surrogate" in bad["error"]["message"]
+    big = reply(
+        call.replace("ID", '"a"').replace("ARGS", '{"query":"x","limit":' + "9" * 5000 + "}")
+    )
+    assert big["id"] == "a" and "5000 digits" in big["error"]["message"]
+    unknown_id = reply(call.replace("ID", '"\\udc00"').replace("ARGS", '{"query":"\\ud800"}'))
+    assert unknown_id["id"] is None and unknown_id["error"]["code"] == -32600
+    assert reply("not json")["error"]["code"] == -32700
+    assert reply("not json")["id"] is None
+    # Nothing answers a notification or a client's response.
+    assert refusal('{"jsonrpc":"2.0","method":"notifications/x","params":{"a":"\\ud800"}}') == ""
+    assert refusal('{"jsonrpc":"2.0","id":3,"result":{"a":"\\ud800"}}') == ""
+
+
+def test_stdio_answers_every_request_it_cannot_read(catalog: Path, tmp_path: Path) -> None:
+    """On the wire: each unreadable request gets its error, in order, and the
+    server goes on answering."""
+    proc = subprocess.Popen(
+        [sys.executable, *okfast_mcp(catalog)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**os.environ, **server_env()},
+        cwd=str(tmp_path),
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    info = {"name": "raw", "version": "0"}
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": info}
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}),
+        '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"resolve",'
+        '"arguments":{"query":"levain\\ud800"}}}',
+        "not json",
+        '{"jsonrpc":"2.0","id":2,"method":"ping"}',
+    ]
+    proc.stdin.write("".join(x + "\n" for x in lines).encode())
+    proc.stdin.flush()
+    # JSON-RPC answers need not come in order: a refusal is written at once.
+    got = [json.loads(proc.stdout.readline()) for _ in range(4)]
+    assert sorted((str(r["id"]), "error" in r) for r in got) == [
+        ("0", False),
+        ("1", True),
+        ("2", False),
+        ("None", True),
+    ]
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 0
+    proc.stdout.close()
+
+
 @pytest.fixture
 def http_server(catalog: Path, tmp_path: Path) -> Iterator[str]:
     """``okfast mcp --transport streamable-http --port 0``; yields its URL."""

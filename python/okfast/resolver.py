@@ -387,7 +387,7 @@ _CLASSES: dict[Strategy, type[_Engine]] = {
 }
 
 
-def _query_of(query: object) -> Query:
+def query_of(query: object) -> Query:
     """``query``, or ``Query(query)`` for a string; anything else is a type
     error naming what was given (docs/spec.md §5.2)."""
     if isinstance(query, str):
@@ -497,7 +497,7 @@ class Resolver:
         diagnostics unchanged; the digest then covers no exclusions): for a
         caller that reads only the ranking, since with a ``limit`` the list
         names every match beyond it (docs/spec.md §5.2)."""
-        q = _query_of(query)
+        q = query_of(query)
         strategy = Strategy(q.strategy) if q.strategy is not None else self.default_strategy
         return _CLASSES[strategy](self).run(q, exclusions)
 
@@ -512,7 +512,7 @@ class Resolver:
             raise InvalidArgumentError(
                 f"queries must be a sequence of queries, not one {type(queries).__name__}"
             )
-        qs = [_query_of(q) for q in queries]
+        qs = [query_of(q) for q in queries]
         if len(qs) < 2:
             return [self.search(q, exclusions=exclusions) for q in qs]
         with ThreadPoolExecutor(max_workers=min(len(qs), os.cpu_count() or 1)) as pool:

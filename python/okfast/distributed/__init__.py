@@ -57,7 +57,7 @@ from okfast.model import Diagnostic
 from okfast.passages import Context, SourceSnapshot
 from okfast.paths import directory_key
 from okfast.query import Query, Strategy, Visibility
-from okfast.resolver import _CLASSES, Clock, Resolver, _Engine
+from okfast.resolver import _CLASSES, Clock, Resolver, _Engine, query_of
 from okfast.scoring import BM25FParams, Scorer, language_of
 from okfast.settings import Settings
 from okfast.snapshots import CachedBundle, source_language
@@ -229,7 +229,7 @@ class RayResolver:
 
     def search(self, query: Query | str, *, exclusions: bool = True) -> Context:
         """``Resolver.search``, over the shards (docs/spec.md §5.2, §15)."""
-        q = Query(query) if isinstance(query, str) else query
+        q = query_of(query)
         strategy = Strategy(q.strategy) if q.strategy is not None else self.local.default_strategy
         return self._engines[strategy].run(q, exclusions)
 
@@ -242,7 +242,7 @@ class RayResolver:
             raise InvalidArgumentError(
                 f"queries must be a sequence of queries, not one {type(queries).__name__}"
             )
-        qs = [Query(q) if isinstance(q, str) else q for q in queries]
+        qs = [query_of(q) for q in queries]
         return [self.search(q, exclusions=exclusions) for q in qs]
 
     def _where(self, s: Source) -> list[int]:

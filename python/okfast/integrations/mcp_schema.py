@@ -187,7 +187,12 @@ QueryText = Annotated[
         description="What to look for, in plain words (terms are matched in titles, tags, descriptions and bodies).",
     ),
 ]
-Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description="How many passages to return.")]
+# strict: the numbers and switches are what the schema types them, not
+# whatever pydantic's lax mode makes of "3", true or "yes" (docs/spec.md §5.1:
+# a switch given "false" must not switch it on).
+Limit = Annotated[
+    int, Field(strict=True, ge=1, le=MAX_LIMIT, description="How many passages to return.")
+]
 StrategyArg = Annotated[
     Strategy | None,
     Field(
@@ -213,7 +218,10 @@ TagArg = Annotated[
 ]
 ExplainArg = Annotated[
     bool,
-    Field(description="Also say why each passage is where it is, and list every exclusion."),
+    Field(
+        strict=True,
+        description="Also say why each passage is where it is, and list every exclusion.",
+    ),
 ]
 SourceId = Annotated[
     str, Field(min_length=1, max_length=255, description="A source id, as list_sources names it.")
@@ -229,6 +237,7 @@ ConceptId = Annotated[
 TokenBudget = Annotated[
     int,
     Field(
+        strict=True,
         ge=0,
         le=MAX_TOKEN_BUDGET,
         description="Token budget of the assembled text (estimated as characters / 4).",

@@ -14,18 +14,23 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import json
 import os
 import select
 import socket
 import stat
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import IO, Any, Literal, TextIO
 
 import anyio
 from anyio import wait_readable, wait_writable
+from mcp import types
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
+
+from okfast import strict_json
+from okfast.arguments import surrogate_in
 
 Transport = Literal["stdio", "streamable-http"]
 TRANSPORTS: tuple[Transport, ...] = ("stdio", "streamable-http")
@@ -146,22 +151,88 @@ class _LineReader(anyio.AsyncFile[str]):
     there. The descriptor stays blocking (it may be shared with other
     processes): a read after a readiness wait returns what has arrived."""
 
-    def __init__(self, fd: int, fp: IO[str]) -> None:
+    def __init__(self, fd: int, fp: IO[str], answer: Callable[[str], Awaitable[int]]) -> None:
         super().__init__(fp)
         self._fd = fd
         self._pending = b""
         self._eof = False
+        self._answer = answer
 
     async def readline(self) -> str:
-        while b"\n" not in self._pending and not self._eof:
-            await wait_readable(self._fd)
-            chunk = os.read(self._fd, 1 << 16)
-            self._eof = not chunk
-            self._pending += chunk
-        line, newline, self._pending = self._pending.partition(b"\n")
-        # Undecodable bytes become U+FFFD, as in the SDK's transport, and the
-        # JSON-RPC parser then refuses the message.
-        return (line + newline).decode("utf-8", errors="replace")
+        while True:
+            while b"\n" not in self._pending and not self._eof:
+                await wait_readable(self._fd)
+                chunk = os.read(self._fd, 1 << 16)
+                self._eof = not chunk
+                self._pending += chunk
+            line, newline, self._pending = self._pending.partition(b"\n")
+            # Undecodable bytes become U+FFFD, as in the SDK's transport, and the
+            # JSON-RPC parser then refuses the message.
+            text = (line + newline).decode("utf-8", errors="replace")
+            reply = refusal(text) if text else None
+            if reply is None:
+                return text
+            # A message the SDK's parser would drop unanswered, leaving the
+            # client waiting: answered here, and the next line read instead.
+            if reply:
+                await self._answer(reply + "\n")
+
+
+def refusal(line: str) -> str | None:
+    """``None`` when the SDK reads ``line`` as a JSON-RPC message; else the
+    JSON-RPC error that answers it (docs/integrations.md), or ``""`` when
+    nothing may answer it (a notification, a client's response). The SDK's
+    parser refuses a line that is not JSON, a string holding a lone
+    surrogate (``"\\ud800"``: not UTF-8) and an integer of more digits than
+    Python converts, and drops the message without a word."""
+    if not line.strip():
+        return None
+    try:
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return None
+    except Exception:  # noqa: BLE001 (whatever the SDK's parser raises, it drops the line)
+        pass
+    try:
+        doc = json.loads(line, parse_int=strict_json.integer)
+    except (ValueError, RecursionError):
+        return _error(None, -32700, "Parse error: the line is not JSON")
+    if not isinstance(doc, dict) or "method" not in doc:
+        # A client's response, or not a message at all.
+        return (
+            ""
+            if isinstance(doc, dict) and ("result" in doc or "error" in doc)
+            else (_error(None, -32600, "Invalid Request: not a JSON-RPC message"))
+        )
+    if "id" not in doc:
+        return ""  # a notification: never answered
+    given = doc["id"]
+    usable = (isinstance(given, int) and not isinstance(given, bool)) or (
+        isinstance(given, str) and surrogate_in(given) is None
+    )
+    return _error(given if usable else None, -32600, f"Invalid Request: {_why(doc)}")
+
+
+def _why(doc: object) -> str:
+    """What in a parsed message its reader refuses."""
+    stack = [doc]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, strict_json.OversizedInteger):
+            return f"an integer of {v.digits} digits"
+        if isinstance(v, str) and surrogate_in(v) is not None:
+            return "a string holds a lone surrogate (not UTF-8)"
+        if isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return "not a valid JSON-RPC request"
+
+
+def _error(request_id: int | str | None, code: int, message: str) -> str:
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+    )
 
 
 class _LineWriter(anyio.AsyncFile[str]):
@@ -172,12 +243,16 @@ class _LineWriter(anyio.AsyncFile[str]):
     def __init__(self, fd: int, fp: IO[str]) -> None:
         super().__init__(fp)
         self._fd = fd
+        # The SDK's answers and the reader's refusals: one line at a time, so
+        # that two never interleave their pieces.
+        self._lock = anyio.Lock()
 
     async def write(self, text: str) -> int:
         data = memoryview(text.encode("utf-8"))
-        while data:
-            await wait_writable(self._fd)
-            data = data[os.write(self._fd, data[: select.PIPE_BUF]) :]
+        async with self._lock:
+            while data:
+                await wait_writable(self._fd)
+                data = data[os.write(self._fd, data[: select.PIPE_BUF]) :]
         return len(text)
 
     async def flush(self) -> None:
@@ -192,7 +267,8 @@ async def serve_stdio(server: MCPServer[Any]) -> None:
         open(wire_in, encoding="utf-8", closefd=False) as fp_in,
         open(wire_out, "w", encoding="utf-8", closefd=False) as fp_out,
     ):
-        reader, writer = _LineReader(wire_in, fp_in), _LineWriter(wire_out, fp_out)
+        writer = _LineWriter(wire_out, fp_out)
+        reader = _LineReader(wire_in, fp_in, writer.write)
         async with stdio_server(stdin=reader, stdout=writer) as (read, write):
             # MCPServer.run_stdio_async does the same with the SDK's streams.
             lowlevel = server._lowlevel_server

@@ -11,7 +11,7 @@ import logging
 import os
 
 from okfast.catalog import Catalog
-from okfast.errors import InvalidArgumentError
+from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.memory.scope import Scope
 from okfast.passages import PassageList
 from okfast.query import Query, Strategy
@@ -50,6 +50,17 @@ def open_resolver(
             "give either catalog= (a Catalog or a catalog.json path) or resolver="
         )
     if resolver is not None:
+        # A Resolver or a RayResolver (anything with their search): checked
+        # here, not at the first query, where it would be an AttributeError.
+        if isinstance(resolver, str | bytes | os.PathLike) or not callable(
+            getattr(resolver, "search", None)
+        ):
+            hint = (
+                " (a catalog path is catalog=)" if isinstance(resolver, str | os.PathLike) else ""
+            )
+            raise InvalidArgumentTypeError(
+                f"resolver= must be a Resolver, got {type(resolver).__name__}{hint}"
+            )
         if settings is not None:
             raise InvalidArgumentError(
                 "settings= applies to a catalog=; a ready resolver has its own"
