@@ -213,6 +213,27 @@ def test_a_lone_surrogate_is_a_bad_line_and_no_judged_query_holds_one() -> None:
             JudgedQuery(**bad)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("grade", [-1, 2**31, 2**40, True, 2.5, "1", None])
+def test_a_judged_query_made_in_code_holds_only_grades_a_file_could(grade: object) -> None:
+    """docs/spec.md §11.1: a grade is a whole number from 0 to 2**31 - 1; a
+    larger one reached the metric library's C int (wrong metrics, or a
+    crash)."""
+    with pytest.raises(InvalidArgumentError, match="must be a whole number from 0 to"):
+        JudgedQuery("q", "x", {"d": grade})  # type: ignore[dict-item]
+    assert JudgedQuery("q", "x", {"d": 2**31 - 1, "e": 0}).judgements["d"] == 2**31 - 1
+
+
+def test_a_judged_set_made_in_code_holds_each_qid_once() -> None:
+    """Results are keyed by qid: a second query of one qid would be scored
+    with the first's ranking (the readers keep the first, §11.1)."""
+    one, other = JudgedQuery("q1", "apple", {"a": 1}), JudgedQuery("q1", "zebra", {"z": 1})
+    with pytest.raises(InvalidArgumentError, match="'q1' is in the judged set twice"):
+        JudgedSet((one, other))
+    with pytest.raises(InvalidArgumentError, match="JudgedQuery items"):
+        JudgedSet(("q1",))  # type: ignore[arg-type]
+    assert len(JudgedSet((one, JudgedQuery("q2", "zebra", {"z": 1})))) == 2
+
+
 @pytest.mark.parametrize("name", ["a\x00b", "\ud800.jsonl"])
 def test_a_file_name_no_file_can_have_is_an_invalid_argument(name: str) -> None:
     with pytest.raises(InvalidArgumentError, match="not a usable file name"):

@@ -26,6 +26,7 @@ from okfast.tune import (
     _decide,
     anchors,
     candidates,
+    current_of,
     space_size,
     tune,
 )
@@ -237,6 +238,35 @@ def test_each_configuration_is_measured_with_its_own_defaults(tmp_path: Path) ->
         t.settings.fairness_quota is None and t.settings.strategy is not Strategy.GROUPED
         for t in plain.trials
     )
+
+
+@requires_eval_extra
+def test_the_current_settings_are_what_the_resolver_runs(tmp_path: Path) -> None:
+    """docs/spec.md §14.1: without ``current``, the resolver's settings with
+    the defaults it was made with over them — what it ranks by."""
+    catalog, qrels = corpus(tmp_path, two_sources=True)
+    made = Resolver(
+        Catalog.load(catalog),
+        max_staleness=math.inf,
+        default_scorer="bm25f",
+        default_strategy="merged",
+    )
+    current = current_of(made)
+    assert (current.scorer, current.strategy) == (Scorer.BM25F, Strategy.MERGED)
+    report = tune(made, JudgedSet.load(qrels), budget=5)
+    first = report.trials[0].settings
+    assert (first.scorer, first.strategy, first.bm25f) == (
+        Scorer.BM25F,
+        Strategy.MERGED,
+        current.bm25f,
+    )
+    # Measured on configured(current), it ranks as the resolver does.
+    q = "orders"
+    assert [p.concept_id for p in made.configured(current).search(q).passages] == [
+        p.concept_id for p in made.search(q).passages
+    ]
+    plain = Resolver(Catalog.load(catalog), max_staleness=math.inf)
+    assert current_of(plain) is plain.settings
 
 
 @requires_eval_extra

@@ -23,7 +23,7 @@ from urllib.parse import unquote
 
 from okfast import _native, strict_json
 from okfast.arguments import surrogate_in
-from okfast.errors import InvalidArgumentError
+from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.model import Diagnostic, DiagnosticCode, Severity
 
 #: The white space of docs/spec.md (not Python's ``str.split`` set).
@@ -89,6 +89,13 @@ class JudgedQuery:
                 raise InvalidArgumentError(
                     f"a judged query's {what} {s!r} is not valid Unicode text"
                 )
+        # Grades go to C as an `int` too: a larger one is wrapped (wrong
+        # metrics) or crashes the interpreter, as a file's would (§11.1).
+        for doc, grade in self.judgements.items():
+            if not _is_grade(grade):
+                raise InvalidArgumentError(
+                    f"a judged query's grade of {doc!r} must be {_GRADE_RANGE}, got {grade!r}"
+                )
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,20 @@ class JudgedSet:
     locations: Mapping[tuple[str, str], str] = field(
         default_factory=dict, repr=False, compare=False
     )
+
+    def __post_init__(self) -> None:
+        # Results and judgements are keyed by qid: a second query of the same
+        # qid would be scored with the other's ranking (a file's readers keep
+        # the first and report the rest, §11.1).
+        seen: set[str] = set()
+        for q in self.queries:
+            if not isinstance(q, JudgedQuery):
+                raise InvalidArgumentTypeError(
+                    f"a judged set holds JudgedQuery items, got {type(q).__name__}"
+                )
+            if q.qid in seen:
+                raise InvalidArgumentError(f"qid {q.qid!r} is in the judged set twice")
+            seen.add(q.qid)
 
     def __len__(self) -> int:
         return len(self.queries)

@@ -53,7 +53,7 @@ from okfast.qrels import JudgedQuery, JudgedSet
 from okfast.query import Query, Strategy
 from okfast.resolver import Resolver
 from okfast.scoring import DEFAULT_BM25F, BM25FParams, Scorer
-from okfast.settings import Settings
+from okfast.settings import ResolverDefaults, Settings
 
 #: What ``okfast tune`` can maximise (docs/spec.md §14.1).
 OBJECTIVES = ("ndcg@10", "mrr@10", "recall@10")
@@ -190,6 +190,32 @@ def label(s: Settings) -> str:
     if scorer is Scorer.FUSION:
         parts.append(f"rrf_k {s.rrf_k or 60}")
     return ", ".join(parts)
+
+
+def current_of(resolver: Resolver) -> Settings:
+    """The settings ``resolver`` runs with (docs/spec.md §14.1): its
+    settings, with the defaults it was given over them, so that measured on
+    ``resolver.configured(...)`` they rank as the resolver itself does (a
+    ``Resolver(cat, default_scorer="bm25f")`` is tuned against BM25F, not
+    against the weighted count its empty settings would give)."""
+    s = resolver.settings
+    own = ResolverDefaults(
+        resolver.default_strategy,
+        resolver.default_fairness_quota,
+        resolver.default_scorer,
+        resolver.default_bm25f,
+        resolver.default_rrf_k,
+    )
+    if ResolverDefaults.of(s) == own:
+        return s
+    return replace(
+        s,
+        strategy=own.strategy,
+        fairness_quota=own.fairness_quota,
+        scorer=own.scorer,
+        bm25f=own.bm25f,
+        rrf_k=own.rrf_k,
+    )
 
 
 def _canonical(s: Settings) -> Settings:
@@ -354,7 +380,7 @@ def tune(
         raise InvalidArgumentError(
             f"{folds} folds need at least {folds} judged queries, got {len(judged.queries)}"
         )
-    now = current if current is not None else resolver.settings
+    now = current if current is not None else current_of(resolver)
     knowledge = [s for s in resolver.catalog.sources if s.enabled and s.role == "knowledge"]
     multi = len(knowledge) > 1
     configs = candidates(now, multi_source=multi, budget=budget, seed=seed)
