@@ -226,7 +226,8 @@ impl CacheFile {
         let version = h.str_ref()?;
         if version != VERSION {
             return Err(Rejected::Foreign(format!(
-                "okfast {version} (this is {VERSION})"
+                "okfast {} (this is {VERSION})",
+                shown(version)
             )));
         }
         if h.str_ref()? != root {
@@ -235,7 +236,8 @@ impl CacheFile {
         let written_for = h.str_ref()?;
         if written_for != analyzer {
             return Err(Rejected::Foreign(format!(
-                "a load analysed for another language ({written_for}; this is {analyzer})"
+                "a load analysed for another language ({}; this is {analyzer})",
+                shown(written_for)
             )));
         }
         let texts_len = h.u64()?;
@@ -697,4 +699,15 @@ fn open_regular(path: &Path) -> std::io::Result<File> {
         return Err(std::io::Error::other("not a regular file"));
     }
     Ok(file)
+}
+
+/// Text read from a header, for a message: control characters escaped
+/// (`\u{8}`), at most 40 characters — a file anyone could have written must
+/// not drive a terminal or flood a warning.
+pub(crate) fn shown(text: &str) -> String {
+    let mut out: String = text.chars().take(40).flat_map(char::escape_debug).collect();
+    if text.chars().nth(40).is_some() {
+        out.push('…');
+    }
+    out
 }

@@ -254,6 +254,19 @@ fn every_truncation_and_every_flipped_byte_is_caught() {
         CacheFile::open(&path, "/other", Analyzer::new(LANG).name()),
         Err(OpenError::Rejected(Rejected::Foreign(_)))
     ));
+    // A header's text is shown escaped in the reason (it reaches a warning).
+    let at = bytes
+        .windows(VERSION.len())
+        .position(|w| w == VERSION.as_bytes())
+        .expect("the version is in the header");
+    let mut odd = bytes.clone();
+    odd[at] = 0x08;
+    std::fs::write(&path, &odd).unwrap();
+    let why = open(&path)
+        .err()
+        .expect("a foreign version is rejected")
+        .to_string();
+    assert!(why.contains("\\u{8}") && !why.contains('\u{8}'), "{why}");
     let mut longer = bytes.clone();
     longer.push(0);
     std::fs::write(&path, &longer).unwrap();
