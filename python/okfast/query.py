@@ -43,6 +43,16 @@ class Strategy(str, enum.Enum):
         return self.value
 
 
+def strategy_of(value: object) -> Strategy:
+    """``value`` as a :class:`Strategy`; an :class:`InvalidArgumentError`
+    naming the strategies otherwise."""
+    try:
+        return Strategy(value)
+    except ValueError:
+        names = ", ".join(s.value for s in Strategy)
+        raise InvalidArgumentError(f"unknown strategy {value!r} (one of {names})") from None
+
+
 #: A stale policy's kinds (docs/spec.md §2.3).
 STALE_KINDS = ("use", "strict", "tolerate")
 
@@ -194,13 +204,7 @@ class Query:
         if self.tag is not None:
             text_of("Query.tag", self.tag)
         if self.strategy is not None:
-            try:
-                object.__setattr__(self, "strategy", Strategy(self.strategy))
-            except ValueError:
-                names = ", ".join(s.value for s in Strategy)
-                raise InvalidArgumentError(
-                    f"unknown strategy {self.strategy!r} (one of {names})"
-                ) from None
+            object.__setattr__(self, "strategy", strategy_of(self.strategy))
         if self.fairness_quota is not None:
             count_of("fairness_quota", self.fairness_quota)
         if isinstance(self.stale_policy, str):

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from okfast import strict_json
 from okfast.arguments import surrogate_in
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError, SettingsError
-from okfast.query import Query, Strategy
+from okfast.query import Query, Strategy, strategy_of
 from okfast.scoring import (
     BM25F_FIELDS,
     DEFAULT_BM25F,
@@ -84,13 +84,7 @@ class Settings:
         if self.scorer is not None:
             object.__setattr__(self, "scorer", scorer_of(self.scorer))
         if self.strategy is not None:
-            try:
-                object.__setattr__(self, "strategy", Strategy(self.strategy))
-            except ValueError:
-                names = ", ".join(s.value for s in Strategy)
-                raise InvalidArgumentError(
-                    f"unknown strategy {self.strategy!r} (one of {names})"
-                ) from None
+            object.__setattr__(self, "strategy", strategy_of(self.strategy))
         if self.fairness_quota is not None:
             count_of("fairness_quota", self.fairness_quota)
         if self.rrf_k is not None:
