@@ -107,17 +107,22 @@ async def test_stdio_servers_of_two_scopes(catalog: Path, tmp_path: Path) -> Non
     assert "Traceback" not in (tmp_path / "stderr.txt").read_text()
 
 
-def test_stdio_reads_lines_however_they_arrive(catalog: Path, tmp_path: Path) -> None:
-    """A request split over two writes, undecodable bytes and non-ASCII text on
-    the raw stdio wire; the server answers, ignores the garbage and exits 0
-    when stdin closes."""
-    proc = subprocess.Popen(
+def raw_server(catalog: Path, cwd: Path) -> subprocess.Popen[bytes]:
+    """``okfast mcp`` over pipes, for writing raw lines on its wire."""
+    return subprocess.Popen(
         [sys.executable, *okfast_mcp(catalog)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env={**os.environ, **server_env()},
-        cwd=str(tmp_path),
+        cwd=str(cwd),
     )
+
+
+def test_stdio_reads_lines_however_they_arrive(catalog: Path, tmp_path: Path) -> None:
+    """A request split over two writes, undecodable bytes and non-ASCII text on
+    the raw stdio wire; the server answers, ignores the garbage and exits 0
+    when stdin closes."""
+    proc = raw_server(catalog, tmp_path)
     assert proc.stdin is not None and proc.stdout is not None
 
     def send(message: dict[str, Any]) -> None:
@@ -186,13 +191,7 @@ def test_a_line_the_sdk_cannot_read_is_answered_not_dropped() -> None:
 def test_stdio_answers_every_request_it_cannot_read(catalog: Path, tmp_path: Path) -> None:
     """On the wire: each unreadable request gets its error, in order, and the
     server goes on answering."""
-    proc = subprocess.Popen(
-        [sys.executable, *okfast_mcp(catalog)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env={**os.environ, **server_env()},
-        cwd=str(tmp_path),
-    )
+    proc = raw_server(catalog, tmp_path)
     assert proc.stdin is not None and proc.stdout is not None
     info = {"name": "raw", "version": "0"}
     init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": info}

@@ -99,14 +99,8 @@ class Settings:
                 f"got {type(self.languages).__name__}"
             )
         for sid, lang in self.languages.items():
-            why = _unwritable_text(sid) if isinstance(sid, str) else "not text"
-            if why is not None:
-                raise InvalidArgumentError(f"languages key {sid!r} is not a source id: {why}")
-            if lang != "none" and lang not in LANGUAGES:
-                raise InvalidArgumentError(
-                    f"languages[{sid!r}] must be one of {', '.join(LANGUAGES)} "
-                    f"or 'none', got {lang!r}"
-                )
+            if (problem := _language_problem(sid, lang)) is not None:
+                raise InvalidArgumentError(problem)
         # A copy: the caller's dict changed later does not change these settings.
         object.__setattr__(self, "languages", dict(self.languages))
         if self.provenance is not None:
@@ -252,6 +246,18 @@ def _unwritable_text(text: str) -> str | None:
     JSON ``\\ud800`` escape reads to), or ``None``."""
     at = surrogate_in(text)
     return None if at is None else f"text with a lone surrogate ({at})"
+
+
+def _language_problem(sid: object, lang: object) -> str | None:
+    """What is wrong with a ``languages`` entry, or ``None``: a source id is
+    written back as a key, so it must be text UTF-8 can encode, or save()
+    would fail (docs/spec.md §13.2); the language one of LANGUAGES or none."""
+    why = _unwritable_text(sid) if isinstance(sid, str) else "not text"
+    if why is not None:
+        return f"languages key {sid!r} is not a source id: {why}"
+    if lang != "none" and lang not in LANGUAGES:
+        return f"languages[{sid!r}] must be one of {', '.join(LANGUAGES)} or 'none', got {lang!r}"
+    return None
 
 
 def _unkeepable(value: Any) -> str | None:
@@ -480,16 +486,8 @@ class _Reader:
             return {}
         out = {}
         for sid, lang in v.items():
-            # A source id is written back as a key: it must be text UTF-8
-            # can encode, or save() would fail (docs/spec.md §13.2).
-            why = _unwritable_text(sid) if isinstance(sid, str) else "not text"
-            if why is not None:
-                self.bad("IllegalValue", f"languages key {sid!r} is not a source id: {why}")
-            elif lang != "none" and lang not in LANGUAGES:
-                self.bad(
-                    "IllegalValue",
-                    f"languages[{sid!r}] must be one of {', '.join(LANGUAGES)} or 'none', got {lang!r}",
-                )
+            if (problem := _language_problem(sid, lang)) is not None:
+                self.bad("IllegalValue", problem)
             else:
                 out[sid] = lang
         return out

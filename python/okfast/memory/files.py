@@ -191,16 +191,22 @@ def lock_chain(root_fd: int, parts: Sequence[str], held: contextlib.ExitStack) -
         assert nxt is not None
         held.callback(os.close, nxt)
         held.enter_context(locked(nxt, shared=depth < len(parts)))
-        now = open_chain(fd, parts[depth - 1 : depth], create=False)
-        if now is None:
+        if not still_at(fd, parts[depth - 1], nxt):
             return None
-        try:
-            if not same_directory(nxt, now):
-                return None
-        finally:
-            os.close(now)
         fd = nxt
     return fd
+
+
+def still_at(parent: int, name: str, locked_fd: int) -> bool:
+    """Whether ``locked_fd`` is still the directory ``parent`` holds as
+    ``name``: a delete may have renamed it aside while its lock was awaited."""
+    now = open_chain(parent, [name], create=False)
+    if now is None:
+        return False
+    try:
+        return same_directory(locked_fd, now)
+    finally:
+        os.close(now)
 
 
 def read_file(dir_fd: int, name: str) -> bytes | None:

@@ -481,14 +481,8 @@ class FileMemoryStore:
                             # Another delete may have renamed it aside (and a
                             # writer made a new one) while we waited: the one
                             # renamed must be the one locked (docs/spec.md §6.3).
-                            now = files.open_chain(parent, parts[-1:], create=False)
-                            if now is None:
-                                return False
-                            try:
-                                if not files.same_directory(target, now):
-                                    continue
-                            finally:
-                                os.close(now)
+                            if not files.still_at(parent, parts[-1], target):
+                                continue
                             return files.delete_aside(parent, parts[-1])
                     finally:
                         os.close(target)
