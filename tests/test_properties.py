@@ -100,6 +100,8 @@ def test_read_concept_matches_reference(data: bytes) -> None:
 @settings(max_examples=600, deadline=None)
 @given(S.chaos_lines)
 @example(["[\xa0"])  # found by this test: an empty plain scalar at the end is unterminated
+@example(["a: 1", '"\\q"'])  # a quoted key's escapes are read once its `:` is found
+@example(["k:", "- \xa0by: x"])  # a compact node's content starting with NBSP
 def test_yaml_chaos_matches_reference(lines: list[str]) -> None:
     data = ("---\n" + "\n".join(lines) + "\n---\nbody").encode()
     got, got_diags = read_concept("c.md", data)

@@ -121,6 +121,10 @@ class _Parser:
         starts with `-`)."""
         if not compact:
             self.start_check(i)
+        elif is_ws(content[0]):
+            # doc "Lines": a compact node's first content is checked as a
+            # line's content is (the `-` before it is no indentation).
+            raise YamlError(f"invalid indentation character at line {i + 1}")
         if _is_seq_start(content):  # rule 1
             return self.block_sequence(i, m, content, level + 1)
         if self.entry(content, i + 1) is not None:  # rule 2

@@ -2,7 +2,7 @@
 //! document: the parser walks the lines of the frontmatter source.
 
 use super::flow::{Flow, FlowErr};
-use super::scalar::{construct_error, plain_value, quoted, QErr};
+use super::scalar::{construct_error, plain_value, quoted, quoted_len, unquote, QErr};
 use super::*;
 
 /// A mapping entry on `c`: `Some((key, rest))`, `None` when `c` is not one.
@@ -12,14 +12,15 @@ fn map_entry(c: &str, line: usize) -> Res<Option<(String, &str)>> {
         None => return Ok(None),
     };
     if first == '"' || first == '\'' {
-        let (key, used) = match quoted(c) {
-            Ok(k) => k,
-            Err(QErr::Unterminated) => return Ok(None),
-            Err(QErr::InvalidEscape) => return Err(at("invalid escape sequence", line)),
+        let Ok(used) = quoted_len(c) else {
+            return Ok(None);
         };
+        // An entry when a `:` follows, and only then is its key read: a bad
+        // escape in a line that is no entry is not this line's error.
         let after = c[used..].trim_start_matches([' ', '\t']);
         if let Some(rest) = after.strip_prefix(':') {
             if rest.is_empty() || rest.starts_with([' ', '\t']) {
+                let key = unquote(c, used).map_err(|_| at("invalid escape sequence", line))?;
                 return Ok(Some((key, rest.trim_start_matches([' ', '\t']))));
             }
         }

@@ -141,6 +141,28 @@ mod tests {
     }
 
     #[test]
+    fn a_quoted_key_is_read_once_its_colon_is_found() {
+        // No `:` after it: no entry, whatever its escapes hold.
+        assert_eq!(
+            p("a: 1\n\"\\q\"").unwrap_err(),
+            "expected 'key: value' at line 2"
+        );
+        assert_eq!(
+            p("a: 1\n\"\\q\": 2").unwrap_err(),
+            "invalid escape sequence at line 2"
+        );
+        assert_eq!(one("a: 1\n\"\\tq\": 2", "\tq"), s("2"));
+    }
+
+    #[test]
+    fn a_compact_node_starting_with_white_space_is_refused() {
+        assert_eq!(
+            p("k:\n- \u{a0}by: x").unwrap_err(),
+            "invalid indentation character at line 2"
+        );
+    }
+
+    #[test]
     fn multi_line_plain() {
         assert_eq!(
             one("d: one\n  two\n\n  three\nb: 1", "d"),

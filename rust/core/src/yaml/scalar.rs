@@ -22,6 +22,15 @@ pub(super) enum QErr {
 /// unterminated scalar is reported as such even when it holds a bad escape),
 /// then its escapes are read.
 pub(super) fn quoted(s: &str) -> Result<(String, usize), QErr> {
+    let used = quoted_len(s)?;
+    Ok((unquote(s, used)?, used))
+}
+
+/// The bytes a quoted scalar starting at `s[0]` (`'` or `"`) takes, closing
+/// quote included, without reading its escapes: where a mapping entry's
+/// quoted key ends, which decides whether the line is an entry before its
+/// key is read (docs/frontmatter-yaml.md, "Mapping entry").
+pub(super) fn quoted_len(s: &str) -> Result<usize, QErr> {
     let b = s.as_bytes();
     let q = b[0];
     let mut i = 1;
@@ -46,9 +55,17 @@ pub(super) fn quoted(s: &str) -> Result<(String, usize), QErr> {
             Some(_) => i += 1,
         }
     };
+    Ok(end + 1)
+}
+
+/// The text of the quoted scalar `s[..used]` ([`quoted_len`]), its escapes
+/// read.
+pub(super) fn unquote(s: &str, used: usize) -> Result<String, QErr> {
+    let q = s.as_bytes()[0];
+    let end = used - 1;
     let inner = &s[1..end];
     if q == b'\'' {
-        return Ok((inner.replace("''", "'"), end + 1));
+        return Ok(inner.replace("''", "'"));
     }
     let mut out = String::with_capacity(inner.len());
     let mut chars = inner.char_indices();
@@ -100,7 +117,7 @@ pub(super) fn quoted(s: &str) -> Result<(String, usize), QErr> {
             chars.next();
         }
     }
-    Ok((out, end + 1))
+    Ok(out)
 }
 
 pub(super) fn construct_error(c: char, line: usize) -> Option<String> {
