@@ -218,6 +218,41 @@ def test_stdio_answers_every_request_it_cannot_read(catalog: Path, tmp_path: Pat
     proc.stdout.close()
 
 
+def test_stdio_from_a_file_answers_every_request_it_cannot_read(
+    catalog: Path, tmp_path: Path
+) -> None:
+    """Requests in a file given as stdin, answers to a file: the event loop
+    cannot wait on a file, so it is read in a worker thread, and an unreadable
+    request is answered there too."""
+    info = {"name": "file", "version": "0"}
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": info}
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}),
+        '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"resolve",'
+        '"arguments":{"query":"levain\\ud800"}}}',
+        "not json",
+    ]
+    requests, answers = tmp_path / "requests.jsonl", tmp_path / "answers.jsonl"
+    requests.write_text("".join(x + "\n" for x in lines))
+    with open(requests, "rb") as stdin, open(answers, "wb") as stdout:
+        proc = subprocess.run(
+            [sys.executable, *okfast_mcp(catalog)],
+            stdin=stdin,
+            stdout=stdout,
+            env={**os.environ, **server_env()},
+            cwd=str(tmp_path),
+            timeout=120,
+        )
+    assert proc.returncode == 0
+    got = [json.loads(x) for x in answers.read_text().splitlines()]
+    assert sorted((str(r["id"]), "error" in r) for r in got) == [
+        ("0", False),
+        ("1", True),
+        ("None", True),
+    ]
+
+
 @pytest.fixture
 def http_server(catalog: Path, tmp_path: Path) -> Iterator[str]:
     """``okfast mcp --transport streamable-http --port 0``; yields its URL."""

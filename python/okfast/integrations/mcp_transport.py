@@ -83,7 +83,7 @@ def serve(
     if transport == "stdio":
         # serve_stdio runs the SDK's low-level server, which MCPServer holds
         # privately: without it (another SDK version), the SDK's own transport.
-        if _pollable(0) and _pollable(1) and hasattr(server, "_lowlevel_server"):
+        if hasattr(server, "_lowlevel_server"):
             anyio.run(serve_stdio, server)
         else:
             server.run("stdio")
@@ -146,14 +146,25 @@ def _claimed_stdio() -> Iterator[tuple[int, int]]:
             os.close(fd)
 
 
+async def _read(fd: int, polled: bool) -> bytes:
+    """What has arrived on ``fd``: after the event loop says it is there (a
+    pipe or a socket, see :func:`_pollable`), else read in a worker thread (a
+    file or a terminal, which the loop cannot wait on)."""
+    if polled:
+        await wait_readable(fd)
+        return os.read(fd, 1 << 16)
+    return await anyio.to_thread.run_sync(os.read, fd, 1 << 16)
+
+
 class _LineReader(anyio.AsyncFile[str]):
-    """The lines of a pipe or socket, read when the event loop says they are
-    there. The descriptor stays blocking (it may be shared with other
-    processes): a read after a readiness wait returns what has arrived."""
+    """The lines of stdin, read as :func:`_read` says. The descriptor stays
+    blocking (it may be shared with other processes): a read after a
+    readiness wait returns what has arrived."""
 
     def __init__(self, fd: int, fp: IO[str], answer: Callable[[str], Awaitable[int]]) -> None:
         super().__init__(fp)
         self._fd = fd
+        self._polled = _pollable(fd)
         self._pending = b""
         self._eof = False
         self._answer = answer
@@ -161,8 +172,7 @@ class _LineReader(anyio.AsyncFile[str]):
     async def readline(self) -> str:
         while True:
             while b"\n" not in self._pending and not self._eof:
-                await wait_readable(self._fd)
-                chunk = os.read(self._fd, 1 << 16)
+                chunk = await _read(self._fd, self._polled)
                 self._eof = not chunk
                 self._pending += chunk
             line, newline, self._pending = self._pending.partition(b"\n")
@@ -238,11 +248,13 @@ def _error(request_id: int | str | None, code: int, message: str) -> str:
 class _LineWriter(anyio.AsyncFile[str]):
     """Writes to a pipe or socket when the event loop says there is room, at
     most ``PIPE_BUF`` bytes at a time, which a pipe with room takes without
-    blocking; the descriptor stays blocking, as :class:`_LineReader`'s."""
+    blocking; to a file or a terminal from a worker thread. The descriptor
+    stays blocking, as :class:`_LineReader`'s."""
 
     def __init__(self, fd: int, fp: IO[str]) -> None:
         super().__init__(fp)
         self._fd = fd
+        self._polled = _pollable(fd)
         # The SDK's answers and the reader's refusals: one line at a time, so
         # that two never interleave their pieces.
         self._lock = anyio.Lock()
@@ -251,8 +263,12 @@ class _LineWriter(anyio.AsyncFile[str]):
         data = memoryview(text.encode("utf-8"))
         async with self._lock:
             while data:
-                await wait_writable(self._fd)
-                data = data[os.write(self._fd, data[: select.PIPE_BUF]) :]
+                piece = data[: select.PIPE_BUF]
+                if self._polled:
+                    await wait_writable(self._fd)
+                    data = data[os.write(self._fd, piece) :]
+                else:
+                    data = data[await anyio.to_thread.run_sync(os.write, self._fd, piece) :]
         return len(text)
 
     async def flush(self) -> None:
@@ -260,8 +276,8 @@ class _LineWriter(anyio.AsyncFile[str]):
 
 
 async def serve_stdio(server: MCPServer[Any]) -> None:
-    """Serve ``server`` over this process's stdin and stdout (each a pipe or a
-    socket, see :func:`_pollable`) until the client closes stdin."""
+    """Serve ``server`` over this process's stdin and stdout until the client
+    closes stdin (or a file given as stdin ends)."""
     with (
         _claimed_stdio() as (wire_in, wire_out),
         open(wire_in, encoding="utf-8", closefd=False) as fp_in,
