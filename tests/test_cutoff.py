@@ -60,10 +60,17 @@ def concept_file(title: str, desc: str, body: str, stale: str | None, decl: str)
     )
 
 
+def name(k: int) -> str:
+    """Concept ``k``'s file: ``c00``… for the first three (the declarations
+    name them), then ids whose id order is not their ordinal order
+    (``c/05`` before ``c-04`` in id order, after it in ordinal order)."""
+    return f"c{k:02}.md" if k < 3 else f"c{'-/'[k % 2]}{k:02}.md"
+
+
 def catalog(root: Path, bundles: list[list[Any]]) -> Catalog:
     sources = []
     for i, cs in enumerate(bundles):
-        write_bundle(root / f"b{i}", {f"c{k:02}.md": concept_file(*c) for k, c in enumerate(cs)})
+        write_bundle(root / f"b{i}", {name(k): concept_file(*c) for k, c in enumerate(cs)})
         sources.append({"id": f"s{i}", "path": f"./b{i}", "priority": i % 2})
     (root / "catalog.json").write_text(json.dumps({"version": 1, "sources": sources}))
     return Catalog.load(root / "catalog.json")
@@ -115,12 +122,12 @@ def _asked(monkeypatch: pytest.MonkeyPatch) -> list[int | None]:
 
 
 def _many(n: int, stale_first: int = 0, decl: str = "") -> list[Any]:
-    """``n`` concepts matching ``data``; the first ``stale_first`` score best
-    and are stale."""
+    """``n`` concepts matching ``data``, each scoring less than the one
+    before (no ties); the first ``stale_first`` score best and are stale."""
     out = []
     for k in range(n):
         stale = "2026-05-01" if k < stale_first else None
-        body = "data " * (2 if k < stale_first else 1) + f"word{k}"
+        body = "data " * (2 if k < stale_first else 1) + f"word{k}" + " pad" * k
         out.append(("data" if k < stale_first else "x", "", body, stale, decl if k == 0 else ""))
     return out
 
@@ -133,7 +140,7 @@ def test_the_sources_are_asked_for_limit_passages(
     whole = r.search(q)
     asked = _asked(monkeypatch)
     cut = r.search(q, exclusions=False)
-    assert asked == [3, 3]
+    assert asked == [4, 4]  # one more: its score bounds the rest
     assert cut.passages.keys() == whole.passages.keys()
     asked.clear()
     r.search(q)  # exclusions name every passage beyond the limit: whole lists
@@ -150,7 +157,7 @@ def test_a_cut_that_matters_is_searched_again_whole(
     whole = r.search(q)
     asked = _asked(monkeypatch)
     cut = r.search(q, exclusions=False)
-    assert asked == [3, None]
+    assert asked == [4, None]
     assert len(cut.passages) == 3
     assert cut.passages.keys() == whole.passages.keys()
 
@@ -190,10 +197,33 @@ def test_settled_reads_the_last_kept_passage_against_each_cut_source() -> None:
     ordered_src = np.array([0, 1, 0, 1, 0], np.uint32)
     q = Query("x", limit=2)
     kept = np.array([0, 1])
-    assert settled([None, None], ordered_src, kept, q)
-    assert settled([1.0, 1.0], ordered_src, kept, q)  # both sources go on after
-    assert not settled([1.0, 1.0], ordered_src, np.array([0, 4]), q)  # past source 1's last
-    assert settled([1.0, None], ordered_src, np.array([0, 4]), q)  # source 1 was not cut
-    assert not settled([1.0, None], ordered_src, np.array([0]), q)  # fewer than the limit
+    two = np.array([3.0, 2.0])
+    assert settled([None, None], ordered_src, kept, two, q)
+    assert settled([1.0, 1.0], ordered_src, kept, two, q)  # both sources go on after
+    assert not settled([1.0, 1.0], ordered_src, np.array([0, 4]), two, q)  # past source 1's last
+    assert settled([1.0, None], ordered_src, np.array([0, 4]), two, q)  # source 1 was not cut
+    assert not settled([1.0, None], ordered_src, np.array([0]), two[:1], q)  # fewer than the limit
     floor = Query("x", limit=2, min_score=2.0)
-    assert settled([1.0, None], ordered_src, np.array([0]), floor)  # the rest is below it
+    assert settled([1.0, None], ordered_src, np.array([0]), two[:1], floor)  # the rest is below it
+    # A passage past the cut tying the last one kept may come before it.
+    assert not settled([2.0, None], ordered_src, kept, two, q)
+
+
+def test_a_tie_past_the_cut_broken_by_ordinal_order_is_searched_again_whole(
+    tmp_path: Path,
+) -> None:
+    """Equal scores: a source's list breaks the tie in id order (``a/b``
+    first), ``merged`` and ``priority_weighted`` in ordinal order (``a-b``
+    first), so the passage past a cut of one comes first."""
+    page = "---\ntype: T\ntitle: widget\n---\nwidget\n"
+    write_bundle(tmp_path / "s", {"a/b.md": page, "a-b.md": page})
+    (tmp_path / "catalog.json").write_text(
+        json.dumps({"version": 1, "sources": [{"id": "s", "path": "./s"}]})
+    )
+    r = Resolver(Catalog.load(tmp_path / "catalog.json"))
+    for strategy in ["merged", "priority_weighted", "grouped", "reciprocal_rank"]:
+        q = Query("widget", strategy=strategy, scorer="bm25f", limit=1)
+        whole = r.search(q)
+        assert r.search(q, exclusions=False).passages.keys() == whole.passages.keys()
+    merged = r.search(Query("widget", strategy="merged", scorer="bm25f", limit=1), exclusions=False)
+    assert [p.concept_id for p in merged.passages] == ["a-b"]

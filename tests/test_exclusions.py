@@ -4,7 +4,7 @@ concept id in id order (§1.2), reason, detail — however they were gathered.""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from okfast import Catalog, Query, Resolver, StalePolicy
 from okfast.bundle import query_terms
-from okfast.exclusions import Run, in_order
+from okfast.exclusions import Run, in_order, iso
 from okfast.governance import id_key
 from okfast.model import Exclusion
 from okfast.passages import SourceSnapshot
@@ -113,3 +113,22 @@ def test_in_order_is_the_sort_by_id_order(
     # An id its source's bundle does not hold is still placed by id order.
     odd = [*excl, Exclusion("s1", "a/b/zz", "x", "d")]
     assert in_order(odd, made, searched) == by_key(odd + flat)
+
+
+@pytest.mark.parametrize(
+    "instant",
+    [
+        "1000-01-01T00:00:00.000001+00:00",
+        "1969-12-31T23:59:59.999999+00:00",
+        "2300-01-01T00:00:00.000001+00:00",
+        "5000-06-15T12:34:56.789013+00:00",
+        "9999-12-31T23:59:59.999999+00:00",
+    ],
+)
+def test_a_stale_after_instant_is_written_to_the_microsecond(instant: str) -> None:
+    """docs/spec.md §5.4: the detail names the instant itself, at every
+    instant §2.2 reads (a float division lost microseconds, and failed in
+    year 9999)."""
+    when = datetime.fromisoformat(instant)
+    us = (when - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1)
+    assert iso(us) == instant

@@ -186,6 +186,32 @@ def test_source_unavailable_others_still_searched(two: Catalog, tmp_path: Path) 
     assert [(d.code, d.source_id) for d in ctx.diagnostics] == [("SourceUnavailable", "beta")]
 
 
+@pytest.mark.parametrize("strategy", ["grouped", "merged"])
+def test_an_unavailable_sources_error_comes_in_source_order(tmp_path: Path, strategy: str) -> None:
+    """docs/spec.md §5.6: each searched source's diagnostics, in source
+    order, its ``SourceUnavailable`` in its place."""
+    cat = make(
+        tmp_path,
+        {
+            "a": {"notype.md": "---\ntitle: order\n---\norder\n", "x.md": concept("order")},
+            "b": {"x.md": concept("order")},
+            "c": {"notype.md": "---\ntitle: order\n---\norder\n"},
+        },
+        [
+            {"id": "a", "path": "a", "priority": 10},
+            {"id": "b", "path": "b", "priority": 5},
+            {"id": "c", "path": "c", "priority": 1},
+        ],
+    )
+    shutil.rmtree(tmp_path / "b")
+    ctx = Resolver(cat).search(Query("order", strategy=strategy))
+    assert [(d.code, d.source_id) for d in ctx.diagnostics] == [
+        ("MissingType", "a"),
+        ("SourceUnavailable", "b"),
+        ("MissingType", "c"),
+    ]
+
+
 def test_no_matches_only_when_something_was_searched(two: Catalog, tmp_path: Path) -> None:
     ctx = Resolver(two).search("zebra")
     assert [d.code for d in ctx.diagnostics] == ["NoMatches"]

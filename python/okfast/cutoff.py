@@ -32,23 +32,30 @@ def cuttable(bundle: Bundle) -> bool:
 
 
 def settled(
-    cut: list[float | None],
+    beyond: list[float | None],
     ordered_src: npt.NDArray[np.uint32],
     kept: npt.NDArray[np.intp],
+    kept_score: npt.NDArray[np.uint32] | npt.NDArray[np.float64],
     q: Query,
 ) -> bool:
     """Whether the passages kept from lists cut at a depth are those the
-    whole lists give (docs/spec.md §5.2). A source's passages beyond its cut
-    come, in every strategy's order, after the last of its passages that was
-    ordered; so they change nothing when the last passage kept (``kept``
-    indexes the ordered passages) precedes that one, or when ``min_score``
-    drops them all (scores only fall down a list)."""
-    for k, last in enumerate(cut):
-        if last is None or (q.min_score is not None and last < q.min_score):
+    whole lists give (docs/spec.md §5.2). ``beyond[k]`` is the best score of
+    source ``k``'s passages past its cut (``None``: its list was whole).
+    Those passages come, in every strategy's order, after the last of its
+    passages that was ordered, unless one ties the last passage kept: a tie
+    is broken by concept id in ordinal order in the strategy's order but in
+    id order in the list (§12.3), so it may come first. They change nothing
+    when the last passage kept (``kept`` indexes the ordered passages,
+    ``kept_score`` are the kept passages' scores) precedes that one without
+    tying them, or when ``min_score`` drops them all."""
+    for k, best in enumerate(beyond):
+        if best is None or (q.min_score is not None and best < q.min_score):
             continue
         if q.limit is None or len(kept) < q.limit:
             return False
         mine = np.flatnonzero(ordered_src == k)
         if len(mine) == 0 or int(kept[-1]) > int(mine[-1]):
+            return False
+        if float(kept_score[-1]) == best:
             return False
     return True

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import numpy as np
@@ -115,4 +115,9 @@ def iso(us: int) -> str:
     """A stale-after instant as exclusions write it."""
     if us == NEVER_US:
         return "never"
-    return datetime.fromtimestamp(us / 1_000_000, tz=timezone.utc).isoformat()
+    # Integer microseconds from the epoch: exact, and defined up to
+    # 9999-12-31T23:59:59.999999Z (a float division rounds both away).
+    return (_EPOCH + timedelta(microseconds=us)).isoformat()
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)

@@ -46,8 +46,9 @@ class Matches:
     diagnostics: list[Diagnostic]
     exclusions: list[Exclusion]
     any_searched: bool
-    #: per searched source, when its list was cut at the depth: the score of
-    #: the last passage asked for (before the stale filter), else ``None``
+    #: per searched source, when its list was cut at the depth: the best
+    #: score of its passages past the cut (before the stale filter), else
+    #: ``None``
     cut: list[float | None] = field(default_factory=list)
 
     def unavailable(self, source_id: str, why: str) -> None:

@@ -139,6 +139,9 @@ class _Engine(ABC):
     def search(self, q: Query, how: _Scoring, sources: list[Source], now_us: int) -> _Matches:
         f = _Matches([], [], [], [], [], [], [], False)
         loaded: list[tuple[Source, CachedBundle]] = []
+        # Each source that could not be loaded, after how many loaded ones:
+        # its error goes between their diagnostics, in source order (§5.6).
+        failed: list[tuple[int, str, str]] = []
         for s in sources:
             try:
                 if s.directory is None or not s.directory.is_dir():
@@ -146,7 +149,7 @@ class _Engine(ABC):
                 language = source_language(s, how.bm25f.language, self.r.settings)
                 loaded.append((s, self.r._bundles.get(s, language)))
             except (OSError, OkfastError) as e:
-                f.unavailable(s.id, str(e))
+                failed.append((len(loaded), s.id, str(e)))
         depth = how.depth
         if how.scorer is not Scorer.BM25F or not all(cuttable(sn.bundle) for _, sn in loaded):
             depth = None
@@ -156,7 +159,10 @@ class _Engine(ABC):
             tokens = [snap.bundle.bm25f_query(q.text, how.bm25f) for _, snap in loaded]
             queries = list(tokens)
             stats = list(self.bm25f_stats([snap.bundle for _, snap in loaded], tokens))
-        for (s, snap), query, st in zip(loaded, queries, stats, strict=True):
+        failed.reverse()
+        for k, ((s, snap), query, st) in enumerate(zip(loaded, queries, stats, strict=True)):
+            while failed and failed[-1][0] == k:
+                f.unavailable(*failed.pop()[1:])
             f.any_searched = True
             b = snap.bundle
             f.diagnostics.extend(
@@ -165,7 +171,10 @@ class _Engine(ABC):
             score: Scores
             if st is not None:
                 assert isinstance(query, Bm25fQuery)
-                pos, score = b.search_bm25f(query, st, how.bm25f, tag=q.tag, limit=depth)
+                # One passage more than the cut: its score bounds every
+                # passage beyond it (cutoff.settled).
+                ask = None if depth is None else depth + 1
+                pos, score = b.search_bm25f(query, st, how.bm25f, tag=q.tag, limit=ask)
                 if how.scorer is Scorer.FUSION:
                     # docs/spec.md §12.10: the scorer's own lists, before the
                     # stale filter, as the other scorers' are.
@@ -173,7 +182,10 @@ class _Engine(ABC):
                     pos, score = fuse(counted, pos, snap.ordinal, how.rrf_k)
             else:
                 pos, score = self.r._counts(b, how.terms, q.tag)
-            cut_at = float(score[-1]) if depth is not None and len(pos) == depth else None
+            cut_at = None
+            if depth is not None and len(pos) > depth:
+                cut_at = float(score[depth])
+                pos, score = pos[:depth], score[:depth]
             admit = q.stale_policy.admits_us(snap.stale_us[pos], now_us)
             if not bool(np.all(admit)):
                 ids = b.concept_ids
@@ -192,6 +204,8 @@ class _Engine(ABC):
             f.src.append(np.full(len(pos), k, dtype=np.uint32))
             f.pos.append(pos)
             f.score.append(score)
+        while failed:
+            f.unavailable(*failed.pop()[1:])
         return f
 
     def bm25f_stats(self, bundles: list[Bundle], queries: list[Bm25fQuery]) -> list[Bm25fStats]:
@@ -280,7 +294,7 @@ class _Engine(ABC):
             at = at[: q.limit]
             fused = None if fused is None else fused[: q.limit]
             pinned = None if pinned is None else pinned[: q.limit]
-        if not settled(found.cut, ordered_src, at, q):
+        if not settled(found.cut, ordered_src, at, score, q):
             return None
         untokened = _no_tokens(found, q.text) if len(pos) == 0 else None
         if untokened is not None:
