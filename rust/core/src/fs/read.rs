@@ -18,7 +18,7 @@ use crate::progress::{Phase, Progress};
 /// it was read at — the walk's, or, when the walk took none
 /// ([`crate::fs::walk::Stamps::Unopened`]), the opened file's own.
 pub fn read_found(root: &Path, f: &FileEntry) -> (FileOutcome, Stamp) {
-    read_found_in(&RootDir::path_only(root), f)
+    read_found_in(&RootDir::open(root), f)
 }
 
 /// The bundle's root: its path, and (on Unix, when it could be opened) the
@@ -32,6 +32,8 @@ struct RootDir<'a> {
 }
 
 impl<'a> RootDir<'a> {
+    /// Files opened by full path (as where the root cannot be opened).
+    #[cfg(test)]
     fn path_only(path: &'a Path) -> RootDir<'a> {
         RootDir {
             path,
@@ -56,18 +58,63 @@ impl<'a> RootDir<'a> {
         }
     }
 
-    /// Open the concept file at `rel` (relative to the root) for reading.
+    /// Open the concept file at `rel` (relative to the root) for reading,
+    /// following no symbolic link on the way (docs/spec.md §1.3): a file or
+    /// directory the walk saw, swapped for a link since, fails with `ELOOP`
+    /// (or `ENOTDIR`) instead of reading what the link points to.
     fn open_file(&self, rel: &str) -> std::io::Result<fs::File> {
         #[cfg(unix)]
         if let Some(dir) = &self.dir {
-            use rustix::fs::OFlags;
-            let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
-            return rustix::fs::openat(dir, rel, flags, rustix::fs::Mode::empty())
+            return open_beneath(dir, rel)
                 .map(fs::File::from)
                 .map_err(std::io::Error::from);
         }
         open_concept_file(&self.path.join(rel))
     }
+}
+
+/// `openat` of `rel` below `dir`, no link followed: one `openat2` with
+/// `RESOLVE_NO_SYMLINKS` on Linux; where that call is missing (an older
+/// kernel, a filter refusing it), one directory at a time, each opened with
+/// `O_NOFOLLOW`.
+#[cfg(unix)]
+fn open_beneath(dir: &rustix::fd::OwnedFd, rel: &str) -> rustix::io::Result<rustix::fd::OwnedFd> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        use rustix::fs::ResolveFlags;
+        let how = ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH;
+        match rustix::fs::openat2(dir, rel, flags, Mode::empty(), how) {
+            Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => {}
+            r => return r,
+        }
+    }
+    open_by_parts(dir, rel, flags)
+}
+
+/// [`open_beneath`] one directory at a time.
+#[cfg(unix)]
+fn open_by_parts(
+    dir: &rustix::fd::OwnedFd,
+    rel: &str,
+    flags: rustix::fs::OFlags,
+) -> rustix::io::Result<rustix::fd::OwnedFd> {
+    use rustix::fs::{Mode, OFlags};
+    let mut parts = rel.split('/');
+    let last = parts.next_back().unwrap_or(rel);
+    let mut held: Option<rustix::fd::OwnedFd> = None;
+    for part in parts {
+        let at = held.as_ref().unwrap_or(dir);
+        let next = rustix::fs::openat(
+            at,
+            part,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        held = Some(next);
+    }
+    rustix::fs::openat(held.as_ref().unwrap_or(dir), last, flags, Mode::empty())
 }
 
 /// [`read_found`] under an opened root.
@@ -85,17 +132,19 @@ fn read_found_in(root: &RootDir<'_>, f: &FileEntry) -> (FileOutcome, Stamp) {
     }
     let mut file = match root.open_file(&path) {
         Ok(file) => file,
+        Err(e) if is_link_refused(&e) => return (unreadable(&LINK_ON_PATH), None),
         Err(e) => return (unreadable(&e), None),
     };
-    // The size the open file has now, when the walk did not stat it: then
-    // one read (of one byte more) usually gets all of it and shows its end.
-    let (at, size_now) = match f.stamp {
-        Some(st) => (Some(st), None),
-        None => match file.metadata() {
-            Ok(m) if m.is_file() => (stamp_of(&m), Some(m.len())),
-            Ok(_) => return (unreadable(&"not a regular file"), None),
-            Err(e) => return (unreadable(&e), None),
-        },
+    // What was opened is checked to be a regular file even when the walk
+    // stat'ed the name: it may have been swapped since (a FIFO would read as
+    // an empty concept). The size it has now, when the walk took no stamp:
+    // then one read (of one byte more) usually gets all of it and shows its
+    // end.
+    let (at, size_now) = match (file.metadata(), f.stamp) {
+        (Ok(m), _) if !m.is_file() => return (unreadable(&"not a regular file"), None),
+        (Ok(_), Some(st)) => (Some(st), None),
+        (Ok(m), None) => (stamp_of(&m), Some(m.len())),
+        (Err(e), _) => return (unreadable(&e), None),
     };
     let too_large = |n: u64| format!("File is {n} bytes, over the 16 MiB limit for a concept file");
     if let Some((len, _)) = at {
@@ -114,6 +163,25 @@ fn read_found_in(root: &RootDir<'_>, f: &FileEntry) -> (FileOutcome, Stamp) {
     (read_concept_from(&f.id, &path, bytes), at)
 }
 
+/// How an unreadable file whose path met a symbolic link is reported
+/// (docs/spec.md §1.7).
+const LINK_ON_PATH: &str = "a symbolic link on its path (never followed)";
+
+/// Whether opening failed because a component was a symbolic link (with
+/// `O_NOFOLLOW` on the last one `ELOOP`, with `O_DIRECTORY` on a directory
+/// `ENOTDIR` or `ELOOP`, with `RESOLVE_NO_SYMLINKS` `ELOOP`).
+fn is_link_refused(e: &std::io::Error) -> bool {
+    #[cfg(unix)]
+    {
+        e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = e;
+        false
+    }
+}
+
 /// Open a concept file for reading. Not blocking on Unix: should the walk's
 /// regular file have been swapped for a FIFO since, opening it returns at
 /// once (and reading it finds nothing or fails) instead of hanging the load.
@@ -123,7 +191,8 @@ fn open_concept_file(p: &Path) -> std::io::Result<fs::File> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        o.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+        let flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOFOLLOW;
+        o.custom_flags(flags.bits() as i32);
     }
     o.open(p)
 }
@@ -317,9 +386,18 @@ mod tests {
             0,
         )
         .unwrap();
-        let f = unstamped("x");
-        // By full path, and relative to the opened root (as a load reads).
-        for root in [RootDir::path_only(&d), RootDir::open(&d)] {
+        // Unstamped (a cold load) and stamped by a walk that saw a regular
+        // file (a load through the cache); by full path, and relative to the
+        // opened root (as a load reads).
+        let seen = FileEntry {
+            stamp: Some((10, 1)),
+            ..unstamped("x")
+        };
+        for (root, f) in [
+            (RootDir::path_only(&d), unstamped("x")),
+            (RootDir::open(&d), unstamped("x")),
+            (RootDir::open(&d), seen),
+        ] {
             let (r, st) = read_found_in(&root, &f);
             assert_eq!(st, None);
             assert!(r.concept.is_none());
@@ -329,6 +407,55 @@ mod tests {
                 "File could not be read: not a regular file"
             );
         }
+    }
+
+    /// A concept file, or a directory on its path, swapped for a symbolic
+    /// link after the walk saw it is not followed (docs/spec.md §1.3): the
+    /// file is unreadable, and what the link points to is never read.
+    #[cfg(unix)]
+    #[test]
+    fn a_link_swapped_in_after_the_walk_is_never_followed() {
+        let d = scratch("link-read");
+        let outside = scratch("link-outside");
+        fs::write(
+            outside.join("x.md"),
+            "---\ntype: T\ntitle: secret\n---\nsecret",
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(outside.join("x.md"), d.join("x.md")).unwrap();
+        std::os::unix::fs::symlink(&*outside, d.join("z")).unwrap();
+        for id in ["x", "z/x"] {
+            for stamp in [None, Some((10, 1))] {
+                let f = FileEntry {
+                    stamp,
+                    ..unstamped(id)
+                };
+                for root in [RootDir::path_only(&d), RootDir::open(&d)] {
+                    if root.dir.is_none() && id == "z/x" {
+                        continue; // by full path only the last component is checked
+                    }
+                    let (r, _) = read_found_in(&root, &f);
+                    assert!(r.concept.is_none(), "{id}");
+                    assert_eq!(
+                        r.diagnostics[0].message,
+                        "File could not be read: a symbolic link on its path (never followed)",
+                        "{id}"
+                    );
+                }
+            }
+            // Where `openat2` is missing: one directory at a time.
+            let root = RootDir::open(&d);
+            let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NOFOLLOW;
+            let e = open_by_parts(root.dir.as_ref().unwrap(), &format!("{id}.md"), flags);
+            assert!(
+                matches!(e, Err(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR)),
+                "{id}: {e:?}"
+            );
+        }
+        fs::write(d.join("ok.md"), "x").unwrap();
+        let root = RootDir::open(&d);
+        let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NOFOLLOW;
+        assert!(open_by_parts(root.dir.as_ref().unwrap(), "ok.md", flags).is_ok());
     }
 
     /// A file read relative to the opened root is the file its path names,
