@@ -15,10 +15,12 @@ import pytest
 from okfast.memory import (
     FileMemoryStore,
     MemoryConcept,
+    MemoryDeleteResult,
     MemoryEntry,
     Scope,
     Tier,
     capture,
+    files,
     memory_path,
 )
 
@@ -415,6 +417,124 @@ def test_delete_scope_removes_only_what_the_scope_owns(tmp_path: Path) -> None:
     assert not user_dir.exists()
     assert [p.name for p in user_dir.parent.iterdir()] == [".lock"]
     assert (user_dir.parent / ".lock").stat().st_size == 0
+
+
+def _left_aside(parent: Path, locked: bool) -> tuple[Path, int | None]:
+    """A scope directory a delete renamed aside and did not finish removing:
+    killed (its lock free), or still at work (its lock held, fd returned)."""
+    aside = parent / ".deleted-0123456789abcdef"
+    (aside / "sub").mkdir(parents=True)
+    (aside / "note.md").write_text("erased words")
+    (aside / "sub" / "x.md").write_text("erased words")
+    (aside / ".lock").write_text("")
+    fd = None
+    if locked:
+        import fcntl
+
+        fd = os.open(aside / ".lock", os.O_RDWR)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    return aside, fd
+
+
+@pytest.mark.parametrize("then", ["delete", "write"])
+def test_what_a_killed_delete_left_aside_is_removed(tmp_path: Path, then: str) -> None:
+    """docs/spec.md §6.3: nothing a delete renamed aside is left behind, even
+    when the delete was killed; one still at work is left to it."""
+    store = make_store(tmp_path)
+    alice, bob = Scope("A", "alice"), Scope("A", "bob")
+    assert store.write(alice, entry("usermark"), Tier.USER).written
+    parent = (tmp_path / "user" / memory_path(Tier.USER, alice)).parent
+    killed, _ = _left_aside(parent, locked=False)
+    if then == "delete":
+        assert store.delete_scope(alice) == MemoryDeleteResult((Tier.USER,), None)
+    else:
+        assert store.write(bob, entry("bobmark"), Tier.USER).written
+    assert not killed.exists()
+    # A delete at work holds its lock: its directory is its own to remove.
+    working, fd = _left_aside(parent, locked=True)
+    assert fd is not None
+    try:
+        store.delete_scope(bob)
+        assert store.write(alice, entry("again"), Tier.USER).written
+        assert working.exists()
+    finally:
+        os.close(fd)
+    store.delete_scope(bob)
+    assert not working.exists()
+
+
+def test_a_lock_of_a_removed_directory_is_not_taken(tmp_path: Path) -> None:
+    """A delete removed the directory while its lock was awaited: the caller
+    starts again rather than failing on the lock file (docs/spec.md §6.3)."""
+    d = tmp_path / "gone"
+    d.mkdir()
+    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        d.rmdir()
+        for shared in (False, True):
+            with files.locked(fd, shared=shared) as held:
+                assert held is False
+    finally:
+        os.close(fd)
+
+
+def test_a_scope_swapped_for_a_link_during_a_read_is_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/spec.md §6.3: a link put at a scope's name between the link-free
+    check and the load (the worst moment of the race) leads nowhere: the
+    read loads the directory it checked, never another scope's."""
+    from okfast.memory import store as store_module
+
+    store = make_store(tmp_path)
+    alice, bob = Scope("A", "alice"), Scope("A", "bob")
+    assert store.write(alice, entry("alicemark"), Tier.USER).written
+    assert store.write(bob, entry("bobmark"), Tier.USER).written
+    alice_dir = tmp_path / "user" / memory_path(Tier.USER, alice)
+    bob_dir = tmp_path / "user" / memory_path(Tier.USER, bob)
+    real = store_module.Bundle.load
+
+    def swapped(path: str, **kwargs: Any) -> Any:
+        if alice_dir.exists() and not alice_dir.is_symlink():
+            alice_dir.rename(alice_dir.with_name("moved"))
+            alice_dir.symlink_to(bob_dir)
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(store_module.Bundle, "load", staticmethod(swapped))
+    got = store.read(alice, "mark")
+    assert [p.body for p in got.passages if "bobmark" in (p.body or "")] == []
+    assert store.read(alice, "bobmark").passages == ()
+
+
+def test_a_read_waits_for_no_delete_to_finish_half_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A delete that starts while a read loads the scope waits for the read:
+    the reader sees the whole scope, then the delete erases it."""
+    import threading
+    import time
+
+    from okfast.memory import store as store_module
+
+    store = make_store(tmp_path)
+    alice = Scope("A", "alice")
+    for k in range(20):
+        assert store.write(alice, entry("alicemark", f"n{k}"), Tier.USER).written
+    real = store_module.Bundle.load
+    deleter = threading.Thread(target=lambda: make_store(tmp_path).delete_scope(alice))
+
+    def load_while_deleting(path: str, **kwargs: Any) -> Any:
+        deleter.start()
+        time.sleep(0.3)
+        assert deleter.is_alive()  # held off by the read's lock
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(store_module.Bundle, "load", staticmethod(load_while_deleting))
+    assert len(store.read(alice, "alicemark", limit=100).passages) == 20
+    deleter.join(timeout=60)
+    assert not deleter.is_alive()
+    monkeypatch.setattr(store_module.Bundle, "load", staticmethod(real))
+    assert store.read(alice, "alicemark").passages == ()
 
 
 def test_tenant_cascade_removes_every_user_and_session(tmp_path: Path) -> None:

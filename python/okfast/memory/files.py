@@ -5,7 +5,9 @@ Every path below a tier root is walked one directory at a time with
 between the root and the target — or as the root itself — is refused rather
 than followed, and nothing is created through it. Writes are
 temporary file + ``fsync`` + ``rename`` + directory ``fsync``; deletions rename
-the directory aside first, so a reader sees the whole scope or nothing.
+the directory aside first, under its lock, which a reader holds shared
+while it loads the directory through a descriptor checked link-free
+(:class:`DirHandle`): a reader sees the whole scope or nothing.
 
 Locks are ``flock`` on a ``.lock`` file in the scope directory plus an
 in-process lock per directory: they hold across threads and processes **on a
@@ -66,6 +68,27 @@ def _refuse(parent: int, name: str, shown: str) -> UnsafePathError:
     if stat.S_ISLNK(st.st_mode):
         return UnsafePathError(f"{shown} is a symbolic link; memory never follows links")
     return UnsafePathError(f"{shown} is not a directory")
+
+
+#: Linux names each open descriptor under ``/proc/self/fd``: a directory
+#: loaded by that name is the one the descriptor holds.
+_PROC_FD: Final = os.path.isdir("/proc/self/fd")
+
+
+class DirHandle:
+    """A scope directory, open, checked link-free from the tier root, and
+    the name a bundle is loaded and refreshed through: ``/proc/self/fd/N``
+    where there is one, so the load reads that very directory whatever is
+    put at its name meanwhile (a link to another scope's, docs/spec.md §6.3);
+    elsewhere its path. The descriptor closes when the last reference goes:
+    a refresh under way holds one, so its name never points at another
+    descriptor."""
+
+    def __init__(self, fd: int, path: str) -> None:
+        self.fd = fd
+        self.key = (lambda st: (st.st_dev, st.st_ino))(os.fstat(fd))
+        self.path = f"/proc/self/fd/{fd}" if _PROC_FD else path
+        weakref.finalize(self, os.close, fd)
 
 
 def open_root(root: str) -> int | None:
@@ -151,26 +174,52 @@ _LOCKS = _Locks()
 
 
 @contextlib.contextmanager
-def locked(dir_fd: int, *, shared: bool = False) -> Iterator[None]:
+def locked(dir_fd: int, *, shared: bool = False) -> Iterator[bool]:
     """Lock of one scope directory: exclusive (in-process, then ``flock``),
     or shared (``flock`` only: each holder opens the lock file on its own,
     so a shared and an exclusive holder exclude each other across threads
     as across processes). A writer holds the directories above its own
-    shared, so a delete of one of them waits for it (docs/spec.md §6.3)."""
+    shared, so a delete of one of them waits for it (docs/spec.md §6.3).
+    Yields ``False``, holding nothing, when the directory was removed (a
+    delete got there first): the caller starts again, as for one renamed."""
     with contextlib.ExitStack() as stack:
         if not shared:
             st = os.fstat(dir_fd)
             stack.enter_context(_LOCKS.get((st.st_dev, st.st_ino)))
-        fd = os.open(
-            LOCK_NAME,
-            os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-            0o600,
-            dir_fd=dir_fd,
-        )
+        try:
+            fd = os.open(
+                LOCK_NAME,
+                os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o600,
+                dir_fd=dir_fd,
+            )
+        except FileNotFoundError:
+            yield False
+            return
         # Closing releases the flock.
         stack.callback(os.close, fd)
         fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        yield True
+
+
+@contextlib.contextmanager
+def read_locked(dir_fd: int) -> Iterator[None]:
+    """A reader's shared lock of a scope directory: a delete (which holds it
+    exclusively until the directory is gone) and a write wait for the read,
+    and the read for them, so a reader sees the scope whole or, once a delete
+    began, nothing. Nothing is created: with no lock file (never written by
+    okfast, or removed last by a delete that emptied the directory) the read
+    goes on unlocked."""
+    try:
+        fd = os.open(LOCK_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except FileNotFoundError:
         yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
 
 
 def lock_chain(root_fd: int, parts: Sequence[str], held: contextlib.ExitStack) -> int | None:
@@ -190,9 +239,13 @@ def lock_chain(root_fd: int, parts: Sequence[str], held: contextlib.ExitStack) -
         nxt = open_chain(fd, parts[depth - 1 : depth], create=True)
         assert nxt is not None
         held.callback(os.close, nxt)
-        held.enter_context(locked(nxt, shared=depth < len(parts)))
+        if not held.enter_context(locked(nxt, shared=depth < len(parts))):
+            return None
         if not still_at(fd, parts[depth - 1], nxt):
             return None
+        if depth == len(parts):
+            # What a killed delete of this scope left beside it.
+            sweep_aside(fd)
         fd = nxt
     return fd
 
@@ -259,33 +312,86 @@ def replace_file(dir_fd: int, name: str, data: bytes) -> None:
 
 
 def sweep(dir_fd: int) -> None:
-    """Remove what a killed writer or deleter left behind: temporary files and
-    directories renamed aside. Call with the directory's lock held."""
+    """Remove what a killed writer left behind: temporary files. Call with
+    the directory's lock held."""
     with os.scandir(dir_fd) as it:
-        names = [e.name for e in it if e.name.startswith(".")]
+        names = [e.name for e in it if TMP_MARK in e.name and e.name.startswith(".")]
     for n in names:
-        if TMP_MARK in n:
-            with contextlib.suppress(OSError):
-                os.unlink(n, dir_fd=dir_fd)
-        elif n.startswith(DELETED_PREFIX):
-            with contextlib.suppress(OSError):
-                remove_tree(dir_fd, n)
+        with contextlib.suppress(OSError):
+            os.unlink(n, dir_fd=dir_fd)
+
+
+def sweep_aside(parent_fd: int) -> None:
+    """Remove the directories a delete renamed aside in ``parent_fd`` and
+    did not finish removing (it was killed): each whose lock no live delete
+    holds (a delete holds it until the directory is gone)."""
+    with os.scandir(parent_fd) as it:
+        names = [e.name for e in it if e.name.startswith(DELETED_PREFIX)]
+    for n in names:
+        with contextlib.suppress(OSError):
+            fd = os.open(n, _DIR_FLAGS, dir_fd=parent_fd)
+            try:
+                lock = _probe_lock(fd)
+                if lock is None:
+                    continue
+                try:
+                    remove_tree(parent_fd, n)
+                finally:
+                    if lock >= 0:
+                        os.close(lock)
+            finally:
+                os.close(fd)
+
+
+def _probe_lock(dir_fd: int) -> int | None:
+    """The directory's lock file, locked without waiting (``-1``: it has
+    none); ``None`` when someone holds it."""
+    try:
+        lock = os.open(LOCK_NAME, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return -1
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(lock)
+        return None
+    return lock
 
 
 def remove_tree(parent_fd: int, name: str) -> None:
-    """Remove a directory tree by fds; links inside are unlinked, never followed."""
+    """Remove a directory tree by fds; links inside are unlinked, never
+    followed. Its lock file goes last, so a delete's lock is held while it
+    empties the directory; one made meanwhile by a writer that had the
+    directory open before the rename (and starts again once it sees it
+    moved) is removed on another pass. What another remover removed first
+    is not missed."""
     fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
     try:
-        with os.scandir(fd) as it:
-            entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
-        for n, is_dir in entries:
-            if is_dir:
-                remove_tree(fd, n)
-            else:
-                os.unlink(n, dir_fd=fd)
+        for _ in range(_REMOVE_PASSES):
+            with os.scandir(fd) as it:
+                entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+            entries.sort(key=lambda e: e[0] == LOCK_NAME)
+            for n, is_dir in entries:
+                with contextlib.suppress(FileNotFoundError):
+                    if is_dir:
+                        remove_tree(fd, n)
+                    else:
+                        os.unlink(n, dir_fd=fd)
+            try:
+                os.rmdir(name, dir_fd=parent_fd)
+                return
+            except FileNotFoundError:
+                return
+            except OSError as e:
+                if e.errno != errno.ENOTEMPTY:
+                    raise
+        os.rmdir(name, dir_fd=parent_fd)
     finally:
         os.close(fd)
-    os.rmdir(name, dir_fd=parent_fd)
+
+
+#: Passes of :func:`remove_tree` over a directory that entries reappear in.
+_REMOVE_PASSES = 16
 
 
 def delete_aside(parent_fd: int, name: str) -> bool:
@@ -297,5 +403,7 @@ def delete_aside(parent_fd: int, name: str) -> bool:
     except FileNotFoundError:
         return False
     os.fsync(parent_fd)
-    remove_tree(parent_fd, aside)
+    # Gone already: a sweep saw it as left behind (the lock file goes last).
+    with contextlib.suppress(FileNotFoundError):
+        remove_tree(parent_fd, aside)
     return True

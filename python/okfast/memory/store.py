@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from okfast.catalog import Catalog
 
 _CACHE_SIZE = 32  # bundle snapshots kept warm; each holds one inotify instance
-_MOVED_RETRIES = 8
+_MOVED_RETRIES = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +178,7 @@ class FileMemoryStore:
             t = tier_of(tier)
             self._roots[t] = _root_of(t, root)
         self._lock = threading.Lock()
-        self._cache: OrderedDict[str, tuple[tuple[int, int], Bundle]] = OrderedDict()
+        self._cache: OrderedDict[str, tuple[files.DirHandle, Bundle]] = OrderedDict()
 
     @classmethod
     def from_catalog(cls, catalog: Catalog) -> FileMemoryStore:
@@ -222,25 +222,31 @@ class FileMemoryStore:
                 os.close(root_fd)
             if fd is None:
                 return None, None
-            try:
-                st = os.fstat(fd)
-            finally:
-                os.close(fd)
-            key = (st.st_dev, st.st_ino)
             path = os.path.join(self._roots[tier], *rel.split("/"))
+            try:
+                here = files.DirHandle(fd, path)
+            except BaseException:
+                os.close(fd)
+                raise
             slot = f"{path}\0{language}"
             with self._lock:
                 cached = self._cache.get(slot)
-            if cached is not None and cached[0] == key:
-                # An empty bundle is falsy: compare with None, or a scope
-                # whose last file went would go on serving it.
-                fresh = cached[1].refresh()
+            if cached is not None and cached[0].key == here.key:
+                # The same directory (the cached handle keeps it from being
+                # freed, so its number is not another's): refreshed through
+                # the handle it was loaded through. An empty bundle is falsy:
+                # compare with None, or a scope whose last file went would
+                # go on serving it.
+                here = cached[0]
+                with files.read_locked(here.fd):
+                    fresh = cached[1].refresh()
                 bundle = cached[1] if fresh is None else fresh
             else:
                 # Never cached: a cache file would outlive delete_scope (erasure).
-                bundle = Bundle.load(path, cache=False, language=language)
+                with files.read_locked(here.fd):
+                    bundle = Bundle.load(here.path, cache=False, language=language)
             with self._lock:
-                self._cache[slot] = (key, bundle)
+                self._cache[slot] = (here, bundle)
                 self._cache.move_to_end(slot)
                 while len(self._cache) > _CACHE_SIZE:
                     self._cache.popitem(last=False)
@@ -472,16 +478,18 @@ class FileMemoryStore:
             if parent is None:
                 return False
             try:
+                # What an earlier delete, killed, left renamed aside.
+                files.sweep_aside(parent)
                 for _ in range(_MOVED_RETRIES):
                     target = files.open_chain(parent, parts[-1:], create=False)
                     if target is None:
                         return False
                     try:
-                        with files.locked(target):
+                        with files.locked(target) as held:
                             # Another delete may have renamed it aside (and a
                             # writer made a new one) while we waited: the one
                             # renamed must be the one locked (docs/spec.md §6.3).
-                            if not files.still_at(parent, parts[-1], target):
+                            if not held or not files.still_at(parent, parts[-1], target):
                                 continue
                             return files.delete_aside(parent, parts[-1])
                     finally:
