@@ -91,7 +91,11 @@ impl Bundle {
                 .iter()
                 .zip(&stamps)
                 .zip(&self.files)
-                .all(|((f, st), old)| st.is_some() && *st == old.stamp && f.id == old.id)
+                .all(|((f, st), old)| {
+                    st.is_some()
+                        && f.id == old.id
+                        && (*st == old.stamp || self.still_unreadable(f, old))
+                })
             && walk_diagnostics == self.walk_diagnostics
             && stamp(&self.root.join("index.md")) == self.index_stamp
             // Changed directories leave this snapshot's watches stale.
@@ -128,6 +132,18 @@ impl Bundle {
         b.range = self.range.clone();
         Ok(Some(b))
     }
+    /// Whether `f`, which could not be read at this snapshot (no stamp),
+    /// still cannot be read, for the same reason: then it has not changed
+    /// as far as a load sees it. A stamp cannot tell (a file made readable
+    /// by `chmod` keeps its size and time), so it is opened again.
+    fn still_unreadable(&self, f: &FileEntry, old: &FileState) -> bool {
+        if old.stamp.is_some() || old.position.is_some() {
+            return false;
+        }
+        let (read, stamp) = read_found(&self.root, f);
+        stamp.is_none() && read.concept.is_none() && read.diagnostics == old.diagnostics.get()
+    }
+
     /// A refresh that looks only at `paths` (what the change queue named):
     /// `None` when that is not enough to be exact — a name okfast cannot map
     /// to a concept id, a link, a directory, an error, a bundle holding files

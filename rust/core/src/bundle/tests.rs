@@ -322,6 +322,56 @@ mod refresh {
         let _ = fs::remove_dir_all(&cache_dir);
     }
 
+    /// A file that cannot be read (its permissions deny it: the test's
+    /// threads drop the capabilities that let root read it anyway) is opened
+    /// again by a refresh that compares the files, and while it fails the
+    /// same way, nothing changed (docs/spec.md §1.9); once readable, it is
+    /// read.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_unreadable_file_that_stays_so_changes_nothing() {
+        use rustix::thread::{capabilities, set_capabilities, CapabilitySet};
+        use std::os::unix::fs::PermissionsExt;
+        let d = crate::testing::scratch_dir("refresh", "unreadable-same");
+        fs::write(d.join("a.md"), "---\ntype: T\ntitle: alpha\n---\none").unwrap();
+        fs::write(d.join("x.md"), "---\ntype: T\ntitle: ex\n---\ntwo").unwrap();
+        fs::set_permissions(d.join("x.md"), fs::Permissions::from_mode(0o000)).unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .start_handler(|_| {
+                let mut caps = capabilities(None).unwrap();
+                let dac = CapabilitySet::DAC_OVERRIDE | CapabilitySet::DAC_READ_SEARCH;
+                caps.effective.remove(dac);
+                set_capabilities(None, caps).unwrap();
+            })
+            .build()
+            .unwrap();
+        pool.install(|| {
+            assert!(
+                fs::read(d.join("x.md")).is_err(),
+                "the file must be unreadable"
+            );
+            let b = Bundle::load(&d).unwrap();
+            assert_eq!(b.concepts.len(), 1);
+            assert_eq!(
+                b.diagnostics[0].code,
+                crate::diagnostic::Code::UnreadableFile
+            );
+            let past = std::time::Instant::now() - std::time::Duration::from_secs(60);
+            for _ in 0..2 {
+                // Past the time an empty change queue is trusted: the files
+                // are compared, the unreadable one opened again.
+                *b.last_full_check.lock().unwrap() = past;
+                assert!(b.refresh().unwrap().is_none());
+            }
+            fs::set_permissions(d.join("x.md"), fs::Permissions::from_mode(0o644)).unwrap();
+            *b.last_full_check.lock().unwrap() = past;
+            let fresh = b.refresh().unwrap().expect("made readable");
+            assert_eq!(fresh.concepts.len(), 2);
+        });
+        let _ = fs::remove_dir_all(&d);
+    }
+
     #[test]
     fn refresh_rereads_only_what_changed() {
         let d = crate::testing::scratch_dir("refresh", "refresh");
