@@ -188,21 +188,26 @@ def test_a_line_the_sdk_cannot_read_is_answered_not_dropped() -> None:
     assert refusal('{"jsonrpc":"2.0","id":3,"result":{"a":"\\ud800"}}') == ""
 
 
-def test_stdio_answers_every_request_it_cannot_read(catalog: Path, tmp_path: Path) -> None:
-    """On the wire: each unreadable request gets its error, in order, and the
-    server goes on answering."""
-    proc = raw_server(catalog, tmp_path)
-    assert proc.stdin is not None and proc.stdout is not None
-    info = {"name": "raw", "version": "0"}
+def unreadable_requests(client: str) -> list[str]:
+    """The opening of a session (initialize, id 0), a request the SDK cannot
+    read (a lone surrogate, id 1) and a line that is not JSON."""
+    info = {"name": client, "version": "0"}
     init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": info}
-    lines = [
+    return [
         json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}),
         '{"jsonrpc":"2.0","method":"notifications/initialized"}',
         '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"resolve",'
         '"arguments":{"query":"levain\\ud800"}}}',
         "not json",
-        '{"jsonrpc":"2.0","id":2,"method":"ping"}',
     ]
+
+
+def test_stdio_answers_every_request_it_cannot_read(catalog: Path, tmp_path: Path) -> None:
+    """On the wire: each unreadable request gets its error, in order, and the
+    server goes on answering."""
+    proc = raw_server(catalog, tmp_path)
+    assert proc.stdin is not None and proc.stdout is not None
+    lines = [*unreadable_requests("raw"), '{"jsonrpc":"2.0","id":2,"method":"ping"}']
     proc.stdin.write("".join(x + "\n" for x in lines).encode())
     proc.stdin.flush()
     # JSON-RPC answers need not come in order: a refusal is written at once.
@@ -224,15 +229,7 @@ def test_stdio_from_a_file_answers_every_request_it_cannot_read(
     """Requests in a file given as stdin, answers to a file: the event loop
     cannot wait on a file, so it is read in a worker thread, and an unreadable
     request is answered there too."""
-    info = {"name": "file", "version": "0"}
-    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": info}
-    lines = [
-        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}),
-        '{"jsonrpc":"2.0","method":"notifications/initialized"}',
-        '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"resolve",'
-        '"arguments":{"query":"levain\\ud800"}}}',
-        "not json",
-    ]
+    lines = unreadable_requests("file")
     requests, answers = tmp_path / "requests.jsonl", tmp_path / "answers.jsonl"
     requests.write_text("".join(x + "\n" for x in lines))
     with open(requests, "rb") as stdin, open(answers, "wb") as stdout:
