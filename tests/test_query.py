@@ -86,3 +86,14 @@ def test_a_switch_is_true_or_false(name: str, value: object) -> None:
     with pytest.raises(InvalidArgumentTypeError, match=f"Query.{name} must be True or False"):
         Query("order", **{name: value})  # type: ignore[arg-type]
     assert getattr(Query("order", **{name: True}), name) is True
+
+
+def test_a_numpy_integer_is_a_whole_number_stored_as_an_int() -> None:
+    """docs/spec.md §5.1: an integer Python indexes with counts as a whole
+    number, and the query keeps an ``int`` (it is written into JSON)."""
+    q = Query("x", limit=np.int64(3), fairness_quota=np.int32(2), rrf_k=np.uint16(5))
+    assert (q.limit, q.fairness_quota, q.rrf_k) == (3, 2, 5)
+    assert all(type(v) is int for v in (q.limit, q.fairness_quota, q.rrf_k))
+    for bad in (True, np.float64(2.0), 2.0, "3"):
+        with pytest.raises(InvalidArgumentError):
+            Query("x", limit=bad)

@@ -162,3 +162,9 @@ def test_long_queries_rank_exactly(make_bundle: MakeBundle) -> None:
     assert [(h.concept_id, h.score) for h in b.search(q)] == want
     pos, sc = b.search_arrays(q, limit=7)
     assert [(b.concept_ids[p], s) for p, s in zip(pos, sc, strict=True)] == want[:7]
+
+
+def test_a_numpy_integer_limit_is_a_limit(bundle: Bundle) -> None:
+    """docs/spec.md §3: a whole number is any integer Python indexes with."""
+    assert bundle.search("order", limit=np.int64(2)) == bundle.search("order", limit=2)
+    assert [len(bundle.search_arrays("order", limit=np.uint8(1))[0])] == [1]

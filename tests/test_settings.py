@@ -450,3 +450,13 @@ def test_field_names_are_the_bm25f_fields() -> None:
 def test_a_file_name_no_file_can_have_is_a_settings_error(name: str) -> None:
     with pytest.raises(SettingsError, match="could not be read"):
         Settings.load(name)
+
+
+def test_numpy_integers_are_stored_as_ints(tmp_path: Path) -> None:
+    """A quota or rrf_k from numpy is a whole number, saved as JSON reads it."""
+    import numpy as np
+
+    s = Settings(fairness_quota=np.int64(2), rrf_k=np.int32(30))
+    assert (type(s.fairness_quota), type(s.rrf_k)) == (int, int)
+    s.save(tmp_path / "s.json")
+    assert Settings.load(tmp_path / "s.json") == s

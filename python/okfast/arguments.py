@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from okfast._native import QueryTerms
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
-from okfast.scoring import DEFAULT_BM25F, BM25FParams, rrf_k_of
+from okfast.scoring import DEFAULT_BM25F, BM25FParams, rrf_k_of, whole_of
 
 #: Positions are `int32` (docs/spec.md §3.7): a larger limit keeps every match.
 _ALL = 2**31
@@ -45,11 +45,12 @@ def limit_of(limit: object) -> int | None:
     """A search's ``limit``: ``None`` (every match) or a whole number >= 0."""
     if limit is None:
         return None
-    if isinstance(limit, bool) or not isinstance(limit, int):
+    n = whole_of(limit)
+    if n is None:
         raise InvalidArgumentTypeError(f"limit must be a whole number >= 0, got {limit!r}")
-    if limit < 0:
-        raise InvalidArgumentError(f"limit must be >= 0, got {limit}")
-    return min(limit, _ALL)
+    if n < 0:
+        raise InvalidArgumentError(f"limit must be >= 0, got {n}")
+    return min(n, _ALL)
 
 
 def search_arguments(

@@ -55,7 +55,7 @@ from okfast.errors import InvalidArgumentError
 from okfast.memory.scope import Scope
 from okfast.model import Diagnostic, DiagnosticCode, Passage
 from okfast.query import Query
-from okfast.scoring import BM25FParams, Scorer
+from okfast.scoring import BM25FParams, Scorer, whole_of
 
 Surface = Literal["knowledge", "memory"]
 
@@ -221,8 +221,10 @@ class ContextAssembler:
         knowledge_share: float = 0.6,
         memory_share: float = 0.4,
     ) -> None:
-        if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0:
+        budget = whole_of(token_budget)
+        if budget is None or budget < 0:
             raise InvalidArgumentError(f"token_budget must be an int >= 0, got {token_budget!r}")
+        token_budget = budget
         ks = _share("knowledge_share", knowledge_share)
         ms = _share("memory_share", memory_share)
         if ks + ms > 1:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import numbers
+import operator
 import sys
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -206,7 +207,11 @@ class Query:
         if self.strategy is not None:
             object.__setattr__(self, "strategy", strategy_of(self.strategy))
         if self.fairness_quota is not None:
-            count_of("fairness_quota", self.fairness_quota)
+            # Stored as an int (a numpy integer given is one): the query is
+            # written into digests and JSON.
+            object.__setattr__(
+                self, "fairness_quota", count_of("fairness_quota", self.fairness_quota)
+            )
         if isinstance(self.stale_policy, str):
             object.__setattr__(self, "stale_policy", StalePolicy.parse(self.stale_policy))
         elif not isinstance(self.stale_policy, StalePolicy):
@@ -248,7 +253,9 @@ class Query:
             )
         if self.permitted_source_ids is not None and self.visibility is not None:
             raise InvalidArgumentError("set permitted_source_ids or visibility, not both")
-        limit_of(self.limit)
+        if self.limit is not None:
+            limit_of(self.limit)
+            object.__setattr__(self, "limit", operator.index(self.limit))
         if self.min_authority is not None and self.min_authority not in AUTHORITIES:
             raise InvalidArgumentError(
                 f"min_authority must be one of {', '.join(AUTHORITIES)}, got {self.min_authority!r}"
@@ -269,7 +276,7 @@ class Query:
                 f"Query.bm25f must be a BM25FParams, got {type(self.bm25f).__name__}"
             )
         if self.rrf_k is not None:
-            rrf_k_of(self.rrf_k)
+            object.__setattr__(self, "rrf_k", rrf_k_of(self.rrf_k))
         for name in ("pin_exact_title", "include_historical", "explain"):
             # A switch is True or False: "false" or 1 would switch it on unseen.
             if not isinstance(getattr(self, name), bool):

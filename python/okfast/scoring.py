@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import math
+import operator
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -64,13 +65,26 @@ def scorer_of(value: Scorer | str) -> Scorer:
 MAX_COUNT = 2**32 - 1
 
 
+def whole_of(value: object) -> int | None:
+    """``value`` as an ``int`` when it is a whole number — an ``int`` or an
+    integer type Python indexes with (``numpy.int64``) — never a ``bool``;
+    else ``None`` (docs/spec.md §5.1)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
+
 def count_of(name: str, value: object) -> int:
-    """``value`` if it is a whole number from 1 to :data:`MAX_COUNT`."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_COUNT:
+    """``value`` as an ``int`` if it is a whole number from 1 to :data:`MAX_COUNT`."""
+    n = whole_of(value)
+    if n is None or not 0 < n <= MAX_COUNT:
         raise InvalidArgumentError(
             f"{name} must be a whole number from 1 to {MAX_COUNT}, got {value!r}"
         )
-    return value
+    return n
 
 
 def rrf_k_of(value: object) -> int:

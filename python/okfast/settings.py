@@ -86,9 +86,11 @@ class Settings:
         if self.strategy is not None:
             object.__setattr__(self, "strategy", strategy_of(self.strategy))
         if self.fairness_quota is not None:
-            count_of("fairness_quota", self.fairness_quota)
+            object.__setattr__(
+                self, "fairness_quota", count_of("fairness_quota", self.fairness_quota)
+            )
         if self.rrf_k is not None:
-            rrf_k_of(self.rrf_k)
+            object.__setattr__(self, "rrf_k", rrf_k_of(self.rrf_k))
         if self.bm25f is not None and not isinstance(self.bm25f, BM25FParams):
             raise InvalidArgumentTypeError(
                 f"Settings.bm25f must be a BM25FParams, got {type(self.bm25f).__name__}"

@@ -76,7 +76,7 @@ class OkfastRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
-        count_of("similarity_top_k", similarity_top_k)
+        similarity_top_k = count_of("similarity_top_k", similarity_top_k)
         # The options every query carries, checked by making such a query
         # (docs/spec.md §5.1) before anything is opened: a bad one fails here,
         # with the same error whether or not a ready resolver= is given (which
