@@ -85,8 +85,9 @@ class DirHandle:
     descriptor."""
 
     def __init__(self, fd: int, path: str) -> None:
+        st = os.fstat(fd)
         self.fd = fd
-        self.key = (lambda st: (st.st_dev, st.st_ino))(os.fstat(fd))
+        self.key = (st.st_dev, st.st_ino)
         self.path = f"/proc/self/fd/{fd}" if _PROC_FD else path
         weakref.finalize(self, os.close, fd)
 
