@@ -306,6 +306,26 @@ def test_a_refreshed_shard_keeps_the_catalog_statistics_exact(tmp_path: Path) ->
     assert {p.source_id for p in gone.passages} == {"a"}
 
 
+def test_an_unavailable_sources_error_comes_in_source_order(tmp_path: Path) -> None:
+    # The first source reports a bad file, the second is missing: the local
+    # resolver lists them in source order (docs/spec.md §5.6), and so must
+    # the cluster, or the digest differs.
+    cat = make_catalog(
+        tmp_path,
+        {
+            "a": {"one.md": concept("One", "memo cache"), "bad.md": "---\ntitle: [\n---\nx\n"},
+            "b": {"one.md": concept("One", "memo")},
+        },
+        [{"id": "a", "path": "a"}, {"id": "b", "path": "b"}],
+    )
+    local = Resolver(cat, max_staleness=0, clock=lambda: NOW)
+    remote = RayResolver(cat, max_staleness=0, clock=lambda: NOW)
+    shutil.rmtree(tmp_path / "b")
+    for scorer in SCORERS:
+        got = same(local, remote, Query("memo", strategy="merged", scorer=scorer))
+        assert [d.source_id for d in got.diagnostics] == ["a", "b"]
+
+
 def _wait_dead(actor: Any) -> None:
     for _ in range(200):
         try:
@@ -430,6 +450,32 @@ def test_a_query_of_the_wrong_type_is_a_type_error(
             remote.search(bad)  # type: ignore[arg-type]
         with pytest.raises(InvalidArgumentTypeError, match="a query must be a Query or a str"):
             remote.search_many(["cache", bad])  # type: ignore[list-item]
+    for bad in (5, None, iter(["cache"])):
+        with pytest.raises(InvalidArgumentTypeError, match="queries must be a sequence"):
+            remote.search_many(bad)  # type: ignore[arg-type]
+
+
+def test_bad_arguments_are_okfasts_errors(tmp_path: Path) -> None:
+    """docs/spec.md §15.1: checked before the cluster is reached, each an
+    okfast error (a ValueError or TypeError as the built-in would be)."""
+    import numpy as np
+    from okfast import InvalidArgumentError, InvalidArgumentTypeError
+
+    cat = make_catalog(tmp_path, {"a": BUNDLES["b"]}, [{"id": "a", "path": "a"}])
+    for shards in (1.5, "2", 0, True):
+        with pytest.raises(InvalidArgumentError, match="shards must be a whole number"):
+            RayResolver(cat, shards=shards)  # type: ignore[arg-type]
+    for count in (1.5, "2", 0, True):
+        with pytest.raises(InvalidArgumentError, match="a source id and a count"):
+            RayResolver(cat, split={"a": count})  # type: ignore[dict-item]
+    for name in ("split", "actor_options"):
+        for bad in ("alpha", [1]):
+            with pytest.raises(InvalidArgumentTypeError, match=f"{name} must be a mapping"):
+                RayResolver(cat, **{name: bad})  # type: ignore[arg-type]
+    # A numpy integer is a whole number (docs/spec.md §5.1).
+    local = Resolver(cat, clock=lambda: NOW)
+    remote = RayResolver(cat, shards=np.int64(2), split={"a": np.int64(2)}, clock=lambda: NOW)
+    same(local, remote, Query("cache", strategy="merged"))
 
 
 def test_a_split_of_a_disabled_source_is_refused(tmp_path: Path) -> None:
@@ -528,3 +574,26 @@ def test_a_shard_failing_while_declarations_are_gathered_leaves_its_source_unava
         failed,
     )
     assert got == {} and failed == {"a": "shard 0 failed (test)"}
+
+
+def test_both_retrievers_take_a_ray_resolver(governed: tuple[Resolver, RayResolver]) -> None:
+    """docs/integrations.md: a ready RayResolver serves a retriever as a
+    Resolver does, with the same documents."""
+    require("langchain_core", "langchain")
+    require("llama_index.core", "llama-index")
+    from okfast.integrations import langchain, llama_index
+
+    local, remote = governed
+    for scorer in SCORERS:
+        want = langchain.OkfastRetriever(resolver=local, k=5, scorer=scorer).invoke("cache rules")
+        got = langchain.OkfastRetriever(resolver=remote, k=5, scorer=scorer).invoke("cache rules")
+        assert want and [(d.id, d.metadata) for d in got] == [(d.id, d.metadata) for d in want]
+        nodes = [
+            llama_index.OkfastRetriever(resolver=r, similarity_top_k=5, scorer=scorer).retrieve(
+                "cache rules"
+            )
+            for r in (local, remote)
+        ]
+        assert [(n.node.id_, n.score) for n in nodes[1]] == [
+            (n.node.id_, n.score) for n in nodes[0]
+        ]

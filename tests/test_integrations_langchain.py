@@ -14,6 +14,7 @@ from okfast import (
     CatalogError,
     FileMemoryStore,
     InvalidArgumentError,
+    InvalidArgumentTypeError,
     Query,
     Resolver,
     Scope,
@@ -87,6 +88,14 @@ def test_built_from_a_catalog_object_path_or_resolver() -> None:
 def test_tag_is_passed_to_every_query() -> None:
     docs = OkfastRetriever(catalog=CATALOG, tag="sourdough", k=10).invoke(QUESTION)
     assert docs and all("sourdough" in d.metadata["tags"] for d in docs)
+
+
+def test_a_resolver_of_the_wrong_type_is_refused_when_made() -> None:
+    """docs/integrations.md: okfast's own type error, as the LlamaIndex
+    retriever's, not an AttributeError at the first query."""
+    for bad in (CATALOG, 3):
+        with pytest.raises(InvalidArgumentTypeError, match="resolver= must be a Resolver"):
+            OkfastRetriever(resolver=bad)
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from okfast import Bundle, BundleNotFoundError, InvalidArgumentTypeError
+from okfast import Bundle, BundleNotFoundError, Catalog, InvalidArgumentTypeError
 from okfast.paths import (
     bundle_root,
     directory_key,
@@ -14,6 +16,7 @@ from okfast.paths import (
     same_directory,
     split_relative,
 )
+from okfast.settings import Settings
 
 
 @pytest.mark.parametrize(
@@ -59,3 +62,19 @@ def test_a_root_no_file_system_can_hold_is_not_a_directory(path: str) -> None:
 def test_a_root_in_bytes_is_a_type_error() -> None:
     with pytest.raises(InvalidArgumentTypeError, match="a bundle path is text"):
         Bundle.load(b"/tmp", cache=False)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("path", [5, None, b"/tmp", 1.5])
+def test_a_path_that_is_no_path_is_okfasts_type_error(path: object, tmp_path: Path) -> None:
+    """docs/spec.md §1.1, §4.3, §13.2: not os.fspath's bare TypeError."""
+    with pytest.raises(InvalidArgumentTypeError, match="a bundle path is text"):
+        Bundle.load(path, cache=False)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentTypeError, match="a catalog path is text"):
+        Catalog.load(path)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentTypeError, match="a settings path is text"):
+        Settings.load(path)  # type: ignore[arg-type]
+    if path is not None:
+        with pytest.raises(InvalidArgumentTypeError, match="root is text"):
+            Catalog.load(tmp_path / "catalog.json", root=path)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgumentTypeError, match="base_dir is text"):
+            Catalog.parse('{"version": 1, "sources": []}', base_dir=path)  # type: ignore[arg-type]

@@ -24,6 +24,7 @@ from okfast import (
     Catalog,
     Context,
     InvalidArgumentError,
+    InvalidArgumentTypeError,
     Query,
     Resolver,
     Scorer,
@@ -329,6 +330,10 @@ def test_resolver_search_many_edge_cases(tmp_path: Path) -> None:
     same_context(got[1], r.search(Query("data", strategy="merged")))
     with pytest.raises(InvalidArgumentError, match="sequence"):
         r.search_many("data")
+    # Not a sequence: a type error, as Bundle.search_many's (docs/spec.md §5.2).
+    for bad in (5, None, iter(["data"])):
+        with pytest.raises(InvalidArgumentTypeError, match="queries must be a sequence"):
+            r.search_many(bad)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError) as one:
         r.search("  ")
     with pytest.raises(InvalidArgumentError) as many:

@@ -17,7 +17,7 @@ from typing import Any
 
 from okfast import _native, strict_json
 from okfast.errors import CatalogError as CatalogError  # re-exported from here too
-from okfast.paths import is_absolute_spelling, is_within, join_lexically
+from okfast.paths import is_absolute_spelling, is_within, join_lexically, path_text
 
 ROOT_KEYS = frozenset({"version", "sources", "settings"})
 SOURCE_KEYS = frozenset(
@@ -258,8 +258,8 @@ def _settings_path(raw: Any, croot: str, base: str) -> tuple[Path | None, Catalo
 def _parse(
     text: str, base_dir: str | os.PathLike[str], root: str | os.PathLike[str] | None
 ) -> tuple[tuple[Source, ...], tuple[CatalogDiagnostic, ...], Path | None]:
-    base = os.path.normpath(os.path.abspath(os.fspath(base_dir)))
-    croot = os.path.normpath(os.path.abspath(os.fspath(root))) if root is not None else base
+    base = os.path.normpath(os.path.abspath(path_text("base_dir", base_dir)))
+    croot = os.path.normpath(os.path.abspath(path_text("root", root))) if root is not None else base
     diags: list[CatalogDiagnostic] = []
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -323,7 +323,9 @@ class Catalog:
         cls, path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None
     ) -> Catalog:
         """Read and parse ``path``; raises :class:`CatalogError` listing every problem."""
-        p = Path(os.path.abspath(os.fspath(path)))
+        p = Path(os.path.abspath(path_text("a catalog path", path)))
+        if root is not None:
+            path_text("root", root)
         sources, diags, settings = _read_and_parse(p, root)
         if diags:
             raise CatalogError(diags)

@@ -62,16 +62,27 @@ def is_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
+def path_text(what: str, path: object) -> str:
+    """``path`` (a ``str`` or an ``os.PathLike`` of one) as text; anything
+    else — a number, ``None``, a bytes path — is okfast's type error naming
+    ``what`` was wanted, not ``os.fspath``'s bare ``TypeError``."""
+    try:
+        given = os.fspath(path)  # type: ignore[call-overload]
+    except TypeError:
+        given = None
+    if not isinstance(given, str):
+        raise InvalidArgumentTypeError(f"{what} is text, got {type(path).__name__}")
+    return given
+
+
 def bundle_root(path: str | os.PathLike[str]) -> str:
     """A bundle root as an absolute path; one no file system can hold is
     not a readable directory (docs/spec.md §1.1)."""
-    given = os.fspath(path)
+    given = path_text("a bundle path", path)
     if given == "":
         # An unset variable, most likely: never the working directory.
         raise BundleNotFoundError("an empty path names no bundle directory")
     root = os.path.abspath(given)
-    if not isinstance(root, str):
-        raise InvalidArgumentTypeError(f"a bundle path is text, got {type(root).__name__}")
     try:
         if "\x00" in root:
             raise ValueError("it holds a NUL character")

@@ -10,7 +10,7 @@ import enum
 import numbers
 import operator
 import sys
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
@@ -283,3 +283,30 @@ class Query:
                 raise InvalidArgumentTypeError(
                     f"Query.{name} must be True or False, got {getattr(self, name)!r}"
                 )
+
+
+def query_of(query: object) -> Query:
+    """``query``, or ``Query(query)`` for a string; anything else is a type
+    error naming what was given (docs/spec.md §5.2)."""
+    if isinstance(query, str):
+        return Query(query)
+    if not isinstance(query, Query):
+        raise InvalidArgumentTypeError(
+            f"a query must be a Query or a str, got {type(query).__name__}"
+        )
+    return query
+
+
+def queries_of(queries: object) -> list[Query]:
+    """Each of a sequence of queries as :func:`query_of` makes it; one query
+    alone, or anything that is not a sequence (an iterator), is refused as
+    ``Bundle.search_many`` refuses it (docs/spec.md §5.2)."""
+    if isinstance(queries, str | Query):
+        raise InvalidArgumentError(
+            f"queries must be a sequence of queries, not one {type(queries).__name__}"
+        )
+    if not isinstance(queries, Sequence):
+        raise InvalidArgumentTypeError(
+            f"queries must be a sequence of queries, got {type(queries).__name__}"
+        )
+    return [query_of(q) for q in queries]

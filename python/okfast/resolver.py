@@ -40,7 +40,7 @@ from okfast.matches import no_tokens as _no_tokens
 from okfast.model import Diagnostic, DiagnosticCode, Exclusion
 from okfast.passages import Context, ExplainInfo, PassageList, SourceSnapshot
 from okfast.paths import directory_key
-from okfast.query import Query, Strategy, Visibility, micros
+from okfast.query import Query, Strategy, Visibility, micros, queries_of, query_of
 from okfast.scoring import (
     BM25FParams,
     Scorer,
@@ -401,18 +401,6 @@ _CLASSES: dict[Strategy, type[_Engine]] = {
 }
 
 
-def query_of(query: object) -> Query:
-    """``query``, or ``Query(query)`` for a string; anything else is a type
-    error naming what was given (docs/spec.md §5.2)."""
-    if isinstance(query, str):
-        return Query(query)
-    if not isinstance(query, Query):
-        raise InvalidArgumentTypeError(
-            f"a query must be a Query or a str, got {type(query).__name__}"
-        )
-    return query
-
-
 class Resolver:
     """Searches a catalog's sources and returns one ordered list (SPEC §5.2).
 
@@ -522,11 +510,7 @@ class Resolver:
         results (docs/spec.md §5.2): the queries run on a few threads, whose
         native searches release the GIL. Every query is checked before any
         runs."""
-        if isinstance(queries, str | Query):
-            raise InvalidArgumentError(
-                f"queries must be a sequence of queries, not one {type(queries).__name__}"
-            )
-        qs = [query_of(q) for q in queries]
+        qs = queries_of(queries)
         if len(qs) < 2:
             return [self.search(q, exclusions=exclusions) for q in qs]
         with ThreadPoolExecutor(max_workers=min(len(qs), os.cpu_count() or 1)) as pool:

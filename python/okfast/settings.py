@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from okfast import strict_json
 from okfast.arguments import surrogate_in
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError, SettingsError
+from okfast.paths import path_text
 from okfast.query import Query, Strategy, strategy_of
 from okfast.scoring import (
     BM25F_FIELDS,
@@ -120,7 +121,7 @@ class Settings:
         """Read ``path``. Raises :class:`~okfast.errors.SettingsError` when it
         cannot be read or is not a JSON object; every other problem is a
         diagnostic (in ``.diagnostics``) and its entry is ignored."""
-        p = Path(os.path.abspath(os.fspath(path)))
+        p = Path(os.path.abspath(path_text("a settings path", path)))
         try:
             text = p.read_bytes().decode("utf-8")
         except OSError as e:

@@ -49,16 +49,16 @@ from okfast.distributed.parts import declarations
 from okfast.distributed.pool import LOADING, Failed, Pool, ray_module, timeout_of
 from okfast.distributed.remote import PAGE, RemotePassages, merge
 from okfast.distributed.shard import Found, Request, Stale, Unavailable, Unit
-from okfast.errors import InvalidArgumentError
+from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.governance import id_key, pin_keys
 from okfast.matches import Matches as _Matches
 from okfast.matches import Scoring as _Scoring
 from okfast.model import Diagnostic
 from okfast.passages import Context, SourceSnapshot
 from okfast.paths import directory_key
-from okfast.query import Query, Strategy, Visibility
-from okfast.resolver import _CLASSES, Clock, Resolver, _Engine, query_of
-from okfast.scoring import BM25FParams, Scorer, language_of
+from okfast.query import Query, Strategy, Visibility, queries_of, query_of
+from okfast.resolver import _CLASSES, Clock, Resolver, _Engine
+from okfast.scoring import BM25FParams, Scorer, count_of, language_of, whole_of
 from okfast.settings import Settings
 from okfast.snapshots import CachedBundle, source_language
 
@@ -141,10 +141,19 @@ class RayResolver:
             default_rrf_k=default_rrf_k,
         )
         timeout = timeout_of(timeout)
+        # Checked before Ray starts, so a bad argument is okfast's error, not
+        # a TypeError from deep in the cluster set-up (docs/spec.md §15.1).
+        if shards is not None:
+            shards = count_of("shards", shards)
+        for name, given in (("split", split), ("actor_options", actor_options)):
+            if given is not None and not isinstance(given, Mapping):
+                raise InvalidArgumentTypeError(
+                    f"{name} must be a mapping, got {type(given).__name__}"
+                )
+        units = self._units(catalog, dict(split or {}))
         ray = ray_module()
         if not ray.is_initialized():
             ray.init(address=address)
-        units = self._units(catalog, dict(split or {}))
         widest = max((len(parts) for parts in units.values()), default=1)
         if shards is None:
             cpus = int(ray.cluster_resources().get("CPU", 1))
@@ -179,9 +188,13 @@ class RayResolver:
         lang = self.local.default_bm25f.language
         roles = {s.id: s.role for s in catalog.sources}
         enabled = {s.id for s in catalog.sources if s.enabled}
-        for sid, k in split.items():
-            if sid not in roles or isinstance(k, bool) or not isinstance(k, int) or k < 1:
-                raise InvalidArgumentError(f"split: {sid!r}: {k!r} (a source id and a count >= 1)")
+        for sid, given in split.items():
+            k = whole_of(given)
+            if sid not in roles or k is None or k < 1:
+                raise InvalidArgumentError(
+                    f"split: {sid!r}: {given!r} (a source id and a count >= 1)"
+                )
+            split[sid] = k
             # No shard serves a disabled source: its split would be ignored.
             if sid not in enabled:
                 raise InvalidArgumentError(
@@ -214,6 +227,16 @@ class RayResolver:
         return self.local.catalog
 
     @property
+    def default_scorer(self) -> Scorer:
+        """The scorer of a query that names none (the local resolver's)."""
+        return self.local.default_scorer
+
+    @property
+    def default_bm25f(self) -> BM25FParams:
+        """The BM25F parameters of a query that gives none (the local resolver's)."""
+        return self.local.default_bm25f
+
+    @property
     def timeout(self) -> float:
         """Seconds every round trip to the shards may take."""
         return self._pool.timeout
@@ -238,11 +261,7 @@ class RayResolver:
     ) -> list[Context]:
         """:meth:`search` of each of ``queries``, in order (``Resolver.search_many``'s
         results, docs/spec.md §5.2): one fan-out per query."""
-        if isinstance(queries, str | Query):
-            raise InvalidArgumentError(
-                f"queries must be a sequence of queries, not one {type(queries).__name__}"
-            )
-        qs = [query_of(q) for q in queries]
+        qs = queries_of(queries)
         return [self.search(q, exclusions=exclusions) for q in qs]
 
     def _where(self, s: Source) -> list[int]:
@@ -428,18 +447,19 @@ class RayResolver:
         failed: dict[str, str],
         summed: dict[str, Bm25fStats],
     ) -> _Matches:
-        """What ``_Engine.search`` returns, from the shards' replies: sources
-        unavailable first, then each searched one's diagnostics (as there)."""
+        """What ``_Engine.search`` returns, from the shards' replies: each
+        source's unavailability or diagnostics, in source order (as there,
+        docs/spec.md §5.6)."""
         split = {sid: parts for sid, parts in replies.items() if len(parts) > 1}
         declared = declarations(self._pool, self._declared, split, plan, failed) if split else {}
         f = _Matches([], [], [], [], [], [], [], False)
+        fusion = how.scorer is Scorer.FUSION
         for s in sources:
             if s.id in failed:
                 f.unavailable(s.id, failed[s.id])
-        fusion = how.scorer is Scorer.FUSION
-        for s in sources:
+                continue
             parts = replies.get(s.id)
-            if parts is None or s.id in failed:
+            if parts is None:
                 continue
             f.any_searched = True
             # A split source's parts each report their own files' diagnostics;

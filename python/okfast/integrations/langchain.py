@@ -72,7 +72,10 @@ class OkfastRetriever(BaseRetriever):
     # InstanceOf: pydantic would otherwise build a Catalog from a dict, unchecked.
     catalog: InstanceOf[Catalog] | str | os.PathLike[str] | None = None
     """A :class:`okfast.Catalog` or the path of a ``catalog.json`` (or give ``resolver``)."""
-    resolver: Resolver | None = None
+    # Any: a Resolver or a RayResolver (its class is not imported without
+    # Ray); open_resolver checks what was given (docs/integrations.md).
+    resolver: Any = None
+    """A ready :class:`okfast.Resolver` or ``okfast.distributed.RayResolver``."""
     k: int = Field(default=4, ge=1)
     """How many knowledge documents to return."""
     strategy: Strategy | None = None
@@ -84,7 +87,7 @@ class OkfastRetriever(BaseRetriever):
     settings: InstanceOf[Settings] | str | os.PathLike[str] | None = None
     """A settings file or :class:`okfast.settings.Settings` (with ``catalog``)."""
 
-    _resolver: Resolver = PrivateAttr()
+    _resolver: Resolver = PrivateAttr()  # or a RayResolver, which has its reads
     _store: FileMemoryStore | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
