@@ -36,6 +36,21 @@ def src(**kw: Any) -> dict[str, Any]:
     return {"id": "docs", "path": "./docs", **kw}
 
 
+def MEM(path: str, **kw: Any) -> dict[str, Any]:  # noqa: N802  (reads as a constant in tables)
+    return {"id": "m", "path": path, "role": "memory", "tier": "user", **kw}
+
+
+def MEM2(path: str) -> dict[str, Any]:  # noqa: N802
+    return {"id": "m2", "path": path, "role": "memory", "tier": "tenant"}
+
+
+def test_a_disabled_source_overlaps_nothing(tmp: Path) -> None:
+    """docs/spec.md §4.2: only enabled sources are walked or read, so a
+    disabled one may share a directory with any other."""
+    doc = {"version": 1, "sources": [src(path="mem", enabled=False), MEM("mem/user")]}
+    assert [s.id for s in Catalog.load(write(tmp, doc)).sources] == ["docs", "m"]
+
+
 def test_good_catalog(tmp: Path) -> None:
     cat = Catalog.load(
         write(
@@ -106,6 +121,20 @@ def test_good_catalog(tmp: Path) -> None:
             ["DuplicateMemoryTier"],
         ),
         ({"version": 1, "sources": [src(authority="gospel")]}, ["IllegalAuthority"]),
+        # Memory and knowledge directories must not overlap, either way round.
+        ({"version": 1, "sources": [src(), MEM("docs")]}, ["MemoryOverlapsKnowledge"]),
+        (
+            {"version": 1, "sources": [src(path="mem"), MEM("mem/user")]},
+            ["MemoryOverlapsKnowledge"],
+        ),
+        (
+            {"version": 1, "sources": [MEM("mem"), src(path="mem/user")]},
+            ["MemoryOverlapsKnowledge"],
+        ),
+        (
+            {"version": 1, "sources": [src(path="mem"), MEM("mem/user"), MEM2("mem")]},
+            ["MemoryOverlapsKnowledge", "MemoryOverlapsKnowledge"],
+        ),
         ({"version": 1, "sources": [src(path="/etc")]}, ["AbsolutePath"]),
         ({"version": 1, "sources": [src(path="C:\\x")]}, ["AbsolutePath"]),
         ({"version": 1, "sources": [src(path="\\\\host\\x")]}, ["AbsolutePath"]),

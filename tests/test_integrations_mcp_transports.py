@@ -188,6 +188,106 @@ def test_a_line_the_sdk_cannot_read_is_answered_not_dropped() -> None:
     assert refusal('{"jsonrpc":"2.0","id":3,"result":{"a":"\\ud800"}}') == ""
 
 
+def test_a_request_whose_id_is_no_id_is_answered_with_null() -> None:
+    """docs/integrations.md: the SDK reads a request whose id is null, a
+    float, a boolean or an object as a notification, and answers nothing."""
+    from okfast.integrations.mcp_transport import refusal
+
+    for given in ("null", "1.0", "1e2", "true", "{}", "[]"):
+        out = refusal('{"jsonrpc":"2.0","id":' + given + ',"method":"tools/list"}')
+        assert out, given
+        reply = json.loads(out)
+        assert reply["id"] is None and reply["error"]["code"] == -32600
+        assert "the id must be a string or an integer" in reply["error"]["message"]
+
+
+def test_bytes_that_are_not_utf8_are_refused_not_replaced() -> None:
+    """docs/integrations.md: never read as U+FFFD (which would write a
+    corrupted text to memory as if it had been sent)."""
+    from okfast.integrations.mcp_transport import refusal
+
+    raw = b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"resolve",'
+    raw += b'"arguments":{"query":"pass\xffword"}}}'
+    out = refusal(raw.decode("utf-8", errors="surrogateescape"))
+    assert out
+    reply = json.loads(out)
+    assert reply["id"] == 4 and reply["error"]["code"] == -32600
+    assert "not UTF-8" in reply["error"]["message"]
+
+
+def test_a_message_nested_deeper_than_the_parser_reads_says_so() -> None:
+    from okfast.integrations.mcp_transport import refusal
+
+    deep = "[" * 300 + "]" * 300
+    call = '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"resolve",'
+    reply = json.loads(refusal(call + '"arguments":{"q":' + deep + "}}}") or "{}")
+    assert reply["id"] == 5 and "nests deeper" in reply["error"]["message"]
+    deeper = "[" * 100_000 + "]" * 100_000
+    reply = json.loads(refusal(call + '"arguments":{"q":' + deeper + "}}}") or "{}")
+    assert reply["id"] is None and reply["error"]["code"] == -32700
+    assert "nests too deeply" in reply["error"]["message"]
+
+
+def pipelined_session(n: int) -> bytes:
+    """An opening and ``n`` requests (pings and searches, ids 1..n), written
+    at once; the last line has no newline."""
+    info = {"name": "eof", "version": "0"}
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": info}
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}),
+        '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+    ]
+    for i in range(1, n + 1):
+        call = {"name": "resolve", "arguments": {"query": "levain starter", "limit": 3}}
+        lines.append(
+            json.dumps({"jsonrpc": "2.0", "id": i, "method": "ping"})
+            if i % 2
+            else json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": call})
+        )
+    return "\n".join(lines).encode()
+
+
+def test_every_request_read_is_answered_before_the_end_of_stdin_closes(
+    catalog: Path, tmp_path: Path
+) -> None:
+    """docs/integrations.md: the SDK closes the session at the end of stdin
+    and drops the answers of requests still running; okfast's reader reports
+    the end only once every request it read has its answer."""
+    proc = raw_server(catalog, tmp_path)
+    out, _ = proc.communicate(pipelined_session(60), timeout=120)
+    assert proc.returncode == 0
+    ids = sorted(json.loads(x)["id"] for x in out.decode().splitlines())
+    assert ids == list(range(61))
+    requests, answers = tmp_path / "requests.jsonl", tmp_path / "answers.jsonl"
+    requests.write_bytes(pipelined_session(9))
+    with open(requests, "rb") as stdin, open(answers, "wb") as stdout:
+        done = subprocess.run(
+            [sys.executable, *okfast_mcp(catalog)],
+            stdin=stdin,
+            stdout=stdout,
+            env={**os.environ, **server_env()},
+            cwd=str(tmp_path),
+            timeout=120,
+        )
+    assert done.returncode == 0
+    assert sorted(json.loads(x)["id"] for x in answers.read_text().splitlines()) == list(range(10))
+
+
+def test_started_with_stdin_closed_is_one_line_and_status_2(catalog: Path, tmp_path: Path) -> None:
+    """docs/spec.md §10.4: a closed standard stream is one line, no traceback."""
+    done = subprocess.run(
+        [sys.executable, *okfast_mcp(catalog)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        env={**os.environ, **server_env()},
+        cwd=str(tmp_path),
+        timeout=120,
+        preexec_fn=lambda: os.close(0),
+    )
+    assert done.returncode == 2
+    assert done.stderr.decode() == "okfast: mcp: standard input is closed\n"
+
+
 def unreadable_requests(client: str) -> list[str]:
     """The opening of a session (initialize, id 0), a request the SDK cannot
     read (a lone surrogate, id 1) and a line that is not JSON."""

@@ -17,7 +17,13 @@ from typing import Any
 
 from okfast import _native, strict_json
 from okfast.errors import CatalogError as CatalogError  # re-exported from here too
-from okfast.paths import is_absolute_spelling, is_within, join_lexically, path_text
+from okfast.paths import (
+    directory_key,
+    is_absolute_spelling,
+    is_within,
+    join_lexically,
+    path_text,
+)
 
 ROOT_KEYS = frozenset({"version", "sources", "settings"})
 SOURCE_KEYS = frozenset(
@@ -255,6 +261,39 @@ def _settings_path(raw: Any, croot: str, base: str) -> tuple[Path | None, Catalo
     return Path(full), None
 
 
+def _memory_overlaps(sources: list[Source]) -> list[CatalogDiagnostic]:
+    """An enabled memory source whose directory is, is inside or holds an
+    enabled knowledge source's (docs/spec.md §4.2): the knowledge bundle's
+    walk would load every scope's memory as knowledge that any scope can
+    search, or the store would read knowledge files as a scope's memory.
+    Source paths hold no links below the root (§4.2), so comparing them
+    lexically is exact."""
+    knowledge = [
+        (s, directory_key(s.directory))
+        for s in sources
+        if s.role == "knowledge" and s.directory is not None
+    ]
+    out = []
+    for m in sources:
+        if m.role != "memory" or m.directory is None:
+            continue
+        mk = directory_key(m.directory)
+        for k, kk in knowledge:
+            if is_within(mk, kk) or is_within(kk, mk):
+                where = "is" if mk == kk else "is inside" if is_within(mk, kk) else "holds"
+                out.append(
+                    CatalogDiagnostic(
+                        "MemoryOverlapsKnowledge",
+                        f"memory source {m.id!r}: {m.directory} {where} the directory of "
+                        f"knowledge source {k.id!r}; a scope's memory would be searchable "
+                        "as knowledge by every scope",
+                        m.id,
+                    )
+                )
+                break
+    return out
+
+
 def _parse(
     text: str, base_dir: str | os.PathLike[str], root: str | os.PathLike[str] | None
 ) -> tuple[tuple[Source, ...], tuple[CatalogDiagnostic, ...], Path | None]:
@@ -302,6 +341,7 @@ def _parse(
         settings, d = _settings_path(doc["settings"], croot, base)
         if d is not None:
             diags.append(d)
+    diags += _memory_overlaps(sources)
     return tuple(sources), tuple(diags), settings
 
 

@@ -44,6 +44,10 @@ def _run(args: argparse.Namespace, load: LoadCatalog) -> int:
         scope = _scope(args)
     except ValueError as e:
         return _fail(str(e))
+    if args.transport == "stdio" and sys.stdin is None:
+        # Started with fd 0 closed (`<&-`): a descriptor opened later would
+        # take its place and be read as the wire (docs/spec.md §10.4).
+        return _fail("mcp: standard input is closed")
     if args.capture and scope is None:
         return _fail("--capture needs a memory scope: give --tenant (and --user, --session)")
     if args.transport == "streamable-http":

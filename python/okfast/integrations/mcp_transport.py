@@ -12,6 +12,7 @@ same JSON-RPC lines through the same SDK session.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import ipaddress
 import json
@@ -156,18 +157,63 @@ async def _read(fd: int, polled: bool) -> bytes:
     return await anyio.to_thread.run_sync(os.read, fd, 1 << 16)
 
 
+class _Outstanding:
+    """The requests handed to the SDK and not answered yet, by id: at the end
+    of stdin the reader waits for their answers before it reports the end,
+    which closes the session (the SDK would drop the answers of requests
+    still running)."""
+
+    def __init__(self) -> None:
+        self._ids: collections.Counter[tuple[bool, int | str]] = collections.Counter()
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    def __bool__(self) -> bool:
+        return bool(self._ids)
+
+    def asked(self, request_id: int | str) -> None:
+        if not self._ids:
+            self._idle = anyio.Event()
+        self._ids[_key(request_id)] += 1
+
+    def answered(self, request_id: object) -> None:
+        if not isinstance(request_id, int | str):
+            return
+        key = _key(request_id)
+        left = self._ids.pop(key, 0) - 1
+        if left > 0:
+            self._ids[key] = left
+        if not self._ids:
+            self._idle.set()
+
+    async def settled(self) -> None:
+        await self._idle.wait()
+
+
+def _key(request_id: int | str) -> tuple[bool, int | str]:
+    # 1 and "1" are two ids.
+    return isinstance(request_id, str), request_id
+
+
 class _LineReader(anyio.AsyncFile[str]):
     """The lines of stdin, read as :func:`_read` says. The descriptor stays
     blocking (it may be shared with other processes): a read after a
     readiness wait returns what has arrived."""
 
-    def __init__(self, fd: int, fp: IO[str], answer: Callable[[str], Awaitable[int]]) -> None:
+    def __init__(
+        self,
+        fd: int,
+        fp: IO[str],
+        answer: Callable[[str], Awaitable[int]],
+        outstanding: _Outstanding,
+    ) -> None:
         super().__init__(fp)
         self._fd = fd
         self._polled = _pollable(fd)
         self._pending = b""
         self._eof = False
         self._answer = answer
+        self._outstanding = outstanding
 
     async def readline(self) -> str:
         while True:
@@ -176,54 +222,93 @@ class _LineReader(anyio.AsyncFile[str]):
                 self._eof = not chunk
                 self._pending += chunk
             line, newline, self._pending = self._pending.partition(b"\n")
-            # Undecodable bytes become U+FFFD, as in the SDK's transport, and the
-            # JSON-RPC parser then refuses the message.
-            text = (line + newline).decode("utf-8", errors="replace")
-            reply = refusal(text) if text else None
+            # Bytes that are not UTF-8 become lone surrogates, which the SDK's
+            # parser refuses and refusal() answers (never U+FFFD, which would
+            # let a corrupted text through as if it had been sent).
+            text = (line + newline).decode("utf-8", errors="surrogateescape")
+            if not text:
+                # The end of stdin: every request read gets its answer first.
+                await self._outstanding.settled()
+                return ""
+            reply, doc = screen(text)
             if reply is None:
+                self._track(doc)
                 return text
             # A message the SDK's parser would drop unanswered, leaving the
             # client waiting: answered here, and the next line read instead.
             if reply:
                 await self._answer(reply + "\n")
 
+    def _track(self, doc: Any) -> None:
+        if not isinstance(doc, dict) or "method" not in doc:
+            return
+        if "id" in doc:
+            self._outstanding.asked(doc["id"])
+        elif doc["method"] == "notifications/cancelled":
+            # A cancelled request may never be answered (MCP's cancellation).
+            params = doc.get("params")
+            if isinstance(params, dict):
+                self._outstanding.answered(params.get("requestId"))
+
 
 def refusal(line: str) -> str | None:
     """``None`` when the SDK reads ``line`` as a JSON-RPC message; else the
     JSON-RPC error that answers it (docs/integrations.md), or ``""`` when
-    nothing may answer it (a notification, a client's response). The SDK's
-    parser refuses a line that is not JSON, a string holding a lone
-    surrogate (``"\\ud800"``: not UTF-8) and an integer of more digits than
-    Python converts, and drops the message without a word."""
+    nothing may answer it (a notification, a client's response)."""
+    return screen(line)[0]
+
+
+def screen(line: str) -> tuple[str | None, Any]:
+    """:func:`refusal`'s answer, and the message parsed (``None`` for a line
+    that is not JSON). The SDK's parser refuses a line that is not JSON, a
+    string holding a lone surrogate (``"\\ud800"``, or bytes that are not
+    UTF-8), an integer of more digits than Python converts and a message
+    nested deeper than it reads, and drops the message without a word; it
+    reads a request whose id is ``null``, a float, a boolean or an object as
+    a notification, never answered."""
     if not line.strip():
-        return None
-    try:
-        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        return None
-    except Exception:  # noqa: BLE001 (whatever the SDK's parser raises, it drops the line)
-        pass
+        return None, None
     try:
         doc = json.loads(line, parse_int=strict_json.integer)
-    except (ValueError, RecursionError):
-        return _error(None, -32700, "Parse error: the line is not JSON")
+    except RecursionError:
+        return _error(None, -32700, "Parse error: the line nests too deeply to read"), None
+    except ValueError:
+        return _error(None, -32700, "Parse error: the line is not JSON"), None
+    if isinstance(doc, dict) and "method" in doc and "id" in doc:
+        given = doc["id"]
+        if isinstance(given, bool) or not isinstance(
+            given, int | str | strict_json.OversizedInteger
+        ):
+            shown = json.dumps(given)[:40]
+            return _error(
+                None, -32600, f"Invalid Request: the id must be a string or an integer, got {shown}"
+            ), doc
+    try:
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return None, doc
+    except Exception as e:  # noqa: BLE001 (whatever the SDK's parser raises, it drops the line)
+        refused = str(e)
     if not isinstance(doc, dict) or "method" not in doc:
         # A client's response, or not a message at all.
         return (
             ""
             if isinstance(doc, dict) and ("result" in doc or "error" in doc)
             else (_error(None, -32600, "Invalid Request: not a JSON-RPC message"))
-        )
+        ), doc
     if "id" not in doc:
-        return ""  # a notification: never answered
+        return "", doc  # a notification: never answered
     given = doc["id"]
-    usable = (isinstance(given, int) and not isinstance(given, bool)) or (
-        isinstance(given, str) and surrogate_in(given) is None
+    usable = isinstance(given, int) or (isinstance(given, str) and surrogate_in(given) is None)
+    why = _why(doc) or (
+        "it nests deeper than the parser reads"
+        if "recursion limit" in refused
+        else "not a valid JSON-RPC request"
     )
-    return _error(given if usable else None, -32600, f"Invalid Request: {_why(doc)}")
+    return _error(given if usable else None, -32600, f"Invalid Request: {why}"), doc
 
 
-def _why(doc: object) -> str:
-    """What in a parsed message its reader refuses."""
+def _why(doc: object) -> str | None:
+    """What in a parsed message its reader refuses, when it is in a value."""
     stack = [doc]
     while stack:
         v = stack.pop()
@@ -236,7 +321,7 @@ def _why(doc: object) -> str:
             stack.extend(v.values())
         elif isinstance(v, list):
             stack.extend(v)
-    return "not a valid JSON-RPC request"
+    return None
 
 
 def _error(request_id: int | str | None, code: int, message: str) -> str:
@@ -251,10 +336,11 @@ class _LineWriter(anyio.AsyncFile[str]):
     blocking; to a file or a terminal from a worker thread. The descriptor
     stays blocking, as :class:`_LineReader`'s."""
 
-    def __init__(self, fd: int, fp: IO[str]) -> None:
+    def __init__(self, fd: int, fp: IO[str], outstanding: _Outstanding) -> None:
         super().__init__(fp)
         self._fd = fd
         self._polled = _pollable(fd)
+        self._outstanding = outstanding
         # The SDK's answers and the reader's refusals: one line at a time, so
         # that two never interleave their pieces.
         self._lock = anyio.Lock()
@@ -269,6 +355,11 @@ class _LineWriter(anyio.AsyncFile[str]):
                     data = data[os.write(self._fd, piece) :]
                 else:
                     data = data[await anyio.to_thread.run_sync(os.write, self._fd, piece) :]
+        if self._outstanding:
+            doc = json.loads(text)
+            # An answer (a result or an error), not the server's own request.
+            if isinstance(doc, dict) and "method" not in doc:
+                self._outstanding.answered(doc.get("id"))
         return len(text)
 
     async def flush(self) -> None:
@@ -277,14 +368,16 @@ class _LineWriter(anyio.AsyncFile[str]):
 
 async def serve_stdio(server: MCPServer[Any]) -> None:
     """Serve ``server`` over this process's stdin and stdout until the client
-    closes stdin (or a file given as stdin ends)."""
+    closes stdin (or a file given as stdin ends) and every request read is
+    answered."""
     with (
         _claimed_stdio() as (wire_in, wire_out),
         open(wire_in, encoding="utf-8", closefd=False) as fp_in,
         open(wire_out, "w", encoding="utf-8", closefd=False) as fp_out,
     ):
-        writer = _LineWriter(wire_out, fp_out)
-        reader = _LineReader(wire_in, fp_in, writer.write)
+        outstanding = _Outstanding()
+        writer = _LineWriter(wire_out, fp_out, outstanding)
+        reader = _LineReader(wire_in, fp_in, writer.write, outstanding)
         async with stdio_server(stdin=reader, stdout=writer) as (read, write):
             # MCPServer.run_stdio_async does the same with the SDK's streams.
             lowlevel = server._lowlevel_server
