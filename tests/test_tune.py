@@ -4,6 +4,7 @@ apply/revert with a history, the CLI, Ctrl-C, the plot."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -322,6 +323,8 @@ def test_the_command_writes_applies_and_reverts(
         "sha256:"
     )
     assert prov["after"] >= prov["holdout"] > prov["before"] and prov["configurations"] == 10
+    # Of the bytes the judged set was read from (docs/spec.md §14.3).
+    assert prov["qrels_sha256"] == "sha256:" + hashlib.sha256(qrels.read_bytes()).hexdigest()
     code, text, _ = run(capsys, *base, "--apply", "--json")
     doc = json.loads(text)
     assert code == 0 and doc["applied"] and doc["proposed"]["scorer"] != "weighted_count"
@@ -329,6 +332,10 @@ def test_the_command_writes_applies_and_reverts(
     assert applied.to_dict() == doc["proposed"]
     # The catalog's settings are now the current ones: eval measures them.
     assert Resolver(Catalog.load(catalog)).default_scorer is applied.scorer
+    # A search's option given with --revert is refused, never ignored.
+    code, _, err = run(capsys, "--catalog", str(catalog), "--revert", "--apply", "--budget", "3")
+    assert code == 2 and "--revert takes no search options (given: --budget, --apply)" in err
+    assert (tmp_path / "okfast-settings.json").exists()
     code, text, _ = run(capsys, "--catalog", str(catalog), "--revert")
     assert code == 0 and "Reverted" in text
     assert not (tmp_path / "okfast-settings.json").exists()
@@ -399,6 +406,8 @@ def test_the_plot_is_drawn(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         ("--plot", ".", "is a directory"),
         ("--plot", "tune", "must end in one of"),
         ("--plot", "tune.xyz", "must end in one of"),
+        # A format matplotlib lists whose writer needs a program (TeX).
+        ("--plot", "tune.pgf", "cannot write the plot"),
     ],
 )
 def test_an_unwritable_out_or_plot_is_refused_before_the_search(
@@ -411,6 +420,8 @@ def test_an_unwritable_out_or_plot_is_refused_before_the_search(
 ) -> None:
     if flag == "--plot":
         pytest.importorskip("matplotlib", reason="the plot extra (okfast[plot]) is not installed")
+    if name.endswith(".pgf"):
+        monkeypatch.setenv("PATH", str(tmp_path))  # no TeX, wherever the suite runs
     catalog, qrels = corpus(tmp_path)
 
     def no_search(*args: object, **kwargs: object) -> None:

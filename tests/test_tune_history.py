@@ -33,6 +33,19 @@ def test_apply_and_revert_keep_a_history(tmp_path: Path) -> None:
     assert revert(target) and not target.exists()
 
 
+def test_a_revert_through_a_dangling_link_restores_the_link_alone(tmp_path: Path) -> None:
+    """apply writes through a settings path that is a symbolic link (to its
+    target, created); the revert removes that file and keeps the link, as it
+    was before (docs/spec.md §14.4)."""
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "s.json"
+    target.symlink_to(tmp_path / "real" / "t.json")
+    apply(Settings(scorer=Scorer.BM25F), target)
+    assert (tmp_path / "real" / "t.json").is_file() and target.is_symlink()
+    assert revert(target)
+    assert target.is_symlink() and not (tmp_path / "real" / "t.json").exists()
+
+
 def test_a_revert_restores_text_with_unicode_line_separators(tmp_path: Path) -> None:
     # JSON leaves U+0085, U+2028 and U+2029 unescaped; the history's lines
     # end at "\n" only (docs/spec.md §14.4).

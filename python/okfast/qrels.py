@@ -12,12 +12,14 @@ is decided against a catalog when the set is evaluated (§11.2).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import unquote
 
@@ -46,8 +48,27 @@ def _whole(digits: str) -> int | None:
 
 
 def _is_text(value: object) -> bool:
-    """A string that is valid Unicode: no lone surrogate (JSON's ``\\ud800``)."""
-    return isinstance(value, str) and surrogate_in(value) is None
+    """A string the metric library can take: valid Unicode (no lone
+    surrogate, JSON's ``\\ud800``) without a NUL, which its C code reads as
+    the end of the id (docs/spec.md §11.1)."""
+    return isinstance(value, str) and surrogate_in(value) is None and "\x00" not in value
+
+
+def _first_repeated(keys: Iterator[str]) -> str | None:
+    """The first key seen before (in linear time: a line may hold many)."""
+    seen: set[str] = set()
+    for k in keys:
+        if k in seen:
+            return k
+        seen.add(k)
+    return None
+
+
+def _not_text(value: str) -> str:
+    """Why :func:`_is_text` refuses ``value``, as a predicate of it."""
+    if "\x00" in value:
+        return "holds a NUL character (the metric library would end the id there)"
+    return "is not valid Unicode text (a lone surrogate)"
 
 
 def _is_grade(value: object) -> bool:
@@ -79,16 +100,19 @@ class JudgedQuery:
 
     def __post_init__(self) -> None:
         # The metric library hands ids to C as UTF-8: a lone surrogate there
-        # crashes the interpreter, so it is refused here (docs/spec.md §11.1).
-        for what, s in (
-            ("qid", self.qid),
-            ("query text", self.text),
-            *(("doc id", d) for d in self.judgements),
-        ):
+        # crashes the interpreter, and a NUL ends the id early (wrong metrics),
+        # so both are refused here (docs/spec.md §11.1). The query text goes
+        # to okfast's search only: a NUL in it is searched.
+        if not isinstance(self.text, str) or surrogate_in(self.text) is not None:
+            raise InvalidArgumentError(
+                f"a judged query's query text {self.text!r} is not valid Unicode text"
+            )
+        for what, s in (("qid", self.qid), *(("doc id", d) for d in self.judgements)):
             if not _is_text(s):
-                raise InvalidArgumentError(
-                    f"a judged query's {what} {s!r} is not valid Unicode text"
-                )
+                why = _not_text(s) if isinstance(s, str) else "is not a string"
+                raise InvalidArgumentError(f"a judged query's {what} {s!r} {why}")
+        # A copy, read-only: the checks below must hold for what is measured.
+        object.__setattr__(self, "judgements", MappingProxyType(dict(self.judgements)))
         # Grades go to C as an `int` too: a larger one is wrapped (wrong
         # metrics) or crashes the interpreter, as a file's would (§11.1).
         for doc, grade in self.judgements.items():
@@ -109,6 +133,9 @@ class JudgedSet:
     locations: Mapping[tuple[str, str], str] = field(
         default_factory=dict, repr=False, compare=False
     )
+    #: ``sha256:`` + hex SHA-256 of the qrels file's bytes as read, for a set
+    #: :meth:`load` read (the file may be a pipe, read once, or change later).
+    sha256: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         # Results and judgements are keyed by qid: a second query of the same
@@ -137,11 +164,14 @@ class JudgedSet:
         """JSON Lines from ``qrels``; or, when ``queries`` (a ``qid<TAB>query``
         file) is given, TREC qrels from ``qrels``."""
         data = _read(qrels)
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
         if queries is None:
-            return cls.parse_jsonl(data, name=os.fspath(qrels))
-        return cls.parse_trec(
-            data, _read(queries), qrels_name=os.fspath(qrels), queries_name=os.fspath(queries)
-        )
+            judged = cls.parse_jsonl(data, name=os.fspath(qrels))
+        else:
+            judged = cls.parse_trec(
+                data, _read(queries), qrels_name=os.fspath(qrels), queries_name=os.fspath(queries)
+            )
+        return replace(judged, sha256=digest)
 
     @classmethod
     def parse_jsonl(cls, data: bytes | str, *, name: str = "<jsonl>") -> JudgedSet:
@@ -302,20 +332,21 @@ class _Reader:
         if not isinstance(obj, _Pairs):
             self.bad(name, n, "not a JSON object")
             return
-        keys = [k for k, _ in obj]
-        dup = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
-        if dup is not None:
-            self.bad(name, n, f"the key {dup!r} appears twice")
-            return
         fields = dict(obj)
+        if len(fields) < len(obj):
+            self.bad(name, n, f"the key {_first_repeated(k for k, _ in obj)!r} appears twice")
+            return
         qid = fields.get("qid")
         if isinstance(qid, int) and not isinstance(qid, bool):
             qid = str(qid)
+        if isinstance(qid, strict_json.OversizedInteger):
+            self.bad(name, n, f'"qid" is {qid!r}, more than Python reads; write it as a string')
+            return
         if not isinstance(qid, str) or not qid:
             self.bad(name, n, '"qid" must be a non-empty string or an integer')
             return
         if not _is_text(qid):
-            self.bad(name, n, '"qid" is not valid Unicode text (a lone surrogate)')
+            self.bad(name, n, f'"qid" {_not_text(qid)}')
             return
         text = fields.get("query")
         if isinstance(text, str) and not _is_text(text):
@@ -334,9 +365,7 @@ class _Reader:
                 self.bad(name, n, "a doc id is empty")
                 return
             if not _is_text(doc):
-                self.bad(
-                    name, n, f"the doc id {doc!r} is not valid Unicode text (a lone surrogate)"
-                )
+                self.bad(name, n, f"the doc id {doc!r} {_not_text(doc)}")
                 return
             if not _is_grade(grade):
                 self.bad(name, n, f"the grade of {doc!r} must be {_GRADE_RANGE}")
@@ -362,6 +391,9 @@ class _Reader:
         if not qid:
             self.bad(name, n, "the qid is empty")
             return
+        if not _is_text(qid):
+            self.bad(name, n, f"the qid {_not_text(qid)}")
+            return
         if not text.strip():
             self.bad(name, n, "the query is blank")
             return
@@ -381,4 +413,8 @@ class _Reader:
         except UnicodeDecodeError:
             self.bad(name, n, "a percent-encoded field is not UTF-8")
             return
+        for what, value in (("qid", qid), ("doc id", doc)):
+            if not _is_text(value):
+                self.bad(name, n, f"the {what} {value!r} {_not_text(value)}")
+                return
         self.judge(qid, doc, int(grade_field), f"{name}:{n}")

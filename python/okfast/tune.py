@@ -522,16 +522,21 @@ def _lead(best: Trial, other: Trial, queries: Sequence[int]) -> tuple[float, flo
 
 
 def with_provenance(
-    report: TuneReport, *, catalog: Path | None, qrels: Path | None, when: datetime | None = None
+    report: TuneReport,
+    *,
+    catalog: Path | None,
+    qrels: Path | JudgedSet | None,
+    when: datetime | None = None,
 ) -> TuneReport:
     """The report with the provenance a proposed settings file carries
     (docs/spec.md §14.3): okfast's version, the date, digests of the judged
-    queries and of the catalog, and the objective before and after."""
+    queries (a set :meth:`JudgedSet.load` read: of the bytes it read) and of
+    the catalog, and the objective before and after."""
     when = when or datetime.now(timezone.utc)
     prov: dict[str, Any] = {
         "okfast": __version__,
         "date": when.isoformat(timespec="seconds"),
-        "qrels_sha256": _digest(qrels),
+        "qrels_sha256": qrels.sha256 if isinstance(qrels, JudgedSet) else _digest(qrels),
         "catalog_sha256": _digest(catalog),
         "objective": report.objective,
         "seed": report.seed,

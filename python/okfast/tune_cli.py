@@ -58,6 +58,15 @@ def _run(args: argparse.Namespace, load: Any, out: Any) -> int:
     if catalog is None:
         return 2
     if args.revert:
+        # A revert runs no search: a search's option given with it was meant
+        # for something else, and is refused rather than ignored.
+        given = [
+            "--" + k.replace("_", "-") for k, v in _SEARCH_DEFAULTS.items() if getattr(args, k) != v
+        ]
+        if given:
+            raise InvalidArgumentError(
+                f"--revert takes no search options (given: {', '.join(given)})"
+            )
         return _revert(catalog)
     if args.qrels is None:
         raise InvalidArgumentError("tune needs --qrels (or --revert)")
@@ -93,7 +102,7 @@ def _run(args: argparse.Namespace, load: Any, out: Any) -> int:
     report = with_provenance(
         report,
         catalog=catalog.path,
-        qrels=Path(args.qrels),
+        qrels=judged,
     )
     proposal = report.proposal()
     if args.out is not None and proposal is not None:
@@ -183,34 +192,81 @@ def _print(report: TuneReport, args: argparse.Namespace, catalog: Catalog) -> No
         print("not applied: --out FILE writes it, --apply applies it")
 
 
+#: The search's options and their defaults, which --revert leaves alone.
+_SEARCH_DEFAULTS: dict[str, object] = {
+    "qrels": None,
+    "queries": None,
+    "settings": None,
+    "objective": "ndcg@10",
+    "budget": 200,
+    "seed": 0,
+    "folds": 5,
+    "standard_errors": STANDARD_ERRORS,
+    "out": None,
+    "plot": None,
+    "apply": False,
+    "json": False,
+}
+
+
 def register(sub: Any, load: Any, out: Any, positive: Any) -> None:
     """Add ``tune`` to the top-level parser."""
     t = sub.add_parser("tune", help="search ranking settings on judged queries, held-out accepted")
     t.add_argument("--catalog", required=True, help="catalog.json")
-    t.add_argument("--qrels", default=None, help="judged queries (JSON Lines, or TREC qrels)")
-    t.add_argument("--queries", default=None, help="qid<TAB>query lines for TREC qrels")
+    t.add_argument(
+        "--qrels",
+        default=_SEARCH_DEFAULTS["qrels"],
+        help="judged queries (JSON Lines, or TREC qrels)",
+    )
+    t.add_argument(
+        "--queries", default=_SEARCH_DEFAULTS["queries"], help="qid<TAB>query lines for TREC qrels"
+    )
     t.add_argument(
         "--settings",
         default=None,
         metavar="FILE",
         help="the current settings (default: the catalog's)",
     )
-    t.add_argument("--objective", choices=OBJECTIVES, default="ndcg@10")
+    t.add_argument("--objective", choices=OBJECTIVES, default=_SEARCH_DEFAULTS["objective"])
     t.add_argument(
-        "--budget", type=positive, default=200, metavar="N", help="configurations to measure"
+        "--budget",
+        type=positive,
+        default=_SEARCH_DEFAULTS["budget"],
+        metavar="N",
+        help="configurations to measure",
     )
-    t.add_argument("--seed", type=int, default=0, metavar="K", help="the random search's seed")
-    t.add_argument("--folds", type=positive, default=5, metavar="K", help="k of the k-fold holdout")
+    t.add_argument(
+        "--seed",
+        type=int,
+        default=_SEARCH_DEFAULTS["seed"],
+        metavar="K",
+        help="the random search's seed",
+    )
+    t.add_argument(
+        "--folds",
+        type=positive,
+        default=_SEARCH_DEFAULTS["folds"],
+        metavar="K",
+        help="k of the k-fold holdout",
+    )
     t.add_argument(
         "--standard-errors",
         type=float,
-        default=STANDARD_ERRORS,
+        default=_SEARCH_DEFAULTS["standard_errors"],
         metavar="Z",
         help="how far the best must lead the defaults to be chosen (0: the best mean)",
     )
-    t.add_argument("--out", default=None, metavar="FILE", help="write the proposed settings here")
     t.add_argument(
-        "--plot", default=None, metavar="FILE", help="draw train vs holdout (okfast[plot])"
+        "--out",
+        default=_SEARCH_DEFAULTS["out"],
+        metavar="FILE",
+        help="write the proposed settings here",
+    )
+    t.add_argument(
+        "--plot",
+        default=_SEARCH_DEFAULTS["plot"],
+        metavar="FILE",
+        help="draw train vs holdout (okfast[plot])",
     )
     t.add_argument(
         "--apply", action="store_true", help="write the proposal where the catalog points"

@@ -56,7 +56,15 @@ def revert(target: Path) -> bool:
     before = last["before"]
     _append(history_path(target), {"action": "revert", "before": last["after"], "after": before})
     if before is None:
-        target.unlink(missing_ok=True)
+        # The file apply made: through a symbolic link, its target, as
+        # write_atomically wrote it; the link stays, as it was before.
+        made = Path(os.path.realpath(target)) if target.is_symlink() else target
+        try:
+            made.unlink(missing_ok=True)
+        except OSError as e:
+            raise InvalidArgumentError(
+                f"cannot remove the settings file {made}: {_why(e)}"
+            ) from None
     else:
         _write(target, before)
     return True

@@ -4,6 +4,7 @@ matplotlib is the ``okfast[plot]`` extra, imported only when a plot is drawn."""
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 
@@ -41,7 +42,8 @@ def plot(report: TuneReport, path: str | os.PathLike[str]) -> None:
     try:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(os.fspath(path))
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RuntimeError) as e:
+        # RuntimeError: a format whose writer needs a program (pgf: a TeX).
         why = e.strerror if isinstance(e, OSError) else None
         raise InvalidArgumentError(f"cannot write the plot {path}: {why or e}") from None
     finally:
@@ -59,12 +61,28 @@ def check_plot_path(path: str | os.PathLike[str]) -> None:
     if p.is_dir():
         raise InvalidArgumentError(f"cannot write the plot {p}: it is a directory")
     formats = FigureCanvasBase.get_supported_filetypes()
-    if p.suffix.lower().removeprefix(".") not in formats:
+    suffix = p.suffix.lower().removeprefix(".")
+    if suffix not in formats:
         raise InvalidArgumentError(
             f"the plot {p} must end in one of "
             + ", ".join(f".{f}" for f in sorted(formats))
             + " (its format)"
         )
+    # A format matplotlib lists may still need a program it does not ship
+    # (pgf a TeX install): a small figure is drawn in memory to find out.
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(1, 1))
+    fig.text(0.5, 0.5, "okfast")  # text too: pgf measures it with TeX
+    try:
+        fig.savefig(io.BytesIO(), format=suffix)
+    except (OSError, ValueError, RuntimeError) as e:
+        raise InvalidArgumentError(f"cannot write the plot {p}: {e}") from None
+    finally:
+        plt.close(fig)
 
 
 def require_plot() -> None:
