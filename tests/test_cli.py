@@ -102,6 +102,23 @@ def test_output_the_encoding_cannot_hold_is_one_line_not_a_traceback() -> None:
     )
 
 
+def test_json_output_is_utf8_whatever_bytes_a_path_holds(tmp_path: Path) -> None:
+    """docs/spec.md §10.1: a bundle path's byte that is not UTF-8 reaches the
+    JSON as a \\u escape of its surrogate, never as the raw byte (which
+    made the output unreadable to a JSON parser)."""
+    root = os.fsencode(tmp_path) + b"/nb\xff"
+    os.mkdir(root)
+    with open(root + b"/bread.md", "wb") as f:
+        f.write(b"---\ntype: note\ntitle: Bread\n---\nsourdough loaf\n")
+    for argv in (["search", root, b"sourdough", b"--json"], ["validate", root, b"--json"]):
+        r = subprocess.run(
+            [sys.executable, "-m", "okfast", *argv], capture_output=True, check=False
+        )
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(r.stdout.decode("utf-8"))
+        assert b"\\udcff" in r.stdout and doc["bundle"] == os.fsdecode(root)
+
+
 def test_python_dash_m() -> None:
     r = subprocess.run(
         [sys.executable, "-m", "okfast", "validate", str(EXAMPLES / "data-glossary")],

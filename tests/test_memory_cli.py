@@ -51,6 +51,13 @@ def test_write_read_list_delete_round_trip(
         "memory:session",
         "memory:user",
     ]
+    # A BM25F score is printed to four decimals, as by search and resolve
+    # (docs/spec.md §10.1); the weighted count as the integer it is.
+    code, out, _ = run(capsys, "memory", "read", *who, "Rex", "--scorer", "bm25f")
+    score = out.split()[0]
+    assert code == 0 and len(score.partition(".")[2]) == 4, out
+    code, out, _ = run(capsys, "memory", "read", *who, "Rex")
+    assert code == 0 and out.split()[0].isdigit(), out
     code, out, _ = run(capsys, "memory", "list", *who, "--json", "--bodies")
     doc = json.loads(out)
     assert [c["tier"] for c in doc["concepts"]] == ["user"]  # alice's own scope has no session

@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -30,7 +31,7 @@ from okfast.query import Query, StalePolicy, Strategy
 from okfast.resolver import Resolver
 from okfast.scoring import DEFAULT_BM25F, Scorer
 from okfast.settings import load_settings, print_diagnostics
-from okfast.terminal import print_err, safe_stdout
+from okfast.terminal import print_err, safe_stdout, score_text
 
 
 def _diag_json(d: Diagnostic) -> dict[str, Any]:
@@ -38,8 +39,12 @@ def _diag_json(d: Diagnostic) -> dict[str, Any]:
 
 
 def _print_json(obj: object) -> None:
-    # ensure_ascii=False keeps non-ASCII ids readable; sort_keys for stable output.
+    # ensure_ascii=False keeps non-ASCII ids readable; sort_keys for stable
+    # output. A lone surrogate (a file name's byte that is not UTF-8, as
+    # os.fsdecode spells it) is written as its \\u escape: the output stays
+    # UTF-8 and a JSON reader gets the same string back (docs/spec.md §10.1).
     text = json.dumps(obj, ensure_ascii=False, sort_keys=True, indent=2) + "\n"
+    text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     # In pieces the output's buffer holds: one write past it goes straight to
     # the pipe, and when the reader leaves mid-write (`| head`) the short
     # count it returns is ignored by the text layer, so the rest would be
@@ -47,6 +52,8 @@ def _print_json(obj: object) -> None:
     for at in range(0, len(text), _PIECE):
         sys.stdout.write(text[at : at + _PIECE])
 
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 #: Characters of output written at a time (at most 4 UTF-8 bytes each: 8 KiB,
 #: io.DEFAULT_BUFFER_SIZE).
@@ -147,7 +154,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
         print(f"No concept matched {args.query!r}.")
     for h in hits:
         title = f"  {h.title}" if h.title else ""
-        print(f"{_score_text(h.score):>4}  {h.concept_id}{title}")
+        print(f"{score_text(h.score):>4}  {h.concept_id}{title}")
         if h.excerpt:
             print(f"      {h.excerpt}")
     if bundle.diagnostics:
@@ -250,7 +257,7 @@ def _cmd_resolve(args: argparse.Namespace) -> int:
         return 0
     for p in ctx.passages:
         title = f"  {p.title}" if p.title else ""
-        print(f"{_score_text(p.score):>4}  {p.source_id}:{p.concept_id}{title}")
+        print(f"{score_text(p.score):>4}  {p.source_id}:{p.concept_id}{title}")
         if p.excerpt:
             print(f"      {p.excerpt}")
         if p.explanation is not None:
@@ -313,11 +320,6 @@ def _explanation_json(p: Passage) -> dict[str, Any] | None:
         "rank": x.rank,
         "fairness_quota": x.fairness_quota,
     }
-
-
-def _score_text(score: int | float) -> str:
-    """A weighted count as it is; a BM25F score to four decimals."""
-    return f"{score:.4f}" if isinstance(score, float) else str(score)
 
 
 def _explanation_text(x: Explanation) -> str:

@@ -25,6 +25,12 @@ def escape(text: str) -> str:
     return text.translate(_ESCAPES)
 
 
+def score_text(score: int | float) -> str:
+    """A weighted count as it is; a BM25F or fused score to four decimals
+    (docs/spec.md §10.1)."""
+    return f"{score:.4f}" if isinstance(score, float) else str(score)
+
+
 def print_err(line: str) -> None:
     """``line`` on stderr, escaped when stderr is a terminal: messages quote
     file names and contents, which anyone may have written (§10.1)."""

@@ -22,7 +22,7 @@ from okfast.memory.entry import MemoryEntry, check_entry
 from okfast.memory.scope import Scope, Tier
 from okfast.memory.store import FileMemoryStore
 from okfast.scoring import Scorer
-from okfast.terminal import print_err
+from okfast.terminal import print_err, score_text
 
 LoadCatalog = Callable[[str], "Catalog | None"]
 PrintJson = Callable[[object], None]
@@ -98,7 +98,9 @@ def _read(args: argparse.Namespace, store: FileMemoryStore, scope: Scope, out: P
         )
     else:
         for p in result.passages:
-            print(f"{p.score:>4}  {p.source_id}:{p.concept_id}  {p.title or ''}".rstrip())
+            print(
+                f"{score_text(p.score):>4}  {p.source_id}:{p.concept_id}  {p.title or ''}".rstrip()
+            )
             if p.excerpt:
                 print(f"      {p.excerpt}")
         if not result.passages:
