@@ -434,6 +434,26 @@ def test_an_unwritable_out_or_plot_is_refused_before_the_search(
     assert not (tmp_path / "tune.png").exists()
 
 
+@pytest.mark.parametrize("blocked", ["okfast-settings.json", "okfast-settings.json.history.jsonl"])
+def test_an_apply_that_could_not_be_written_is_refused_before_the_search(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    blocked: str,
+) -> None:
+    """docs/spec.md §14.4: a settings file or history that is a directory
+    stopped the command only after the whole search."""
+    catalog, qrels = corpus(tmp_path)
+    (tmp_path / blocked).mkdir()
+
+    def no_search(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the search ran")
+
+    monkeypatch.setattr("okfast.tune_cli.tune", no_search)
+    code, out, err = run(capsys, "--catalog", str(catalog), "--qrels", str(qrels), "--apply")
+    assert code == 2 and "is a directory" in err and err.count("\n") == 1 and out == ""
+
+
 @requires_eval_extra
 def test_the_judged_sets_problems_are_reported(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

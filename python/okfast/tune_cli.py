@@ -27,7 +27,7 @@ from okfast.tune import (
     tune,
     with_provenance,
 )
-from okfast.tune_history import apply, revert
+from okfast.tune_history import apply, check_apply, revert
 
 #: How many of the per-query deltas the table shows at each end.
 SHOWN = 5
@@ -76,6 +76,8 @@ def _run(args: argparse.Namespace, load: Any, out: Any) -> int:
             'the catalog names no settings file to apply to: add "settings": '
             '"./okfast-settings.json" to it'
         )
+    if args.apply and catalog.settings_path is not None:
+        check_apply(catalog.settings_path)
     if args.plot is not None:
         from okfast.tune_plot import check_plot_path
 

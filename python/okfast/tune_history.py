@@ -41,6 +41,25 @@ def apply(settings: Settings, target: Path) -> None:
     _write(target, after)
 
 
+def check_apply(target: Path) -> None:
+    """What would stop :func:`apply` after a search, checked before it: the
+    settings file and its history must be files okfast can write (or make)."""
+    for path, what in ((target, "settings file"), (history_path(target), "tune history")):
+        if path.is_dir():
+            raise InvalidArgumentError(f"cannot write the {what} {path}: it is a directory")
+        where = path if path.exists() else _existing_parent(path)
+        if not os.access(where, os.W_OK):
+            raise InvalidArgumentError(f"cannot write the {what} {path}: {where} is not writable")
+
+
+def _existing_parent(path: Path) -> Path:
+    """The nearest folder above ``path`` that exists (apply makes the rest)."""
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    return parent
+
+
 def revert(target: Path) -> bool:
     """Restore the settings the last un-reverted ``apply`` replaced (removing
     the file when there was none); ``False`` when there is nothing to revert."""
