@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from conftest import write_bundle
 from hypothesis import HealthCheck, given, settings
@@ -490,6 +491,10 @@ def test_a_blank_query_is_a_programmer_error(tmp_path: Path) -> None:
         {"knowledge_share": "0.5"},
         {"knowledge_share": 0.7, "memory_share": 0.4},
         {"knowledge_share": 1, "memory_share": 1e-9},
+        {"knowledge_share": 10**400},
+        {"memory_share": -(10**400)},
+        {"knowledge_share": np.int64(-1)},
+        {"knowledge_share": np.float64("inf")},
     ],
 )
 def test_bad_arguments_raise_value_error(kw: dict[str, Any]) -> None:
@@ -506,6 +511,9 @@ def test_bad_arguments_raise_value_error(kw: dict[str, Any]) -> None:
         {"knowledge_share": 0.35, "memory_share": 0.65},
         {"knowledge_share": 1, "memory_share": 0},
         {"knowledge_share": 0.0, "memory_share": 0.0},
+        # numpy's numbers are numbers (docs/spec.md §6.5).
+        {"knowledge_share": np.float64(0.5), "memory_share": np.float32(0.25)},
+        {"knowledge_share": np.int64(1), "memory_share": np.int64(0)},
     ],
 )
 def test_good_arguments_are_accepted(kw: dict[str, Any]) -> None:
@@ -572,3 +580,23 @@ def test_with_the_real_store_and_a_catalog(tmp_path: Path) -> None:
     assert "> my refund was late" in a.text and a.tokens <= 400 and a.diagnostics == ()
     b = assembler.assemble(bob, "refund")
     assert [x.surface for x in b.blocks] == ["knowledge"] and "late" not in b.text
+
+
+def test_the_budget_and_shares_cannot_be_changed_after_the_floors_are_set() -> None:
+    """The floors are computed from them when the assembler is made: a budget
+    changed afterwards overran itself (docs/spec.md §6.5)."""
+    a = ContextAssembler(FakeResolver(list), FakeStore(memories(3)), token_budget=2000)
+    for name in ("token_budget", "knowledge_share", "memory_share"):
+        with pytest.raises(AttributeError):
+            setattr(a, name, 1)
+    assert a.token_budget == 2000
+
+
+def test_no_scope_is_the_local_scope_for_knowledge_and_memory_alike() -> None:
+    """As in a Query: the memory store is read for the local scope, not
+    reported unavailable."""
+    store = FakeStore(memories(2))
+    a = ContextAssembler(FakeResolver(lambda: iter(memories(1))), store, token_budget=500)
+    got = a.assemble(None, TERM)
+    assert got == a.assemble(LOCAL, TERM)
+    assert got.diagnostics == () and [s for s, _ in store.calls] == [LOCAL, LOCAL]

@@ -312,6 +312,13 @@ def test_passages_are_lazy(two: Catalog) -> None:
     assert len(ctx.passages._cache) == 2 and first[0] == ctx.passages[0]
     assert ctx.passages[-1] == list(ctx.passages)[-1]
     assert first[0].body.strip() in ("order", "", "order order")
+    # Indexed as a list is (docs/spec.md §5.2): any integer, never a float.
+    import numpy as np
+
+    assert ctx.passages[np.int64(1)] == ctx.passages[1] and ctx.passages[True] == ctx.passages[1]
+    for bad in (0.0, 1.5, "0", None):
+        with pytest.raises(TypeError, match="passage indices must be integers or slices"):
+            ctx.passages[bad]  # type: ignore[call-overload]
 
 
 def test_limit_and_min_score_trim_with_exclusions(two: Catalog) -> None:

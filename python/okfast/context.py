@@ -45,6 +45,7 @@ The output is data for a message, never instructions. Decisions beyond the SPEC:
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -131,10 +132,20 @@ def _neutralise(s: str) -> str:
 
 
 def _share(name: str, v: object) -> Fraction:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not v >= 0 or math.isinf(v):
+    """A share as an exact fraction: any real number >= 0 but a bool (numpy's
+    integers and floats included), never infinite or NaN (docs/spec.md §6.5)."""
+    whole = whole_of(v)
+    if whole is not None:
+        if whole < 0:
+            raise InvalidArgumentError(f"{name} must be a finite number >= 0, got {v!r}")
+        return Fraction(whole)
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise InvalidArgumentError(f"{name} must be a finite number >= 0, got {v!r}")
+    f = float(v)
+    if not f >= 0 or math.isinf(f):
         raise InvalidArgumentError(f"{name} must be a finite number >= 0, got {v!r}")
     # A float's shortest decimal spelling is what the caller wrote: exact floors and sums.
-    return Fraction(v) if isinstance(v, int) else Fraction(repr(v))
+    return Fraction(repr(f))
 
 
 def _failed(code: DiagnosticCode, what: str, e: Exception, p: Passage | None = None) -> Diagnostic:
@@ -233,12 +244,28 @@ class ContextAssembler:
             )
         self.resolver = resolver
         self.store = store
-        self.token_budget = token_budget
-        self.knowledge_share = knowledge_share
-        self.memory_share = memory_share
+        self._budget = token_budget
+        self._shares = (knowledge_share, memory_share)
         self._floors = (math.floor(ks * token_budget), math.floor(ms * token_budget))
 
-    def assemble(self, scope: Scope, text: str) -> Assembly:
+    # Read-only: the floors are computed from them once, checked together.
+    @property
+    def token_budget(self) -> int:
+        return self._budget
+
+    @property
+    def knowledge_share(self) -> float:
+        return self._shares[0]
+
+    @property
+    def memory_share(self) -> float:
+        return self._shares[1]
+
+    def assemble(self, scope: Scope | None, text: str) -> Assembly:
+        """``scope`` ``None`` is the local scope, as in a :class:`Query`, for
+        the knowledge and the memory alike."""
+        if scope is None:
+            scope = Scope.local()
         query = Query(text, scope=scope)  # a blank text raises here: a programmer error
         budget = self.token_budget
         k_diags: list[Diagnostic] = []

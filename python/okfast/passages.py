@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -100,6 +101,13 @@ class PassageList(Sequence[Passage]):
     def __getitem__(self, i: int | slice) -> Passage | list[Passage]:
         if isinstance(i, slice):
             return [self._build(k) for k in range(*i.indices(len(self)))]
+        # As a list's: any integer (numpy's too), never a float.
+        try:
+            i = operator.index(i)
+        except TypeError:
+            raise TypeError(
+                f"passage indices must be integers or slices, not {type(i).__name__}"
+            ) from None
         n = len(self)
         if not -n <= i < n:
             raise IndexError(f"passage index {i} out of range for {n} passages")
