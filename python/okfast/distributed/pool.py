@@ -127,6 +127,9 @@ class Pool:
         deadline = time.monotonic() + self.timeout
         refs = {}
         sent: dict[int, list[int]] = {}
+        # A call sent to a fresh actor still loading waits behind its load:
+        # late for that reason even if the load ends before the deadline.
+        loading = {i for i in calls if self._still_loading(i)}
         for i, (m, a) in calls.items():
             with self._mu:
                 new = {n: u for n, u in self._given[i].items() if n not in self._known[i]}
@@ -149,7 +152,7 @@ class Pool:
         for i, ref in refs.items():
             if ref not in done:
                 out[i] = Failed(f"shard {i} did not answer within {self.timeout:g} s")
-                if not self._still_loading(i):
+                if i not in loading and not self._still_loading(i):
                     self.replace(i)
                 continue
             try:
