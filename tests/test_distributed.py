@@ -468,6 +468,15 @@ def test_bad_arguments_are_okfasts_errors(tmp_path: Path) -> None:
     for count in (1.5, "2", 0, True):
         with pytest.raises(InvalidArgumentError, match="a source id and a count"):
             RayResolver(cat, split={"a": count})  # type: ignore[dict-item]
+    for count in (2**40, 2**64):
+        with pytest.raises(InvalidArgumentError, match="a count from 1 to 65536"):
+            RayResolver(cat, split={"a": count})
+    with pytest.raises(InvalidArgumentError, match="may not set max_restarts"):
+        RayResolver(cat, actor_options={"max_restarts": 2})
+    with pytest.raises(InvalidArgumentError, match="actor_options: Ray refused them"):
+        RayResolver(cat, actor_options={"no_such_option": 1})
+    huge = RayResolver(cat, timeout=10**400)
+    assert huge.timeout == float("inf")
     for name in ("split", "actor_options"):
         for bad in ("alpha", [1]):
             with pytest.raises(InvalidArgumentTypeError, match=f"{name} must be a mapping"):
@@ -597,3 +606,74 @@ def test_both_retrievers_take_a_ray_resolver(governed: tuple[Resolver, RayResolv
         assert [(n.node.id_, n.score) for n in nodes[1]] == [
             (n.node.id_, n.score) for n in nodes[0]
         ]
+
+
+@requires_corpora
+def test_a_shard_loading_a_unit_a_search_first_needs_is_not_replaced() -> None:
+    """docs/spec.md §15.4: a search in a language no shard has loaded makes
+    the shard load the bundle again (its own analysis); late for that load,
+    it is not hung, and was replaced on every such search, never whole."""
+    sources = [{"id": "databricks", "path": "./databricks"}]
+    cat = Catalog.parse(
+        json.dumps({"version": 1, "sources": sources}), base_dir=CORPORA, root=CORPORA
+    )
+    local = Resolver(cat, clock=lambda: NOW)
+    remote = RayResolver(cat, shards=1, clock=lambda: NOW)
+    shard = remote.shards[0]
+    # Far above a search, below a cold load of 5,120 concepts (about 0.3 s).
+    remote.timeout = 0.05
+    q = Query(
+        "delta lake vacuum retention",
+        strategy="merged",
+        scorer="bm25f",
+        # A language no other test loads: the shard's first load of it is cold.
+        bm25f=BM25FParams(language="swedish"),
+    )
+    try:
+        first = remote.search(q)
+        assert any(d.code == "SourceUnavailable" for d in first.diagnostics)
+        want = local.search(q).digest
+        for _ in range(300):
+            if remote.search(q).digest == want:
+                break
+            time.sleep(0.1)
+        assert remote.shards[0] is shard
+    finally:
+        remote.timeout = 30.0
+    same(local, remote, q)
+
+
+def test_a_source_that_cannot_be_loaded_when_a_shard_starts_leaves_the_shard_alive(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """docs/spec.md §15.4, §5.3: an unreadable bundle at a shard's start
+    killed the actor, and every other source it served with it."""
+    from okfast.distributed.shard import Shard
+    from okfast.snapshots import Snapshots
+
+    cat = make_catalog(tmp_path, {"a": BUNDLES["b"]}, [{"id": "a", "path": "a"}])
+
+    def unreadable(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Snapshots, "get", unreadable)
+    unit = Unit(cat.sources[0], None, 0, 1, None, None)
+    Shard({0: unit}, 1.0)  # made in this process: it must not raise
+
+
+def test_ray_shut_down_is_source_unavailable_not_a_bare_exception(tmp_path: Path) -> None:
+    """docs/spec.md §15.4: never a bare exception, and no cluster started again.
+    Kept last in the module: the module's resolvers die with the cluster."""
+    cat = make_catalog(tmp_path, {"a": BUNDLES["b"]}, [{"id": "a", "path": "a"}])
+    remote = RayResolver(cat, shards=1, clock=lambda: NOW)
+    before = os.environ.get("RAY_AUTH_MODE")
+    ray.shutdown()
+    try:
+        got = remote.search(Query("cache", strategy="merged"))
+        assert not ray.is_initialized()
+        assert [(d.code, d.source_id) for d in got.diagnostics] == [("SourceUnavailable", "a")]
+        assert "the Ray cluster is gone" in got.diagnostics[0].message
+    finally:
+        if before is not None:
+            os.environ["RAY_AUTH_MODE"] = before
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)

@@ -48,6 +48,7 @@ from okfast.scoring import (
     fuse,
     language_of,
     scorer_of,
+    whole_of,
 )
 
 #: ``progress(phase, done, total)`` of :meth:`Bundle.load`.
@@ -565,9 +566,17 @@ def split_ranges(path: str | os.PathLike[str], parts: int) -> list[tuple[str | N
     ``Bundle.load(id_range=…)`` (docs/spec.md §1.10). Only the directories are
     listed, no file is read; raises :class:`okfast.BundleNotFoundError` when
     ``path`` is not a readable directory."""
-    if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
-        raise InvalidArgumentError(f"parts must be an int >= 1, got {parts!r}")
-    return _native.split_ranges(os.path.abspath(os.fspath(path)), parts)
+    n = whole_of(parts)
+    if n is None or not 1 <= n <= MAX_PARTS:
+        raise InvalidArgumentError(
+            f"parts must be a whole number from 1 to {MAX_PARTS}, got {parts!r}"
+        )
+    return _native.split_ranges(os.path.abspath(os.fspath(path)), n)
+
+
+#: The most parts a bundle is cut into (docs/spec.md §1.10): each is an
+#: actor's share, and the cut lists one range a part.
+MAX_PARTS = 65_536
 
 
 def _id_range(r: tuple[str | None, str | None] | None) -> tuple[str | None, str | None]:

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from okfast import governance
-from okfast.bundle import Bm25fQuery, Bm25fStats, split_ranges
+from okfast.bundle import MAX_PARTS, Bm25fQuery, Bm25fStats, split_ranges
 from okfast.catalog import Catalog, Source
 from okfast.distributed.parts import declarations
 from okfast.distributed.pool import LOADING, Failed, Pool, ray_module, timeout_of
@@ -150,6 +150,11 @@ class RayResolver:
                 raise InvalidArgumentTypeError(
                     f"{name} must be a mapping, got {type(given).__name__}"
                 )
+        if actor_options is not None and "max_restarts" in actor_options:
+            raise InvalidArgumentError(
+                "actor_options may not set max_restarts: a failed shard is replaced "
+                "by okfast, never restarted by Ray (docs/spec.md §15.4)"
+            )
         units = self._units(catalog, dict(split or {}))
         ray = ray_module()
         if not ray.is_initialized():
@@ -190,9 +195,9 @@ class RayResolver:
         enabled = {s.id for s in catalog.sources if s.enabled}
         for sid, given in split.items():
             k = whole_of(given)
-            if sid not in roles or k is None or k < 1:
+            if sid not in roles or k is None or not 1 <= k <= MAX_PARTS:
                 raise InvalidArgumentError(
-                    f"split: {sid!r}: {given!r} (a source id and a count >= 1)"
+                    f"split: {sid!r}: {given!r} (a source id and a count from 1 to {MAX_PARTS})"
                 )
             split[sid] = k
             # No shard serves a disabled source: its split would be ignored.

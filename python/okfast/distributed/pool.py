@@ -6,6 +6,7 @@ Ray is imported when a pool is made, never by ``import okfast``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import math
 import numbers
@@ -42,9 +43,13 @@ def timeout_of(seconds: object) -> float:
     waits as long as it takes."""
     if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
         raise InvalidArgumentTypeError(f"timeout must be a number of seconds, got {seconds!r}")
-    if not float(seconds) > 0:  # NaN too
+    try:
+        value = float(seconds)
+    except OverflowError:  # an integer past a float's range: as long as it takes
+        value = math.inf if seconds > 0 else -math.inf  # type: ignore[operator]
+    if not value > 0:  # NaN too
         raise InvalidArgumentError(f"timeout must be > 0, got {seconds}")
-    return float(seconds)
+    return value
 
 
 class Failed:
@@ -78,20 +83,41 @@ class Pool:
         # each call time on both ends (docs/scale-out.md), so they are off
         # unless ``actor_options`` turn them on.
         options = {"enable_task_events": False, **options}
-        self._actor = self.ray.remote(Shard).options(max_restarts=0, **options)
+        try:
+            self._actor = self.ray.remote(Shard).options(max_restarts=0, **options)
+        except (TypeError, ValueError) as e:
+            raise InvalidArgumentError(f"actor_options: Ray refused them: {e}") from None
         self.actors = [self._start(i) for i in range(n)]
         #: per restarted shard: its ``ready`` reply, and when it was started
         self._loading: dict[int, tuple[Any, float]] = {}
+        #: per shard sent units it had not loaded, late since: when it began
+        self._late_loading: dict[int, float] = {}
 
     def _start(self, i: int) -> Any:
         self._known[i] = set(self._preload[i])
         return self._actor.remote(self._preload[i], self._max_staleness)
 
     def replace(self, i: int) -> None:
-        self.ray.kill(self.actors[i], no_restart=True)
+        with contextlib.suppress(Exception):  # already dead, or its cluster gone
+            self.ray.kill(self.actors[i], no_restart=True)
         with self._mu:
+            # The fresh actor loads at its start every unit the old one was
+            # given, within its start's grace, not later within a search.
+            self._preload[i] = dict(self._given[i])
+            self._late_loading.pop(i, None)
             self.actors[i] = self._start(i)
             self._loading[i] = (self.actors[i].ready.remote(), time.monotonic())
+
+    def _loading_units(self, i: int, sent: list[int]) -> bool:
+        """Whether shard ``i`` is late because the call gave it units it had
+        not loaded (a source a catalog reload added, a language not loaded
+        before): as a fresh actor's start, not a hang, for up to
+        :data:`LOADING` s (docs/spec.md §15.4)."""
+        if not sent:
+            return False
+        with self._mu:
+            since = self._late_loading.setdefault(i, time.monotonic())
+        return time.monotonic() - since <= LOADING
 
     def _still_loading(self, i: int) -> bool:
         """Whether shard ``i`` is a fresh actor still loading its bundles (for
@@ -130,15 +156,25 @@ class Pool:
         # A call sent to a fresh actor still loading waits behind its load:
         # late for that reason even if the load ends before the deadline.
         loading = {i for i in calls if self._still_loading(i)}
+        if not ray.is_initialized():
+            # The cluster was shut down: never start another one here.
+            return {i: Failed("the Ray cluster is gone (ray.shutdown)") for i in calls}
+        out: dict[int, Any] = {}
         for i, (m, a) in calls.items():
             with self._mu:
                 new = {n: u for n, u in self._given[i].items() if n not in self._known[i]}
             sent[i] = list(new)
             blob = pickle.dumps((new, m, a), protocol=pickle.HIGHEST_PROTOCOL)
-            refs[i] = self.actors[i].call.remote(blob)
+            try:
+                refs[i] = self.actors[i].call.remote(blob)
+            except Exception as e:  # noqa: BLE001 (Ray raises a bare Exception for a lost actor)
+                out[i] = Failed(f"shard {i} could not be reached ({type(e).__name__})")
+                self.replace(i)
+        if not refs:
+            return out
         try:  # the common case in one call: every shard answers in time
             got = ray.get(list(refs.values()), timeout=wait)
-            return {i: self._answer(i, sent[i], r) for i, r in zip(refs, got, strict=True)}
+            return out | {i: self._answer(i, sent[i], r) for i, r in zip(refs, got, strict=True)}
         except ray.exceptions.RayTaskError as e:
             raise e.as_instanceof_cause() from None  # a bug, not a fault
         except ray.exceptions.RayError:
@@ -148,11 +184,11 @@ class Pool:
             list(refs.values()), num_returns=len(refs), timeout=None if wait is None else left
         )
         done = set(ready)
-        out: dict[int, Any] = {}
         for i, ref in refs.items():
             if ref not in done:
                 out[i] = Failed(f"shard {i} did not answer within {self.timeout:g} s")
-                if i not in loading and not self._still_loading(i):
+                late_for_a_load = i in loading or self._loading_units(i, sent[i])
+                if not late_for_a_load and not self._still_loading(i):
                     self.replace(i)
                 continue
             try:
@@ -167,6 +203,7 @@ class Pool:
     def _answer(self, i: int, sent: list[int], reply: bytes) -> Any:
         with self._mu:
             self._known[i].update(sent)
+            self._late_loading.pop(i, None)
         return pickle.loads(reply)
 
     def fanout(self, calls: dict[int, tuple[str, tuple[Any, ...]]]) -> dict[int, Any]:

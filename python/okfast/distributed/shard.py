@@ -16,6 +16,7 @@ meets, and a unit carries its whole catalog entry.
 
 from __future__ import annotations
 
+import contextlib
 import pickle
 import uuid
 from dataclasses import dataclass, fields
@@ -280,7 +281,11 @@ class Shard:
         self._held: dict[tuple[str, str | None, str | None, str | None], list[Held]] = {}
         for u in units.values():
             if u.source.directory is not None and u.source.directory.is_dir():
-                self._current(u)
+                # One bundle that cannot be loaded (unreadable) must not kill
+                # the actor and every other source it serves: the search
+                # reports that source unavailable, as the local resolver does.
+                with contextlib.suppress(OSError, OkfastError):
+                    self._current(u)
 
     def ready(self) -> bool:
         return True
