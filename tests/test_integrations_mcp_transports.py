@@ -228,6 +228,24 @@ def test_a_message_nested_deeper_than_the_parser_reads_says_so() -> None:
     assert "nests too deeply" in reply["error"]["message"]
 
 
+def served_from_file(catalog: Path, tmp_path: Path, requests: bytes) -> list[Any]:
+    """The answers of ``okfast mcp`` given ``requests`` in a file as stdin,
+    writing to a file (neither can the event loop wait on); it must exit 0."""
+    given, answers = tmp_path / "requests.jsonl", tmp_path / "answers.jsonl"
+    given.write_bytes(requests)
+    with open(given, "rb") as stdin, open(answers, "wb") as stdout:
+        done = subprocess.run(
+            [sys.executable, *okfast_mcp(catalog)],
+            stdin=stdin,
+            stdout=stdout,
+            env={**os.environ, **server_env()},
+            cwd=str(tmp_path),
+            timeout=120,
+        )
+    assert done.returncode == 0
+    return [json.loads(x) for x in answers.read_text().splitlines()]
+
+
 def pipelined_session(n: int) -> bytes:
     """An opening and ``n`` requests (pings and searches, ids 1..n), written
     at once; the last line has no newline."""
@@ -258,19 +276,8 @@ def test_every_request_read_is_answered_before_the_end_of_stdin_closes(
     assert proc.returncode == 0
     ids = sorted(json.loads(x)["id"] for x in out.decode().splitlines())
     assert ids == list(range(61))
-    requests, answers = tmp_path / "requests.jsonl", tmp_path / "answers.jsonl"
-    requests.write_bytes(pipelined_session(9))
-    with open(requests, "rb") as stdin, open(answers, "wb") as stdout:
-        done = subprocess.run(
-            [sys.executable, *okfast_mcp(catalog)],
-            stdin=stdin,
-            stdout=stdout,
-            env={**os.environ, **server_env()},
-            cwd=str(tmp_path),
-            timeout=120,
-        )
-    assert done.returncode == 0
-    assert sorted(json.loads(x)["id"] for x in answers.read_text().splitlines()) == list(range(10))
+    got = served_from_file(catalog, tmp_path, pipelined_session(9))
+    assert sorted(r["id"] for r in got) == list(range(10))
 
 
 def test_started_with_stdin_closed_is_one_line_and_status_2(catalog: Path, tmp_path: Path) -> None:
@@ -330,19 +337,7 @@ def test_stdio_from_a_file_answers_every_request_it_cannot_read(
     cannot wait on a file, so it is read in a worker thread, and an unreadable
     request is answered there too."""
     lines = unreadable_requests("file")
-    requests, answers = tmp_path / "requests.jsonl", tmp_path / "answers.jsonl"
-    requests.write_text("".join(x + "\n" for x in lines))
-    with open(requests, "rb") as stdin, open(answers, "wb") as stdout:
-        proc = subprocess.run(
-            [sys.executable, *okfast_mcp(catalog)],
-            stdin=stdin,
-            stdout=stdout,
-            env={**os.environ, **server_env()},
-            cwd=str(tmp_path),
-            timeout=120,
-        )
-    assert proc.returncode == 0
-    got = [json.loads(x) for x in answers.read_text().splitlines()]
+    got = served_from_file(catalog, tmp_path, "".join(x + "\n" for x in lines).encode())
     assert sorted((str(r["id"]), "error" in r) for r in got) == [
         ("0", False),
         ("1", True),

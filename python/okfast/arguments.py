@@ -8,6 +8,7 @@ raises."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from okfast._native import QueryTerms
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
@@ -69,15 +70,22 @@ def search_arguments(
     )
 
 
-def texts_of(texts: Sequence[str | QueryTerms]) -> Sequence[str | QueryTerms]:
-    """The queries of a batch search: a sequence of them, never one string
-    (which would be searched one character at a time)."""
-    if isinstance(texts, str | QueryTerms):
+def batch_of(name: str, items: object, single: tuple[type, ...]) -> Sequence[Any]:
+    """The queries of a batch search, ``name`` by name: a sequence of them,
+    never one query alone (a string would be searched one character at a
+    time): ``InvalidArgumentError``; anything else that is not a sequence
+    (an iterator, ``None``) ``InvalidArgumentTypeError`` (docs/spec.md §5.2)."""
+    if isinstance(items, single):
         raise InvalidArgumentError(
-            f"texts must be a sequence of queries, not one {type(texts).__name__}"
+            f"{name} must be a sequence of queries, not one {type(items).__name__}"
         )
-    if not isinstance(texts, Sequence):
+    if not isinstance(items, Sequence):
         raise InvalidArgumentTypeError(
-            f"texts must be a sequence of queries, got {type(texts).__name__}"
+            f"{name} must be a sequence of queries, got {type(items).__name__}"
         )
-    return texts
+    return items
+
+
+def texts_of(texts: Sequence[str | QueryTerms]) -> Sequence[str | QueryTerms]:
+    """A bundle's batch of query texts (:func:`batch_of`)."""
+    return batch_of("texts", texts, (str, QueryTerms))

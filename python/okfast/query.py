@@ -10,13 +10,13 @@ import enum
 import numbers
 import operator
 import sys
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from okfast import _native
-from okfast.arguments import limit_of, text_of
+from okfast.arguments import batch_of, limit_of, text_of
 from okfast.catalog import AUTHORITIES
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.memory.scope import Scope
@@ -298,15 +298,6 @@ def query_of(query: object) -> Query:
 
 
 def queries_of(queries: object) -> list[Query]:
-    """Each of a sequence of queries as :func:`query_of` makes it; one query
-    alone, or anything that is not a sequence (an iterator), is refused as
-    ``Bundle.search_many`` refuses it (docs/spec.md §5.2)."""
-    if isinstance(queries, str | Query):
-        raise InvalidArgumentError(
-            f"queries must be a sequence of queries, not one {type(queries).__name__}"
-        )
-    if not isinstance(queries, Sequence):
-        raise InvalidArgumentTypeError(
-            f"queries must be a sequence of queries, got {type(queries).__name__}"
-        )
-    return [query_of(q) for q in queries]
+    """Each of a sequence of queries as :func:`query_of` makes it; refused as
+    ``Bundle.search_many``'s texts are (:func:`~okfast.arguments.batch_of`)."""
+    return [query_of(q) for q in batch_of("queries", queries, (str, Query))]
