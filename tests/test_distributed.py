@@ -658,7 +658,11 @@ def test_a_source_that_cannot_be_loaded_when_a_shard_starts_leaves_the_shard_ali
 
     monkeypatch.setattr(Snapshots, "get", unreadable)
     unit = Unit(cat.sources[0], None, 0, 1, None, None)
-    Shard({0: unit}, 1.0)  # made in this process: it must not raise
+    shard = Shard({0: unit}, 1.0)  # made in this process: it must not raise
+    assert shard.ready()
+    # The failure is the search's to report, for that source alone.
+    with pytest.raises(PermissionError):
+        shard._current(unit)
 
 
 def test_ray_shut_down_is_source_unavailable_not_a_bare_exception(tmp_path: Path) -> None:
