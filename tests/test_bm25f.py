@@ -428,3 +428,62 @@ def test_stop_words_of_a_bad_language_is_a_clear_error() -> None:
     for wrong in (None, 5):
         with pytest.raises(okfast.InvalidArgumentTypeError, match="language must be a str"):
             stop_words(wrong)  # type: ignore[arg-type]
+
+
+_TINY_BODY_WEIGHT = """
+import os, sys
+from okfast import Bundle
+from okfast.scoring import BM25FParams
+root = sys.argv[1]
+for i in range(4097):  # two matches more than a block of 4096 positions apart
+    text = "---\\ntitle: beta\\n---\\n" if i == 0 else ("beta\\n" if i == 4096 else "x\\n")
+    with open(os.path.join(root, f"c{i:05d}.md"), "w") as f:
+        f.write(text)
+b = Bundle.load(root, cache=False)
+for w in (1e-8, 1e-14, 5e-324):
+    p = BM25FParams(body_weight=w)
+    whole = b.search_arrays("beta", scorer="bm25f", bm25f=p)
+    first = b.search_arrays("beta", scorer="bm25f", bm25f=p, limit=1)
+    assert first[0].tolist() == whole[0][:1].tolist(), (w, first, whole)
+print("ok")
+"""
+
+
+def test_a_tiny_body_weight_with_a_limit_returns_the_first_k(tmp_path: Path) -> None:
+    """docs/spec.md §12.3: the top-k's lowest body frequency worth reading
+    was counted up one at a time from a clamped guess; with a body weight of
+    1e-14 it never ended (the GIL released, deaf to Ctrl-C). In a child with
+    a timeout, so a regression fails instead of hanging the suite."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _TINY_BODY_WEIGHT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr
+
+
+def test_statistics_made_by_hand_are_checked(tmp_path: Path) -> None:
+    """docs/spec.md §12.4: a document frequency above n made an idf negative,
+    which the full ranking and the top-k counted apart (3 hits against 0);
+    values out of range are okfast's errors, not the conversion's."""
+    write_bundle(tmp_path, {f"c{i}.md": "alpha beta\n" for i in range(3)})
+    b = Bundle.load(tmp_path, cache=False)
+    totals = b.bm25f_stats([]).totals
+    with pytest.raises(
+        InvalidArgumentError, match='document frequency of "BETA" \\(100\\) is above n \\(3\\)'
+    ):
+        Bm25fStats(3, totals, [("ALPHA", 1), ("BETA", 100)])
+    for n, tot, df in ((-1, totals, []), (2**64, totals, []), (1, [0, 0, 0], [])):
+        with pytest.raises(InvalidArgumentError) as e:
+            Bm25fStats(n, tot, df)
+        assert not isinstance(e.value, TypeError)
+    with pytest.raises(okfast.errors.InvalidArgumentTypeError):
+        Bm25fStats("3", totals, [])  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="lone surrogate"):
+        b.bm25f_stats(["\ud800"])
+    assert Bm25fStats(3, totals, [("ALPHA", 3)]).df == [("ALPHA", 3)]

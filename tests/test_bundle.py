@@ -437,7 +437,7 @@ def test_statistics_whose_sum_passes_u64_are_refused_not_wrapped() -> None:
     for big in (
         Bm25fStats(top, [1] * 4, []),
         Bm25fStats(1, [top] * 4, []),
-        Bm25fStats(1, [1] * 4, [("A", top)]),
+        Bm25fStats(top, [1] * 4, [("A", top)]),
     ):
         with pytest.raises(InvalidArgumentError, match="a sum passes 2\\*\\*64 - 1"):
             Bm25fStats.sum([Bm25fStats(2, [2] * 4, [("A", 2)]), big])

@@ -439,7 +439,8 @@ class Bundle:
     def bm25f_stats(self, tokens: list[str]) -> Bm25fStats:
         """This bundle's own statistics for ``tokens`` (any tokens: sources
         analysed for different languages sum theirs over all their tokens)."""
-        return self._native.bm25f_stats(tokens)
+        texts_of(tokens)
+        return self._native.bm25f_stats([text_of("a token", t) for t in tokens])
 
     def search_bm25f(
         self,

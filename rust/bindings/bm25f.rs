@@ -9,7 +9,7 @@ use okfast_core::index::bm25f::BM25F_FIELDS;
 use okfast_core::text::analyze::{Analyzer, Language};
 use pyo3::prelude::*;
 
-use crate::errors::invalid;
+use crate::errors::{invalid, unreadable};
 
 /// The language called `name` (`None` for no language).
 pub fn language_of(py: Python<'_>, name: Option<&str>) -> PyResult<Option<Language>> {
@@ -125,17 +125,44 @@ impl PyStats {
     /// and `(token, document frequency)` pairs. A distributed resolver sums
     /// the shards' statistics and sends them back this way (docs/spec.md
     /// §12.4, §15); every value is an integer, so nothing is lost.
+    /// Each value is checked: integers from 0 to 2**64 - 1, four totals,
+    /// and no document frequency above `n` (which would make an idf
+    /// negative, a term the full ranking and the top-k would count apart).
     #[new]
-    fn new(n: u64, totals: [u64; 4], df: Vec<(String, u64)>) -> PyStats {
+    fn new(
+        py: Python<'_>,
+        n: &Bound<'_, PyAny>,
+        totals: &Bound<'_, PyAny>,
+        df: &Bound<'_, PyAny>,
+    ) -> PyResult<PyStats> {
+        let n: u64 = n
+            .extract()
+            .map_err(|e| unreadable(py, "Bm25fStats: n (an integer from 0 to 2**64 - 1)", e))?;
+        let totals: [u64; 4] = totals.extract().map_err(|e| {
+            unreadable(
+                py,
+                "Bm25fStats: totals (four integers from 0 to 2**64 - 1)",
+                e,
+            )
+        })?;
+        let df: Vec<(String, u64)> = df.extract().map_err(|e| {
+            unreadable(py, "Bm25fStats: df ((token, integer from 0 to n) pairs)", e)
+        })?;
+        if let Some((t, d)) = df.iter().find(|(_, d)| *d > n) {
+            return Err(invalid(
+                py,
+                format!("Bm25fStats: the document frequency of {t:?} ({d}) is above n ({n})"),
+            ));
+        }
         let (tokens, df) = df.into_iter().unzip();
-        PyStats {
+        Ok(PyStats {
             inner: Stats {
                 n,
                 totals,
                 tokens,
                 df,
             },
-        }
+        })
     }
 
     /// Pickled as its values (`Bm25fStats(n, totals, df)`).

@@ -17,6 +17,7 @@ use pyo3::types::PyType;
 static ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 static BUNDLE_NOT_FOUND: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static INVALID_ARGUMENT: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static INVALID_ARGUMENT_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static CACHE_DAMAGED: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 /// The class `name` of `okfast.errors`, cached in `cell`.
@@ -56,6 +57,25 @@ pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
 /// An `InvalidArgumentError` saying `message`.
 pub fn invalid(py: Python<'_>, message: String) -> PyErr {
     to_py(py, Error::InvalidArgument(message))
+}
+
+/// `what` could not be read from a Python value (`e`, from its extraction):
+/// okfast's own errors, as `okfast.errors` defines them — a value of the
+/// wrong type `InvalidArgumentTypeError`, one out of range (negative, past
+/// 2**64 - 1, the wrong length, text that is not Unicode)
+/// `InvalidArgumentError` — not the conversion's bare built-in.
+pub fn unreadable(py: Python<'_>, what: &str, e: PyErr) -> PyErr {
+    let message = format!("{what}: {}", e.value(py));
+    let typed = e.is_instance_of::<pyo3::exceptions::PyTypeError>(py);
+    let ty = if typed {
+        error_class(py, &INVALID_ARGUMENT_TYPE, "InvalidArgumentTypeError")
+    } else {
+        error_class(py, &INVALID_ARGUMENT, "InvalidArgumentError")
+    };
+    match ty {
+        Ok(t) => PyErr::from_type(t, message),
+        Err(err) => err,
+    }
 }
 
 /// Run `work` with the GIL released, its error mapped: the heavy part of

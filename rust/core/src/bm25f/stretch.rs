@@ -250,11 +250,22 @@ fn body_floor(per_tf: f64, x_need: f64) -> u32 {
         return u32::MAX;
     }
     let at = |b: u32| f64::from(b) * per_tf >= x_need;
-    let mut b = (x_need / per_tf).ceil().clamp(0.0, 70_000.0) as u32;
+    // The quotient is the answer within a rounding step or two, so the
+    // steps below are few; past the largest frequency there is none (a
+    // tiny body weight: stepping up one at a time from a clamped guess
+    // never ended, docs/spec.md §12.3).
+    let guess = (x_need / per_tf).ceil();
+    if guess.is_nan() || guess >= f64::from(u32::MAX) {
+        return u32::MAX;
+    }
+    let mut b = guess.max(0.0) as u32;
     while b > 0 && at(b - 1) {
         b -= 1;
     }
     while !at(b) {
+        if b == u32::MAX {
+            return u32::MAX;
+        }
         b += 1;
     }
     b
@@ -279,5 +290,10 @@ mod tests {
             );
         }
         assert_eq!(body_floor(0.0, 1.0), u32::MAX);
+        // Far past any frequency, at once (not counted up to, or wrapped).
+        assert_eq!(body_floor(1e-18, 1.0), u32::MAX);
+        assert_eq!(body_floor(f64::MIN_POSITIVE, 1.0), u32::MAX);
+        let b = body_floor(1e-8, 1.0);
+        assert!(f64::from(b) * 1e-8 >= 1.0 && f64::from(b - 1) * 1e-8 < 1.0);
     }
 }
