@@ -201,6 +201,18 @@ def test_a_request_whose_id_is_no_id_is_answered_with_null() -> None:
         assert "the id must be a string or an integer" in reply["error"]["message"]
 
 
+def test_what_the_end_of_stdin_waits_for_is_read_from_the_sdks_parse() -> None:
+    """A request is waited for, a cancellation ends the wait for its request,
+    and a notification whose params name an id is neither refused nor waited
+    for (docs/integrations.md)."""
+    from okfast.integrations.mcp_transport import screen
+
+    assert screen('{"jsonrpc":"2.0","id":1,"method":"ping"}') == (None, ("asked", 1))
+    cancel = '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"r"}}'
+    assert screen(cancel) == (None, ("cancelled", "r"))
+    assert screen('{"jsonrpc":"2.0","method":"notifications/x","params":{"id":1}}') == (None, None)
+
+
 def test_bytes_that_are_not_utf8_are_refused_not_replaced() -> None:
     """docs/integrations.md: never read as U+FFFD (which would write a
     corrupted text to memory as if it had been sent)."""

@@ -17,6 +17,7 @@ import contextlib
 import ipaddress
 import json
 import os
+import re
 import select
 import socket
 import stat
@@ -171,7 +172,9 @@ class _Outstanding:
     def __bool__(self) -> bool:
         return bool(self._ids)
 
-    def asked(self, request_id: int | str) -> None:
+    def asked(self, request_id: object) -> None:
+        if not isinstance(request_id, int | str):
+            return
         if not self._ids:
             self._idle = anyio.Event()
         self._ids[_key(request_id)] += 1
@@ -230,25 +233,24 @@ class _LineReader(anyio.AsyncFile[str]):
                 # The end of stdin: every request read gets its answer first.
                 await self._outstanding.settled()
                 return ""
-            reply, doc = screen(text)
+            reply, tracked = screen(text)
             if reply is None:
-                self._track(doc)
+                self._track(tracked)
                 return text
             # A message the SDK's parser would drop unanswered, leaving the
             # client waiting: answered here, and the next line read instead.
             if reply:
                 await self._answer(reply + "\n")
 
-    def _track(self, doc: Any) -> None:
-        if not isinstance(doc, dict) or "method" not in doc:
+    def _track(self, tracked: tuple[str, object] | None) -> None:
+        if tracked is None:
             return
-        if "id" in doc:
-            self._outstanding.asked(doc["id"])
-        elif doc["method"] == "notifications/cancelled":
+        what, request_id = tracked
+        if what == "asked":
+            self._outstanding.asked(request_id)
+        else:
             # A cancelled request may never be answered (MCP's cancellation).
-            params = doc.get("params")
-            if isinstance(params, dict):
-                self._outstanding.answered(params.get("requestId"))
+            self._outstanding.answered(request_id)
 
 
 def refusal(line: str) -> str | None:
@@ -258,16 +260,35 @@ def refusal(line: str) -> str | None:
     return screen(line)[0]
 
 
-def screen(line: str) -> tuple[str | None, Any]:
-    """:func:`refusal`'s answer, and the message parsed (``None`` for a line
-    that is not JSON). The SDK's parser refuses a line that is not JSON, a
-    string holding a lone surrogate (``"\\ud800"``, or bytes that are not
-    UTF-8), an integer of more digits than Python converts and a message
-    nested deeper than it reads, and drops the message without a word; it
-    reads a request whose id is ``null``, a float, a boolean or an object as
-    a notification, never answered."""
+def screen(line: str) -> tuple[str | None, tuple[str, object] | None]:
+    """:func:`refusal`'s answer, and for a message the SDK reads, what the
+    end-of-stdin wait tracks: ``("asked", id)`` for a request,
+    ``("cancelled", id)`` for a cancellation, else ``None``. The SDK's parser
+    refuses a line that is not JSON, a string holding a lone surrogate
+    (``"\\ud800"``, or bytes that are not UTF-8), an integer of more digits
+    than Python converts and a message nested deeper than it reads, and
+    drops the message without a word; it reads a request whose id is
+    ``null``, a float, a boolean or an object as a notification, never
+    answered. A line the SDK reads as a request is parsed once here."""
     if not line.strip():
         return None, None
+    refused = ""
+    try:
+        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except Exception as e:  # noqa: BLE001 (whatever the SDK's parser raises, it drops the line)
+        refused = str(e)
+    else:
+        if isinstance(message, types.JSONRPCRequest):
+            return None, ("asked", message.id)
+        if not isinstance(message, types.JSONRPCNotification) or '"id"' not in line:
+            if isinstance(message, types.JSONRPCNotification) and (
+                message.method == "notifications/cancelled"
+            ):
+                params = message.params or {}
+                return None, ("cancelled", params.get("requestId"))
+            return None, None
+        # A notification whose line names an id: a request with an id that
+        # is none (null, a float, …), or an id inside its params.
     try:
         doc = json.loads(line, parse_int=strict_json.integer)
     except RecursionError:
@@ -282,21 +303,18 @@ def screen(line: str) -> tuple[str | None, Any]:
             shown = json.dumps(given)[:40]
             return _error(
                 None, -32600, f"Invalid Request: the id must be a string or an integer, got {shown}"
-            ), doc
-    try:
-        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        return None, doc
-    except Exception as e:  # noqa: BLE001 (whatever the SDK's parser raises, it drops the line)
-        refused = str(e)
+            ), None
+    if not refused:
+        return None, None  # a notification whose params hold "id"
     if not isinstance(doc, dict) or "method" not in doc:
         # A client's response, or not a message at all.
         return (
             ""
             if isinstance(doc, dict) and ("result" in doc or "error" in doc)
             else (_error(None, -32600, "Invalid Request: not a JSON-RPC message"))
-        ), doc
+        ), None
     if "id" not in doc:
-        return "", doc  # a notification: never answered
+        return "", None  # a notification: never answered
     given = doc["id"]
     usable = isinstance(given, int) or (isinstance(given, str) and surrogate_in(given) is None)
     why = _why(doc) or (
@@ -304,7 +322,7 @@ def screen(line: str) -> tuple[str | None, Any]:
         if "recursion limit" in refused
         else "not a valid JSON-RPC request"
     )
-    return _error(given if usable else None, -32600, f"Invalid Request: {why}"), doc
+    return _error(given if usable else None, -32600, f"Invalid Request: {why}"), None
 
 
 def _why(doc: object) -> str | None:
@@ -321,6 +339,23 @@ def _why(doc: object) -> str | None:
             stack.extend(v.values())
         elif isinstance(v, list):
             stack.extend(v)
+    return None
+
+
+#: How the SDK writes an answer's head (its model's fields in order): the
+#: id is read from it without parsing a result that may be large.
+_ANSWER_HEAD = re.compile(r'\{"jsonrpc":"2\.0","id":(-?\d+|"(?:[^"\\]|\\.)*"),"(?:result|error)"')
+
+
+def _answered_id(text: str) -> object:
+    """The id an answer line answers, ``None`` for anything else (the
+    server's own request or notification)."""
+    head = _ANSWER_HEAD.match(text)
+    if head is not None:
+        return json.loads(head.group(1))
+    doc = json.loads(text)  # written otherwise: read in full
+    if isinstance(doc, dict) and "method" not in doc:
+        return doc.get("id")
     return None
 
 
@@ -356,10 +391,7 @@ class _LineWriter(anyio.AsyncFile[str]):
                 else:
                     data = data[await anyio.to_thread.run_sync(os.write, self._fd, piece) :]
         if self._outstanding:
-            doc = json.loads(text)
-            # An answer (a result or an error), not the server's own request.
-            if isinstance(doc, dict) and "method" not in doc:
-                self._outstanding.answered(doc.get("id"))
+            self._outstanding.answered(_answered_id(text))
         return len(text)
 
     async def flush(self) -> None:
