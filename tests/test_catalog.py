@@ -249,3 +249,23 @@ def test_reload_keeps_last_good(tmp: Path) -> None:
     r = cat.reload()
     assert not r.ok and r.generation == 2 and [d.code for d in r.diagnostics] == ["ParseError"]
     assert [s.id for s in cat.sources] == ["docs", "more"]
+
+
+def test_the_digest_is_of_the_bytes_parsed(tmp: Path) -> None:
+    import hashlib
+
+    p = write(tmp, {"version": 1, "sources": [src()]})
+    first = p.read_bytes()
+    cat = Catalog.load(p)
+    assert cat.sha256 == "sha256:" + hashlib.sha256(first).hexdigest()
+    write(tmp, {"version": 1, "sources": [src(), {"id": "more", "path": "more"}]})
+    # The snapshot keeps the digest of what it parsed until it reloads.
+    assert cat.sha256 == "sha256:" + hashlib.sha256(first).hexdigest()
+    assert cat.reload().ok
+    assert (
+        cat.sha256
+        == "sha256:" + hashlib.sha256(p.read_bytes()).hexdigest()
+        != ("sha256:" + hashlib.sha256(first).hexdigest())
+    )
+    parsed = Catalog.parse(first.decode(), base_dir=tmp)
+    assert parsed.sha256 is None

@@ -97,3 +97,19 @@ def test_a_numpy_integer_is_a_whole_number_stored_as_an_int() -> None:
     for bad in (True, np.float64(2.0), 2.0, "3"):
         with pytest.raises(InvalidArgumentError):
             Query("x", limit=bad)
+
+
+def test_a_limit_is_read_once() -> None:
+    """An object whose ``__index__`` answers differently each time is asked
+    once: the query holds what was checked, never an unchecked second answer."""
+
+    class Drifting:
+        calls = 0
+
+        def __index__(self) -> int:
+            Drifting.calls += 1
+            return 5 if Drifting.calls == 1 else -1
+
+    q = Query("x", limit=Drifting())  # type: ignore[arg-type]
+    assert (q.limit, Drifting.calls) == (5, 1)
+    assert Query("x", limit=2**40).limit == 2**40

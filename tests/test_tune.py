@@ -30,6 +30,7 @@ from okfast.tune import (
     current_of,
     space_size,
     tune,
+    with_provenance,
 )
 
 TOPICS = ["lamination", "proofing", "scoring", "retarding", "glazing", "tempering",
@@ -471,3 +472,18 @@ def test_the_judged_sets_problems_are_reported(
     code, out, _ = run(capsys, *base, "--json")
     codes = [d["code"] for d in json.loads(out)["diagnostics"]]
     assert code == 0 and codes[0] == "BadJudgedLine" and "UnknownDocId" in codes
+
+
+@requires_eval_extra
+def test_the_provenance_names_the_catalog_that_was_measured(tmp_path: Path) -> None:
+    """A catalog file changed during the search does not change what the
+    provenance says was measured (docs/spec.md §14.3)."""
+    catalog, qrels = corpus(tmp_path)
+    measured = catalog.read_bytes()
+    cat = Catalog.load(catalog)
+    report = tune(Resolver(cat, max_staleness=math.inf), JudgedSet.load(qrels), budget=4)
+    catalog.write_text(catalog.read_text() + "\n")
+    prov = with_provenance(report, catalog=cat, qrels=None).provenance or {}
+    assert prov["catalog_sha256"] == "sha256:" + hashlib.sha256(measured).hexdigest()
+    by_path = with_provenance(report, catalog=catalog, qrels=None).provenance or {}
+    assert by_path["catalog_sha256"] != prov["catalog_sha256"]

@@ -42,8 +42,9 @@ def text_of(name: str, value: object) -> str:
     return value
 
 
-def limit_of(limit: object) -> int | None:
-    """A search's ``limit``: ``None`` (every match) or a whole number >= 0."""
+def whole_limit_of(limit: object) -> int | None:
+    """A search's ``limit`` as given: ``None`` (every match) or a whole
+    number >= 0, read once (an object's ``__index__`` is asked one time)."""
     if limit is None:
         return None
     n = whole_of(limit)
@@ -51,7 +52,14 @@ def limit_of(limit: object) -> int | None:
         raise InvalidArgumentTypeError(f"limit must be a whole number >= 0, got {limit!r}")
     if n < 0:
         raise InvalidArgumentError(f"limit must be >= 0, got {n}")
-    return min(n, _ALL)
+    return n
+
+
+def limit_of(limit: object) -> int | None:
+    """A search's ``limit`` as the native search takes it: ``None`` or a
+    whole number >= 0, a larger one than any bundle holds capped."""
+    n = whole_limit_of(limit)
+    return None if n is None else min(n, _ALL)
 
 
 def search_arguments(

@@ -9,6 +9,7 @@ good snapshot instead.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -357,6 +358,10 @@ class Catalog:
     #: The settings file the catalog names (docs/spec.md §13), resolved; it
     #: may not exist yet.
     settings_path: Path | None = None
+    #: ``sha256:`` + hex of the bytes this snapshot was parsed from (None for
+    #: :meth:`parse`): what a tuning's provenance names (docs/spec.md §14.3),
+    #: even if the file changes afterwards.
+    sha256: str | None = None
 
     @classmethod
     def load(
@@ -366,10 +371,11 @@ class Catalog:
         p = Path(os.path.abspath(path_text("a catalog path", path)))
         if root is not None:
             path_text("root", root)
-        sources, diags, settings = _read_and_parse(p, root)
+        sources, diags, settings, digest = _read_and_parse(p, root)
         if diags:
             raise CatalogError(diags)
-        return cls(sources, p, Path(root) if root is not None else None, 1, p.parent, settings)
+        root_path = Path(root) if root is not None else None
+        return cls(sources, p, root_path, 1, p.parent, settings, digest)
 
     @classmethod
     def parse(
@@ -402,26 +408,30 @@ class Catalog:
                     ),
                 ),
             )
-        sources, diags, settings = _read_and_parse(self.path, self.root)
+        sources, diags, settings, digest = _read_and_parse(self.path, self.root)
         if diags:
             return ReloadResult(False, self.generation, diags)
         self.sources = sources
         self.settings_path = settings
+        self.sha256 = digest
         self.generation += 1
         return ReloadResult(True, self.generation)
 
 
 def _read_and_parse(
     p: Path, root: str | os.PathLike[str] | None
-) -> tuple[tuple[Source, ...], tuple[CatalogDiagnostic, ...], Path | None]:
+) -> tuple[tuple[Source, ...], tuple[CatalogDiagnostic, ...], Path | None, str | None]:
+    """The file's sources, problems, settings path and the digest of the
+    bytes read (one read: what is parsed is what is digested)."""
     try:
         data = p.read_bytes()
     except OSError as e:
         why = f"catalog {p} could not be read: {e.strerror or e}"
-        return (), (CatalogDiagnostic("ParseError", why),), None
+        return (), (CatalogDiagnostic("ParseError", why),), None, None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         why = f"catalog {p} is not UTF-8 (byte {e.start})"
-        return (), (CatalogDiagnostic("ParseError", why),), None
-    return _parse(text, p.parent, root)
+        return (), (CatalogDiagnostic("ParseError", why),), None, None
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    return (*_parse(text, p.parent, root), digest)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import enum
 import numbers
-import operator
 import sys
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -16,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from okfast import _native
-from okfast.arguments import batch_of, limit_of, text_of
+from okfast.arguments import batch_of, text_of, whole_limit_of
 from okfast.catalog import AUTHORITIES
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.memory.scope import Scope
@@ -254,8 +253,7 @@ class Query:
         if self.permitted_source_ids is not None and self.visibility is not None:
             raise InvalidArgumentError("set permitted_source_ids or visibility, not both")
         if self.limit is not None:
-            limit_of(self.limit)
-            object.__setattr__(self, "limit", operator.index(self.limit))
+            object.__setattr__(self, "limit", whole_limit_of(self.limit))
         if self.min_authority is not None and self.min_authority not in AUTHORITIES:
             raise InvalidArgumentError(
                 f"min_authority must be one of {', '.join(AUTHORITIES)}, got {self.min_authority!r}"

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from okfast import __version__
+from okfast.catalog import Catalog
 from okfast.errors import InvalidArgumentError
 from okfast.evaluation import DEFAULT_DEPTH, evaluate
 from okfast.model import Diagnostic
@@ -524,20 +525,21 @@ def _lead(best: Trial, other: Trial, queries: Sequence[int]) -> tuple[float, flo
 def with_provenance(
     report: TuneReport,
     *,
-    catalog: Path | None,
+    catalog: Path | Catalog | None,
     qrels: Path | JudgedSet | None,
     when: datetime | None = None,
 ) -> TuneReport:
     """The report with the provenance a proposed settings file carries
     (docs/spec.md §14.3): okfast's version, the date, digests of the judged
-    queries (a set :meth:`JudgedSet.load` read: of the bytes it read) and of
-    the catalog, and the objective before and after."""
+    queries and of the catalog (a set :meth:`JudgedSet.load` read or a
+    :class:`Catalog` loaded from a file: of the bytes they read) and the
+    objective before and after."""
     when = when or datetime.now(timezone.utc)
     prov: dict[str, Any] = {
         "okfast": __version__,
         "date": when.isoformat(timespec="seconds"),
         "qrels_sha256": qrels.sha256 if isinstance(qrels, JudgedSet) else _digest(qrels),
-        "catalog_sha256": _digest(catalog),
+        "catalog_sha256": catalog.sha256 if isinstance(catalog, Catalog) else _digest(catalog),
         "objective": report.objective,
         "seed": report.seed,
         "budget": report.budget,

@@ -103,7 +103,7 @@ def _run(args: argparse.Namespace, load: Any, out: Any) -> int:
     )
     report = with_provenance(
         report,
-        catalog=catalog.path,
+        catalog=catalog,
         qrels=judged,
     )
     proposal = report.proposal()
