@@ -312,6 +312,34 @@ def test_a_fifo_at_a_concepts_path_is_refused_without_waiting(tmp_path: Path) ->
     assert store.write(scope, entry("other", name="other"), Tier.USER).written
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_a_fifo_at_a_scopes_lock_file_blocks_nothing(tmp_path: Path) -> None:
+    """docs/spec.md §6.3: a FIFO planted where a scope's lock file is does
+    not block a read, a write or a delete (a blocking open would wait for a
+    writer forever); it is locked as the lock file was."""
+    import threading
+
+    store = make_store(tmp_path / "mem")
+    scope = Scope("A", "alice")
+    assert store.write(scope, entry("first"), Tier.USER).written
+    locks = sorted((tmp_path / "mem" / "user").rglob(files.LOCK_NAME))
+    assert len(locks) == 2
+    for lock in locks:
+        lock.unlink()
+        os.mkfifo(lock)
+    done: list[Any] = []
+
+    def work() -> None:
+        done.append([p.concept_id for p in store.read(scope, "first").passages])
+        done.append(store.write(scope, entry("second"), Tier.USER).written)
+        done.append(store.delete_scope(scope).error)
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    worker.join(30)
+    assert done == [[f"{memory_path(Tier.USER, scope)}/note"], True, None], done
+
+
 # -- deletion -------------------------------------------------------------------
 
 

@@ -56,6 +56,10 @@ _FILE_FLAGS = (
     | getattr(os, "O_NONBLOCK", 0)
 )
 LOCK_NAME = ".lock"
+# How a scope's lock file is opened, whatever the access: never through a
+# link, and without waiting (a FIFO planted at its name would block the open
+# for a writer that never comes; opened at once, it is locked like a file).
+_LOCK_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0)
 TMP_MARK = ".tmp-"
 DELETED_PREFIX = ".deleted-"
 
@@ -190,7 +194,7 @@ def locked(dir_fd: int, *, shared: bool = False) -> Iterator[bool]:
         try:
             fd = os.open(
                 LOCK_NAME,
-                os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                os.O_RDWR | os.O_CREAT | _LOCK_FLAGS,
                 0o600,
                 dir_fd=dir_fd,
             )
@@ -212,7 +216,7 @@ def read_locked(dir_fd: int) -> Iterator[None]:
     okfast, or removed last by a delete that emptied the directory) the read
     goes on unlocked."""
     try:
-        fd = os.open(LOCK_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        fd = os.open(LOCK_NAME, os.O_RDONLY | _LOCK_FLAGS, dir_fd=dir_fd)
     except FileNotFoundError:
         yield
         return
@@ -348,7 +352,7 @@ def _probe_lock(dir_fd: int) -> int | None:
     """The directory's lock file, locked without waiting (``-1``: it has
     none); ``None`` when someone holds it."""
     try:
-        lock = os.open(LOCK_NAME, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        lock = os.open(LOCK_NAME, os.O_RDWR | _LOCK_FLAGS, dir_fd=dir_fd)
     except FileNotFoundError:
         return -1
     try:
