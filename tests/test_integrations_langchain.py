@@ -19,10 +19,12 @@ from okfast import (
     Resolver,
     Scope,
     Strategy,
+    Tier,
     capture,
 )
 from okfast.errors import SettingsError
 from okfast.integrations.records import passage_record
+from okfast.memory import memory_path
 
 require("langchain_core", "langchain")
 standard = require("langchain_tests.integration_tests", "test-langchain")
@@ -199,5 +201,53 @@ def test_a_source_that_went_is_logged_not_silent(
     assert all(d.metadata["source_id"] != "bakery" for d in docs)
     assert any(
         "[SourceUnavailable]" in rec.getMessage() and "bakery" in rec.getMessage()
+        for rec in caplog.records
+    )
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"settings": 5}, {"catalog": 5}, {"catalog": {"version": 1}}, {"scope": "acme"}],
+    ids=["settings", "catalog-number", "catalog-dict", "scope-text"],
+)
+def test_an_option_of_the_wrong_type_is_okfasts_type_error(bad: dict[str, Any]) -> None:
+    """docs/integrations.md: okfast's own error, as the LlamaIndex retriever
+    raises, never pydantic's ValidationError (not an OkfastError)."""
+    with pytest.raises(InvalidArgumentTypeError):
+        OkfastRetriever(**({"catalog": CATALOG} | bad))
+
+
+def test_an_unknown_option_is_refused_not_ignored() -> None:
+    """A misspelt option (``scorrer``) or another retriever's (``limit``)
+    would otherwise be dropped and the search run without it."""
+    for bad in ({"scorrer": "bm25f"}, {"limit": 2}):
+        with pytest.raises(InvalidArgumentError, match="unknown option"):
+            OkfastRetriever(catalog=CATALOG, **bad)
+    # LangChain's own options stay accepted.
+    r = OkfastRetriever(catalog=CATALOG, k=2, name="kb", tags=["okfast"], metadata={"a": 1})
+    assert (r.name, r.tags, len(r.invoke(QUESTION))) == ("kb", ["okfast"], 2)
+
+
+def test_memory_is_filtered_by_the_tag_and_its_errors_are_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With a scope, ``tag`` applies to the memory documents as to the
+    knowledge (docs/spec.md §3.6, §6.3), and a memory file skipped is logged
+    as a source's error is."""
+    catalog = copy_examples(tmp_path)
+    store = FileMemoryStore.from_catalog(Catalog.load(catalog))
+    alice = Scope("acme", "alice")
+    assert capture(store, alice, "my sourdough starter is called Bubbles", "ok").written
+    untagged = OkfastRetriever(catalog=catalog, k=3, scope=alice).invoke(QUESTION)
+    assert [d.metadata["surface"] for d in untagged][-1] == "memory"
+    tagged = OkfastRetriever(catalog=catalog, k=3, scope=alice, tag="sourdough").invoke(QUESTION)
+    assert tagged and all("sourdough" in d.metadata["tags"] for d in tagged)
+    assert all(d.metadata["surface"] == "knowledge" for d in tagged)
+    directory = Path(store.roots[Tier.USER]) / memory_path(Tier.USER, alice)
+    (directory / "broken.md").write_bytes(b"---\ntype: Note\ntitle: \xff\n---\nstarter\n")
+    with caplog.at_level("WARNING", logger="okfast"):
+        OkfastRetriever(catalog=catalog, k=3, scope=alice).invoke(QUESTION)
+    assert any(
+        "[InvalidUtf8]" in rec.getMessage() and "memory:user" in rec.getMessage()
         for rec in caplog.records
     )

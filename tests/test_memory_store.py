@@ -777,3 +777,22 @@ def test_a_tier_root_of_the_wrong_type_is_an_argument_error(tmp_path: Path) -> N
     store = FileMemoryStore({"user": str(tmp_path) + "/\udcff"})
     r = store.read(Scope("A", "u"), "x")
     assert r.passages == () and [d.code for d in r.diagnostics] == ["SourceUnavailable"]
+
+
+def test_a_read_filters_by_tag_as_a_search_does(tmp_path: Path) -> None:
+    """docs/spec.md §6.3, §3.6: ``tag`` keeps the memory concepts carrying it
+    (folded), before the limit; a tag of the wrong type is refused."""
+    store = make_store(tmp_path / "mem")
+    scope = Scope("A", "alice")
+    for name, tags in (("plain", []), ("kept", ["Bread", "x"]), ("also", ["BREAD"])):
+        e = entry("crumb", name=name)
+        fm = {**e.frontmatter, "tags": tags}
+        assert store.write(scope, MemoryEntry(e.name, fm, e.section), Tier.USER).written
+    every = store.read(scope, "crumb")
+    assert len(every.passages) == 3
+    tagged = store.read(scope, "crumb", tag="bread", limit=1)
+    assert [p.concept_id.rsplit("/", 1)[1] for p in tagged.passages] == ["also"]
+    both = store.read(scope, "crumb", tag="bread", scorer="bm25f")
+    assert sorted(p.concept_id.rsplit("/", 1)[1] for p in both.passages) == ["also", "kept"]
+    with pytest.raises(okfast.InvalidArgumentTypeError):
+        store.read(scope, "crumb", tag=3)  # type: ignore[arg-type]

@@ -32,8 +32,9 @@ except ImportError as e:  # pragma: no cover - depends on the environment
     ) from e
 
 from okfast.catalog import Catalog
+from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.integrations.records import passage_record
-from okfast.integrations.searching import make_query, open_resolver, ranked
+from okfast.integrations.searching import log_errors, make_query, open_resolver, ranked
 from okfast.memory.scope import Scope
 from okfast.memory.store import FileMemoryStore
 from okfast.model import Passage
@@ -41,6 +42,10 @@ from okfast.query import Strategy
 from okfast.resolver import Resolver
 from okfast.scoring import Scorer, count_of
 from okfast.settings import Settings
+
+#: The options okfast adds to a LangChain retriever's (``name``, ``tags``,
+#: ``metadata``), named when an unknown one is refused.
+_OPTIONS = ("catalog", "resolver", "k", "strategy", "tag", "scope", "scorer", "settings")
 
 
 def _document(p: Passage, surface: str) -> Document:
@@ -59,12 +64,14 @@ class OkfastRetriever(BaseRetriever):
     ``settings`` (with ``catalog``) are the resolver's (docs/spec.md §13);
     ``scope`` adds that scope's memory, scored as the knowledge is.
 
-    A bad option (``k``, ``strategy``, ``scorer``, ``tag``) raises
-    :class:`okfast.InvalidArgumentError` here, not at the first search; a bad
-    catalog or settings file raises okfast's own :class:`okfast.CatalogError`
-    (with its ``diagnostics``) or :class:`okfast.errors.SettingsError`; an
-    argument of the wrong type raises pydantic's ``ValidationError``. Each is
-    a ``ValueError``.
+    A bad option (``k``, ``strategy``, ``scorer``, ``tag``) or an unknown
+    one raises :class:`okfast.InvalidArgumentError` (a ``ValueError``) here,
+    not at the first search; an option of the wrong type
+    :class:`okfast.InvalidArgumentTypeError` (a ``TypeError``); a bad catalog
+    or settings file okfast's own :class:`okfast.CatalogError` (with its
+    ``diagnostics``) or :class:`okfast.errors.SettingsError` (``ValueError``).
+    With a ``scope``, ``tag`` filters the memory documents too; errors of the
+    memory read are logged as the resolver's are.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -93,9 +100,16 @@ class OkfastRetriever(BaseRetriever):
     def __init__(self, **data: Any) -> None:
         # Pydantic turns every ValueError raised while it validates into its
         # ValidationError, which would hide okfast's own class and a
-        # CatalogError's diagnostics (docs/spec.md §8). So okfast checks the
-        # options and opens the resolver itself, before and after pydantic's
-        # type checks, never inside them.
+        # CatalogError's diagnostics (docs/spec.md §8), and it drops a keyword
+        # it does not know. So okfast checks every option and opens the
+        # resolver itself before pydantic sees them: what reaches pydantic is
+        # already of the right type.
+        unknown = sorted(set(data) - set(type(self).model_fields))
+        if unknown:
+            raise InvalidArgumentError(
+                f"OkfastRetriever got unknown option(s) {', '.join(unknown)}; "
+                f"it takes {', '.join(_OPTIONS)} (and LangChain's name, tags, metadata)"
+            )
         k = count_of("k", data.get("k", type(self).model_fields["k"].default))
         # The options every query carries, checked by making such a query
         # (docs/spec.md §5.1): a bad one fails here, not at the first search.
@@ -104,12 +118,22 @@ class OkfastRetriever(BaseRetriever):
             limit=k,
             strategy=data.get("strategy"),
             tag=data.get("tag"),
+            scope=data.get("scope"),
             scorer=data.get("scorer"),
         )
-        super().__init__(**data)
-        self._resolver = open_resolver(
-            self.catalog, self.resolver, strategy=self.strategy, settings=self.settings
+        catalog = data.get("catalog")
+        if catalog is not None and not isinstance(catalog, Catalog | str | os.PathLike):
+            raise InvalidArgumentTypeError(
+                f"catalog= must be a Catalog or a catalog.json path, got {type(catalog).__name__}"
+            )
+        resolver = open_resolver(
+            catalog,
+            data.get("resolver"),
+            strategy=data.get("strategy"),
+            settings=data.get("settings"),
         )
+        super().__init__(**data)
+        self._resolver = resolver
         if self.scope is not None:
             self._store = FileMemoryStore.from_catalog(self._resolver.catalog)
 
@@ -132,10 +156,11 @@ class OkfastRetriever(BaseRetriever):
             # Memory is scored as knowledge is (docs/spec.md §6).
             r = self._resolver
             how = self.scorer or r.default_scorer
-            memory = self._store.read(
-                self.scope, query, limit=n, scorer=how, bm25f=r.default_bm25f
-            ).passages[:n]
-            docs.extend(_document(p, "memory") for p in memory)
+            read = self._store.read(
+                self.scope, query, limit=n, scorer=how, bm25f=r.default_bm25f, tag=self.tag
+            )
+            log_errors(read.diagnostics)
+            docs.extend(_document(p, "memory") for p in read.passages[:n])
         return docs
 
     def _get_relevant_documents(

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable
 
 from okfast.catalog import Catalog
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.memory.scope import Scope
+from okfast.model import Diagnostic
 from okfast.passages import PassageList
 from okfast.query import Query, Strategy
 from okfast.resolver import Resolver
@@ -102,7 +104,14 @@ def ranked(resolver: Resolver, q: Query) -> PassageList:
     source that has gone is not silent. Only the passages are made: no
     exclusion list (docs/spec.md §5.2)."""
     ctx = resolver.search(q, exclusions=False)
-    for d in ctx.diagnostics:
-        if d.severity == "error":
-            _log.warning("okfast: [%s] %s", d.code, d.message)
+    log_errors(ctx.diagnostics)
     return ctx.passages
+
+
+def log_errors(diagnostics: Iterable[Diagnostic]) -> None:
+    """Each error of ``diagnostics`` as a warning on the ``okfast`` logger,
+    naming the source and file it is about when it has them."""
+    for d in diagnostics:
+        if d.severity == "error":
+            where = ", ".join(x for x in (d.source_id, d.path) if x)
+            _log.warning("okfast: [%s] %s%s", d.code, d.message, f" ({where})" if where else "")

@@ -284,18 +284,20 @@ class FileMemoryStore:
         limit: int | None = None,
         scorer: Scorer | str = Scorer.WEIGHTED_COUNT,
         bm25f: BM25FParams | None = None,
+        tag: str | None = None,
     ) -> MemoryReadResult:
         """Memory passages for ``text``: for each applicable tier in read order,
         the scope's directory searched as a bundle with the knowledge scorer
         (``scorer``; BM25F and fusion score each tier with its own statistics
         and ``bm25f.language``). ``source_id`` is ``memory:<tier>``; ``concept_id``
-        is ``memory_path + "/" + id``; ``limit`` caps the passages of each tier."""
+        is ``memory_path + "/" + id``; ``limit`` caps the passages of each tier;
+        ``tag`` keeps the concepts carrying it (the filter of docs/spec.md §3.6)."""
         # Every argument is checked here, before any tier is looked at, not
         # only by the bundles searched: a scope without memory yet must refuse
         # a bad one too (docs/spec.md §6.3, §8).
         scope = _scope_of(scope)
         how = scorer_of(scorer)
-        _, limit, params = search_arguments(None, limit, bm25f)
+        tag, limit, params = search_arguments(tag, limit, bm25f)
         terms = query_terms(text)
         passages: list[Passage] = []
         diags: list[Diagnostic] = []
@@ -307,7 +309,7 @@ class FileMemoryStore:
                 # BM25F's tokens make the excerpt of BM25F and fusion passages.
                 query = bundle.bm25f_query(text, params)
             asked = terms if how is Scorer.WEIGHTED_COUNT else text
-            pos, score = bundle.search_arrays(asked, limit=limit, scorer=how, bm25f=params)
+            pos, score = bundle.search_arrays(asked, tag=tag, limit=limit, scorer=how, bm25f=params)
             for p, sc in zip(pos.tolist(), score.tolist(), strict=True):
                 passages.append(
                     passage_from_fields(
