@@ -467,6 +467,31 @@ def test_a_tiny_body_weight_with_a_limit_returns_the_first_k(tmp_path: Path) -> 
     assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr
 
 
+@pytest.mark.parametrize("k1", [0.0, 1e-300, 1.2])
+@pytest.mark.parametrize("weight", [5e-324, 1e-310, 1e-260])
+def test_a_subnormal_weight_with_a_limit_returns_the_first_k(
+    tmp_path: Path, k1: float, weight: float
+) -> None:
+    """docs/spec.md §12.4: the top-k's bound of a field's part, the weight
+    over the length norm times the frequency, underflowed where the score's
+    own order of operations did not (a body weight of 5e-324 left the best
+    concept unread: ``limit=1`` gave the second)."""
+    bodies = {
+        "b": "alpha alpha g1 g2 g3 g4 g5 g6 g7 g8",
+        "c": "",
+        "d": "",
+        "z": "rare alpha rare f1 f2 f3 f4 f5 f6 f7",
+    }
+    write_bundle(tmp_path, {f"{k}.md": f"---\ntype: T\n---\n{v}\n" for k, v in bodies.items()})
+    b = Bundle.load(tmp_path, cache=False)
+    p = BM25FParams(k1=k1, body_weight=weight, body_b=1.0)
+    whole = [(h.concept_id, h.score) for h in b.search("alpha rare", scorer="bm25f", bm25f=p)]
+    assert sorted(c for c, _ in whole) == ["b", "z"]
+    for k in (1, 2, 3):
+        got = b.search("alpha rare", scorer="bm25f", bm25f=p, limit=k)
+        assert [(h.concept_id, h.score) for h in got] == whole[:k]
+
+
 def test_statistics_made_by_hand_are_checked(tmp_path: Path) -> None:
     """docs/spec.md §12.4: a document frequency above n made an idf negative,
     which the full ranking and the top-k counted apart (3 hits against 0);

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from okfast import Bundle, BundleNotFoundError, Catalog, InvalidArgumentTypeError
+from okfast.bundle import split_ranges
 from okfast.paths import (
     bundle_root,
     directory_key,
@@ -78,3 +79,22 @@ def test_a_path_that_is_no_path_is_okfasts_type_error(path: object, tmp_path: Pa
             Catalog.load(tmp_path / "catalog.json", root=path)  # type: ignore[arg-type]
         with pytest.raises(InvalidArgumentTypeError, match="base_dir is text"):
             Catalog.parse('{"version": 1, "sources": []}', base_dir=path)  # type: ignore[arg-type]
+
+
+def test_a_bundle_path_keeps_dot_dot_for_the_os_to_resolve(tmp_path: Path) -> None:
+    """docs/spec.md §1.1: ``link/..`` is the parent of where ``link`` points;
+    removing both by text walked another directory (here: the one holding
+    the link, with a concept that is not the bundle's)."""
+    (tmp_path / "real" / "sub").mkdir(parents=True)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "real" / "inside.md").write_text("---\ntype: T\n---\nx\n")
+    (tmp_path / "other" / "wrong.md").write_text("---\ntype: T\n---\nx\n")
+    (tmp_path / "link").symlink_to(tmp_path / "real" / "sub")
+    given = f"{tmp_path}/link/.."
+    assert bundle_root(given) == given
+    bundle = Bundle.load(given, cache=False)
+    assert (str(bundle.root), bundle.concept_ids) == (given, ("inside",))
+    (tmp_path / "real" / "second.md").write_text("---\ntype: T\n---\nx\n")
+    assert split_ranges(given, 2) == split_ranges(tmp_path / "real", 2) != split_ranges(tmp_path, 2)
+    # ``.`` parts and repeated separators are still dropped.
+    assert bundle_root(f"{tmp_path}//real/./sub/") == f"{tmp_path}/real/sub"

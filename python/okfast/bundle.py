@@ -572,7 +572,7 @@ def split_ranges(path: str | os.PathLike[str], parts: int) -> list[tuple[str | N
         raise InvalidArgumentError(
             f"parts must be a whole number from 1 to {MAX_PARTS}, got {parts!r}"
         )
-    return _native.split_ranges(os.path.abspath(os.fspath(path)), n)
+    return _native.split_ranges(bundle_root(path), n)
 
 
 #: The most parts a bundle is cut into (docs/spec.md §1.10): each is an

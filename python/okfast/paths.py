@@ -75,6 +75,20 @@ def path_text(what: str, path: object) -> str:
     return given
 
 
+def absolute(path: str) -> str:
+    """``path`` made absolute against the working directory, ``.`` parts and
+    repeated separators dropped, ``..`` kept (docs/spec.md §1.1): the OS
+    resolves ``link/..`` to the parent of where ``link`` points, which
+    ``os.path.abspath`` removing both by text is not."""
+    if os.name != "posix":
+        return os.path.abspath(path)
+    if not os.path.isabs(path):
+        path = os.path.join(os.getcwd(), path)
+    # POSIX gives exactly two leading slashes a meaning of their own.
+    lead = "//" if path.startswith("//") and not path.startswith("///") else "/"
+    return lead + "/".join(p for p in path.split("/") if p not in ("", "."))
+
+
 def bundle_root(path: str | os.PathLike[str]) -> str:
     """A bundle root as an absolute path; one no file system can hold is
     not a readable directory (docs/spec.md §1.1)."""
@@ -82,7 +96,7 @@ def bundle_root(path: str | os.PathLike[str]) -> str:
     if given == "":
         # An unset variable, most likely: never the working directory.
         raise BundleNotFoundError("an empty path names no bundle directory")
-    root = os.path.abspath(given)
+    root = absolute(given)
     try:
         if "\x00" in root:
             raise ValueError("it holds a NUL character")

@@ -69,6 +69,21 @@ fn drain_cut(threshold: f64, rest: f64) -> f64 {
 /// another order could account for.
 pub(super) const SLACK: f64 = 1e-9;
 
+/// The least positive `k1` or field weight the pruned top-k takes: below
+/// it a bound's factors (a weight over a length norm, `k1` times a need)
+/// can be subnormal, whose rounding [`SLACK`] does not cover (a body weight
+/// of 5e-324 left the best concept unread). Such parameters rank every
+/// concept and keep the first `k`, exact by construction (docs/spec.md
+/// §12.4). A norm is below 2^64 (lengths fit 32 bits), so `w / norm` stays
+/// normal above this.
+const PRUNE_MIN: f64 = 1e-250;
+
+/// Whether the pruned top-k's bounds hold for `params` ([`PRUNE_MIN`]).
+fn prunable(params: &Params) -> bool {
+    let fine = |x: f64| x == 0.0 || x >= PRUNE_MIN;
+    fine(params.k1) && params.weights.iter().all(|&w| fine(w))
+}
+
 /// The first `limit` concepts (all with `None`) by BM25F score (docs/spec.md
 /// §12.3), with `stats` (the bundle's own or a catalog's) and `params`;
 /// `tag` keeps concepts carrying that tag. Scores of zero are left out.
@@ -153,8 +168,8 @@ pub fn search_index(
     let norms = Norms::new(params, stats);
     let lengths = Lengths::of(index);
     let terms = terms(index, tokens, stats);
-    if limit.is_none() {
-        return super::taat::rank(index, &terms, params, &norms, allowed);
+    if limit.is_none() || !prunable(params) {
+        return super::taat::rank(index, &terms, params, &norms, allowed, limit);
     }
     let bounds: Vec<Vec<f64>> = terms
         .iter()

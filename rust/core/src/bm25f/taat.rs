@@ -43,6 +43,7 @@ pub(super) fn rank(
     params: &Params,
     norms: &Norms,
     allowed: Option<&[u64]>,
+    limit: Option<usize>,
 ) -> Ranked {
     SCORES.with(|cell| {
         let mut scores = cell.borrow_mut();
@@ -57,7 +58,7 @@ pub(super) fn rank(
         for t in terms {
             add(index, t, params, norms, &mut acc);
         }
-        let mut top = TopK::new(None);
+        let mut top = TopK::new(limit);
         for &d in acc.touched.iter().filter(|&&d| allows(allowed, d)) {
             top.offer(Hit {
                 score: acc.scores[d as usize],
