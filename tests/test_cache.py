@@ -614,3 +614,29 @@ def test_a_cache_directory_that_names_no_path_loads_without_the_cache(
     b = Bundle.load(tmp_path / "kb", cache_dir=where)
     assert (b.cache_status, len(b)) == ("off", 1)
     assert b.cache_detail.startswith(f"cache directory {where!r} is unusable")
+
+
+@pytest.mark.parametrize(("edited", "made_by"), [(40, "load, index spliced"), (65, "load")])
+def test_an_edited_file_counts_once_against_the_few(
+    tmp_path: Path, edited: int, made_by: str
+) -> None:
+    """docs/spec.md §9.4: an edited file is one file read again, its record
+    not also one that no file matches (33 edits of 200 rebuilt the index and
+    wrote the cache file again, as if 66 had changed)."""
+    root = write_bundle(
+        tmp_path / "kb",
+        {f"c{i:03}.md": f"---\ntype: T\ntitle: T{i}\n---\nbody {i}\n" for i in range(200)},
+    )
+    age(root)
+    cache = tmp_path / "cache"
+    Bundle.load(root, cache_dir=cache)
+    for i in range(edited):
+        p = root / f"c{i:03}.md"
+        p.write_text(f"---\ntype: T\ntitle: edited {i}\n---\nnew {i}\n")
+        os.utime(p, (HOUR_AGO + 60, HOUR_AGO + 60))
+    b = Bundle.load(root, cache_dir=cache)
+    assert (b.cache_status, b.made_by, b.cache_reread) == ("partial", made_by, edited)
+    plain = Bundle.load(root, cache=False)
+    for q in ("edited", "body", "new", "t1"):
+        assert b.search(q) == plain.search(q), q
+        assert bm25f_answers(b, q) == bm25f_answers(plain, q), q

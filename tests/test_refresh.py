@@ -237,3 +237,27 @@ def test_refreshes_from_several_threads_miss_no_change(tmp_path: Path) -> None:
         t.join(60)
     last = held[0].refresh() or held[0]
     same(last, Bundle.load(kb, cache=False))
+
+
+@linux
+@pytest.mark.parametrize(
+    ("edited", "removed", "made_by"),
+    [(40, 0, "events, index spliced"), (64, 0, "events, index spliced"), (40, 30, "events")],
+)
+def test_an_edit_counts_once_against_the_few(
+    tmp_path: Path, edited: int, removed: int, made_by: str
+) -> None:
+    """docs/spec.md §1.9, §9.4: an edited concept is one concept read again,
+    not also one removed (33 edits of 100 rebuilt the index, as if 66 had
+    changed); 40 edits and 30 removals are 70, past the 64."""
+    root = write_bundle(
+        tmp_path / "kb", {f"c{i:03}.md": c(f"T{i}", f"body {i} order") for i in range(100)}
+    )
+    b = load(root)
+    for i in range(edited):
+        (root / f"c{i:03}.md").write_text(c(f"T{i}", f"edited {i} new"))
+    for i in range(99, 99 - removed, -1):
+        (root / f"c{i:03}.md").unlink()
+    r = b.refresh()
+    assert r is not None and r.made_by == made_by
+    same(r, load(root))

@@ -362,7 +362,18 @@ impl Bundle {
             }
             n += 1;
         }
-        let removed = old_to_new.iter().filter(|&&p| p == GONE).count();
+        // An edited concept is read again and its old position is gone: it
+        // counts once, as a concept read again; only a position whose id is
+        // not in the new snapshot counts as removed (docs/spec.md §9.4).
+        let edited = fresh
+            .iter()
+            .filter(|c| self.position(c.id()).is_some())
+            .count();
+        let removed = old_to_new
+            .iter()
+            .filter(|&&p| p == GONE)
+            .count()
+            .saturating_sub(edited);
         if fresh.len() + removed > KEEP_INDEX_READS.max(reads.len() / 32) {
             return Ok(None);
         }

@@ -51,17 +51,26 @@ pub(super) fn plan(
     language: Option<Language>,
 ) -> Option<Result<Plan, Rejected>> {
     let matched = record.iter().flatten().count();
-    let changed = (found.len() - matched) + o.len().saturating_sub(matched);
-    if changed == 0 || changed > KEEP_INDEX_READS.max(found.len() / 32) {
+    let most = KEEP_INDEX_READS.max(found.len() / 32);
+    let stale: Vec<usize> = (0..found.len()).filter(|&i| record[i].is_none()).collect();
+    if stale.len() > most {
         return None;
     }
-    let stale: Vec<usize> = (0..found.len()).filter(|&i| record[i].is_none()).collect();
+    // A file read again whose id has a record (an edited file) counts once:
+    // its record is not one "no file matches" (docs/spec.md §9.4).
+    let mut edited = 0;
     for &i in &stale {
         match recorded_stamp(o, found[i].id.as_bytes()) {
             Ok(Some(st)) if found[i].stamp == Some(st) => return None,
-            Ok(_) => {}
+            Ok(Some(_)) => edited += 1,
+            Ok(None) => {}
             Err(e) => return Some(Err(e)),
         }
+    }
+    let removed = o.len().saturating_sub(matched + edited);
+    let changed = stale.len() + removed;
+    if changed == 0 || changed > most {
+        return None;
     }
     let (skims, index) = rayon::join(
         || -> Result<Vec<_>, Rejected> {
