@@ -589,6 +589,26 @@ def test_a_text_damaged_after_opening_is_an_error_and_the_file_is_rebuilt(
     assert again.cache_status == "miss" and snap == fresh(bundle)
 
 
+def test_a_damaged_text_of_a_replaced_file_says_so(bundle: Path, tmp_path: Path) -> None:
+    """docs/spec.md §9.6: when another file has replaced the damaged one, the
+    error says so (it said "it has been removed", naming the healthy file
+    now at that path), and the new file is left in place."""
+    cache = tmp_path / "cache"
+    age(bundle)
+    cached(bundle, cache)
+    b, _ = cached(bundle, cache)
+    (file,) = cache.glob("*.okfc")
+    healthy = file.read_bytes()
+    _flip_text(cache, b"order order")
+    (tmp_path / "new.okfc").write_bytes(healthy)
+    os.replace(tmp_path / "new.okfc", file)
+    pos = b.position("sub/b")
+    assert pos is not None
+    with pytest.raises(CacheDamagedError, match="another file has already replaced it"):
+        b.body_at(pos)
+    assert file.read_bytes() == healthy
+
+
 def test_a_damaged_text_met_while_rebuilding_is_reported_and_reread(
     bundle: Path, tmp_path: Path
 ) -> None:

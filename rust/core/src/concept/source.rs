@@ -133,10 +133,10 @@ impl SourceText {
                 let n = *frontmatter_len as usize + *body_len as usize;
                 let mut buf = vec![0u8; n];
                 let damaged = |why: &str| {
-                    remove_if_same(store);
                     TextError(format!(
-                        "okfast cache file {} {why}: it has been removed, load the bundle again to rebuild it",
-                        store.path.display()
+                        "okfast cache file {} {why}: {}",
+                        store.path.display(),
+                        remove_if_same(store)
                     ))
                 };
                 read_at(&store.file, &mut buf, store.base + at)
@@ -192,13 +192,23 @@ pub fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
     }
 }
 
-/// Remove the damaged cache file, unless a newer one has replaced it.
-fn remove_if_same(store: &TextStore) {
-    let (Ok(open), Ok(named)) = (store.file.metadata(), std::fs::metadata(&store.path)) else {
-        return;
+/// Remove the damaged cache file, unless a newer one has replaced it; what
+/// became of it, as the error says it (docs/spec.md §9.6).
+fn remove_if_same(store: &TextStore) -> &'static str {
+    const REMOVED: &str = "it has been removed, load the bundle again to rebuild it";
+    const LEFT: &str = "it could not be removed; delete it, or load with cache=False";
+    let Ok(open) = store.file.metadata() else {
+        return LEFT;
     };
-    if same_file(&open, &named) {
-        let _ = std::fs::remove_file(&store.path);
+    match std::fs::metadata(&store.path) {
+        Ok(named) if same_file(&open, &named) => match std::fs::remove_file(&store.path) {
+            Ok(()) => REMOVED,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => REMOVED,
+            Err(_) => LEFT,
+        },
+        Ok(_) => "another file has already replaced it, which the next load reads",
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => REMOVED,
+        Err(_) => LEFT,
     }
 }
 
