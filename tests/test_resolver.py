@@ -464,3 +464,33 @@ def test_resolver_arguments_are_checked_when_it_is_made(tmp_path: Path) -> None:
     for source in (None, 1, b"kb"):
         with pytest.raises(InvalidArgumentTypeError, match="source must be"):
             Resolver(cat).snapshot(source)  # type: ignore[arg-type]
+
+
+def test_the_generation_is_that_of_the_sources_searched(tmp_path: Path) -> None:
+    """docs/spec.md §4.3, §5.2: a reload that lands while a search runs (here
+    from inside its visibility check, after the sources were read) does not
+    give the search the new generation beside the old sources' passages."""
+    import json
+
+    for s in ("a", "b"):
+        write_bundle(tmp_path / s, {"x.md": concept(f"{s} alpha", "alpha")})
+
+    def point_at(sid: str) -> None:
+        doc = {"version": 1, "sources": [{"id": sid, "path": f"./{sid}"}]}
+        (tmp_path / "catalog.json").write_text(json.dumps(doc))
+
+    point_at("a")
+    cat = Catalog.load(tmp_path / "catalog.json")
+    reloaded: list[int] = []
+
+    def visible(scope: object, source: object) -> bool:
+        if not reloaded:
+            point_at("b")
+            reloaded.append(cat.reload().generation)
+        return True
+
+    ctx = Resolver(cat, default_visibility=visible, max_staleness=0).search(Query("alpha"))
+    assert reloaded == [2] and cat.snapshot()[1] == 2
+    assert (ctx.generation, [p.source_id for p in ctx.passages]) == (1, ["a"])
+    after = Resolver(cat).search(Query("alpha"))
+    assert (after.generation, [p.source_id for p in after.passages]) == (2, ["b"])

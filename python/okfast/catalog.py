@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -346,6 +347,12 @@ def _parse(
     return tuple(sources), tuple(diags), settings
 
 
+#: Held while a reload replaces a catalog's snapshot and while a search reads
+#: one (:meth:`Catalog.snapshot`): one lock for all catalogs (reloads are
+#: rare and reads short), so a catalog holds none and pickles as it is.
+_RELOAD = threading.Lock()
+
+
 @dataclass
 class Catalog:
     """A parsed catalog snapshot (SPEC §4). Sources keep file order."""
@@ -392,6 +399,13 @@ class Catalog:
             sources, None, Path(root) if root is not None else None, 1, Path(base_dir), settings
         )
 
+    def snapshot(self) -> tuple[tuple[Source, ...], int]:
+        """The sources and the generation they belong to, read together: a
+        :meth:`reload` running meanwhile gives both before or both after it
+        (docs/spec.md §4.3), never one of each."""
+        with _RELOAD:
+            return self.sources, self.generation
+
     def source(self, source_id: str) -> Source | None:
         return next((s for s in self.sources if s.id == source_id), None)
 
@@ -411,11 +425,12 @@ class Catalog:
         sources, diags, settings, digest = _read_and_parse(self.path, self.root)
         if diags:
             return ReloadResult(False, self.generation, diags)
-        self.sources = sources
-        self.settings_path = settings
-        self.sha256 = digest
-        self.generation += 1
-        return ReloadResult(True, self.generation)
+        with _RELOAD:
+            self.sources = sources
+            self.settings_path = settings
+            self.sha256 = digest
+            self.generation += 1
+            return ReloadResult(True, self.generation)
 
 
 def _read_and_parse(

@@ -76,10 +76,13 @@ class _Engine(ABC):
 
     # -- the steps every strategy takes -------------------------------------------
 
-    def select(self, q: Query, diags: list[Diagnostic], excl: list[Exclusion]) -> list[Source]:
-        """SPEC §5.3: enabled knowledge sources by priority desc then id, then visibility."""
-        cat = self.r.catalog
-        enabled = [s for s in cat.sources if s.enabled and s.role == "knowledge"]
+    def select(
+        self, q: Query, diags: list[Diagnostic], excl: list[Exclusion]
+    ) -> tuple[list[Source], int]:
+        """SPEC §5.3: enabled knowledge sources by priority desc then id, then
+        visibility; and the catalog generation they are of, read with them."""
+        catalog_sources, generation = self.r.catalog.snapshot()
+        enabled = [s for s in catalog_sources if s.enabled and s.role == "knowledge"]
         enabled.sort(key=lambda s: (-s.priority, s.id))
         if q.permitted_source_ids is not None:
             allowed = set(q.permitted_source_ids)
@@ -108,7 +111,7 @@ class _Engine(ABC):
                     severity="warning",
                 )
             )
-        return chosen
+        return chosen, generation
 
     def deduplicate(
         self, sources: list[Source], diags: list[Diagnostic], excl: list[Exclusion]
@@ -248,7 +251,8 @@ class _Engine(ABC):
         diags: list[Diagnostic] = []
         excl: list[Exclusion] = []
         runs: list[Run] = []  # passages left out in bulk (docs/spec.md §5.8)
-        sources = self.deduplicate(self.select(q, diags, excl), diags, excl)
+        selected, generation = self.select(q, diags, excl)
+        sources = self.deduplicate(selected, diags, excl)
         how = _Scoring(
             scorer_of(q.scorer) if q.scorer is not None else self.r.default_scorer,
             query_terms(q.text),  # split once, for every source and passage
@@ -313,7 +317,7 @@ class _Engine(ABC):
             explain = ExplainInfo(self.strategy.value, fused_quota, pinned)
         passages = self.passages(found.searched, how.bm25f, src, pos, score, fused, now_us, explain)
         excl = in_order(excl, runs, found.searched) if exclusions else []
-        return Context(q, self.r.catalog.generation, passages, tuple(diags), tuple(excl))
+        return Context(q, generation, passages, tuple(diags), tuple(excl))
 
 
 class GroupedResolver(_Engine):
