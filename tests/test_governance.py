@@ -216,6 +216,21 @@ def test_unknown_authority_ranks_last_and_is_reported(clash: Catalog) -> None:
     assert excluded(ctx)["e-rumour"][0] == "outranked"
 
 
+def test_an_empty_authority_is_shown_as_written(tmp_path: Path) -> None:
+    """docs/spec.md §5.2, §7: ``authority: ""`` is an unknown value, ranked
+    last and reported; the passage shows it as written, not the source's
+    default (which governance did not apply to it)."""
+    cat = make(
+        tmp_path,
+        {"kb": {"g.md": c("g widget", authority='""'), "k.md": c("k widget")}},
+        [{"id": "kb", "path": "kb", "authority": "canonical"}],
+    )
+    ctx = resolve(cat, "widget")
+    assert {p.concept_id: p.authority for p in ctx.passages} == {"g": "", "k": "canonical"}
+    unknown = [d for d in ctx.diagnostics if d.code == "UnknownAuthority"]
+    assert [d.path for d in unknown] == ["g.md"]
+
+
 def test_source_default_authority_and_min_authority(clash: Catalog) -> None:
     ctx = resolve(clash, "tax", min_authority="approved")
     # c/d/f have no authority of their own: the source's `approved` applies.

@@ -55,6 +55,27 @@ def test_a_stale_policy_made_by_its_constructor_is_the_one_its_helpers_make() ->
     assert admitted.tolist() == [False, True, True]
 
 
+@pytest.mark.parametrize("days", [1234567, 1 / 3, 0.1, 2.5e-7, 1e300, 2**53 + 2, 0, 7])
+def test_a_stale_policy_is_written_back_exactly(days: float) -> None:
+    """docs/spec.md §2.3: ``str(policy)`` writes it back (six significant
+    digits gave 1234570 days for 1234567)."""
+    p = StalePolicy.tolerate(days)
+    assert StalePolicy.parse(str(p)) == p
+
+
+def test_a_tolerance_is_the_exact_product_truncated() -> None:
+    """docs/spec.md §2.3: ``days × 86,400,000,000`` truncated — of the
+    exact product; the float product of 1/3 rounds up to a whole 8 hours
+    and admitted a passage stale 8 hours before now."""
+    stale_after = _NOW - 28_800_000_000
+    third = StalePolicy.tolerate(1 / 3)
+    assert third.admits_us(np.array([stale_after, stale_after + 1]), _NOW).tolist() == [
+        False,
+        True,
+    ]
+    assert StalePolicy.tolerate(0.5).admits_us(np.array([_NOW - 43_200_000_000]), _NOW).all()
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [

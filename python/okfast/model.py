@@ -311,7 +311,9 @@ def passage_from_fields(
         status=f.status,
         stale_after=instant_from_micros(f.stale_after_us),
         is_stale=is_stale,
-        authority=f.authority or default_authority or "reference",
+        # An unknown value stays as written, the empty one too (docs/spec.md
+        # §5.2): only an absent one takes the source's default.
+        authority=f.authority if f.authority is not None else default_authority or "reference",
         fused_score=fused_score,
         explanation=explanation,
         _body=body,

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from okfast import _native
@@ -150,11 +151,21 @@ class StalePolicy:
         # Capped at 2**62 µs (~146,000 years), beyond every instant a date can
         # name, so a huge or infinite tolerance admits all instead of
         # overflowing the int64 arithmetic.
-        slack = int(min(self.days * _US_PER_DAY, 2.0**62))
+        # The exact product, truncated (docs/spec.md §2.3): the float product
+        # can round up past a whole microsecond (1/3 of a day: 28,800,000,000
+        # for 28,799,999,999.99…).
+        days = self.days
+        slack = 2**62 if days >= 2.0**62 / _US_PER_DAY else int(Fraction(days) * _US_PER_DAY)
+        slack = min(slack, 2**62)
         return (stale_after_us == NEVER_US) | (stale_after_us >= now_us - slack)
 
     def __str__(self) -> str:
-        return f"tolerate:{self.days:g}" if self.kind == "tolerate" else self.kind
+        if self.kind != "tolerate":
+            return self.kind
+        # The shortest text that reads back as the same float (docs/spec.md
+        # §2.3: parse(str(p)) == p); a whole number without its ".0".
+        d = self.days
+        return f"tolerate:{int(d)}" if d.is_integer() and abs(d) < 2**53 else f"tolerate:{d!r}"
 
 
 def micros(t: datetime) -> int:
