@@ -514,6 +514,8 @@ def test_bad_arguments_raise_value_error(kw: dict[str, Any]) -> None:
         # numpy's numbers are numbers (docs/spec.md §6.5).
         {"knowledge_share": np.float64(0.5), "memory_share": np.float32(0.25)},
         {"knowledge_share": np.int64(1), "memory_share": np.int64(0)},
+        # Of float32's own spelling: widened to float64 these summed past 1.
+        {"knowledge_share": np.float32(0.6), "memory_share": np.float32(0.4)},
     ],
 )
 def test_good_arguments_are_accepted(kw: dict[str, Any]) -> None:

@@ -796,3 +796,36 @@ def test_a_read_filters_by_tag_as_a_search_does(tmp_path: Path) -> None:
     assert sorted(p.concept_id.rsplit("/", 1)[1] for p in both.passages) == ["also", "kept"]
     with pytest.raises(okfast.InvalidArgumentTypeError):
         store.read(scope, "crumb", tag=3)  # type: ignore[arg-type]
+
+
+def test_a_scope_id_too_long_for_a_directory_has_no_memory(tmp_path: Path) -> None:
+    """docs/spec.md §6.3: a scope whose directory name cannot exist (an id of
+    239–255 bytes) is a missing scope directory: silently empty, nothing to
+    delete — whether or not other scopes have memory in the tier; its write
+    is refused, naming the concept."""
+    store = make_store(tmp_path / "mem")
+    assert store.write(Scope("B"), entry("other"), Tier.TENANT).written
+    long = Scope("a" * 239)
+    read = store.read(long, "marker")
+    assert (read.passages, read.diagnostics) == ((), ())
+    listing = store.enumerate(long)
+    assert (list(listing.concepts), list(listing.diagnostics)) == ([], [])
+    deleted = store.delete_scope(long)
+    assert (deleted.tiers_deleted, deleted.error) == ((), None)
+    w = store.write(long, entry("x"), Tier.TENANT)
+    assert not w.written and "too long" in (w.error or "")
+    assert w.concept_id == memory_path(Tier.TENANT, long) + "/note"
+
+
+def test_blank_is_the_readers_white_space(tmp_path: Path) -> None:
+    """docs/spec.md §6.3: only text a reader trims to nothing is blank;
+    U+001C–001F, which Python's ``str.strip`` removes, are text to a reader."""
+    store = make_store(tmp_path / "mem")
+    scope = Scope("A")
+    e = entry("x")
+    assert store.write(scope, MemoryEntry("n", e.frontmatter, "\x1c"), Tier.TENANT).written
+    fm = {**e.frontmatter, "type": "\x1f"}
+    assert store.write(scope, MemoryEntry("m", fm, "text"), Tier.TENANT).written
+    for blank in (" \u2003\n", "\u3000"):
+        w = store.write(scope, MemoryEntry("k", e.frontmatter, blank), Tier.TENANT)
+        assert not w.written and "empty" in (w.error or "")

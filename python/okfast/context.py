@@ -144,8 +144,16 @@ def _share(name: str, v: object) -> Fraction:
     f = float(v)
     if not f >= 0 or math.isinf(f):
         raise InvalidArgumentError(f"{name} must be a finite number >= 0, got {v!r}")
-    # A float's shortest decimal spelling is what the caller wrote: exact floors and sums.
-    return Fraction(repr(f))
+    if isinstance(v, Fraction):
+        return v
+    # A float's shortest decimal spelling is what the caller wrote: exact
+    # floors and sums. Of its own precision: numpy's float32 0.29 is "0.29",
+    # not the float64 it widens to (0.28999999165…).
+    text = str(v) if type(v).__module__ == "numpy" else repr(f)
+    try:
+        return Fraction(text)
+    except ValueError:
+        return Fraction(repr(f))
 
 
 def _failed(code: DiagnosticCode, what: str, e: Exception, p: Passage | None = None) -> Diagnostic:

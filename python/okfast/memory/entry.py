@@ -16,9 +16,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from okfast import _native
 from okfast.bundle import read_concept
 from okfast.catalog import is_safe_segment
 from okfast.errors import EntryError as EntryError  # re-exported from here too
+
+#: Blank is only white space as a concept's reader trims it (docs/spec.md's
+#: White_Space set, not Python's ``str.isspace``, which also takes U+001C–001F):
+#: what a reader sees as text is never refused as blank.
+_WHITE_SPACE: str = _native.WHITE_SPACE
 
 #: A concept file larger than this is skipped by every reader (SPEC §1.3), so
 #: an append that would cross it is refused instead of silently losing the file.
@@ -117,7 +123,7 @@ def render_frontmatter(fm: Mapping[str, Any]) -> str:
         raise EntryError("frontmatter must be a mapping")
     for key in _REQUIRED:
         v = fm.get(key)
-        if not isinstance(v, str) or not v.strip():
+        if not isinstance(v, str) or not v.strip(_WHITE_SPACE):
             raise EntryError(f"frontmatter needs a non-blank string {key!r}")
     lines: list[str] = []
     _emit(fm, 0, lines, "", 1)
@@ -125,7 +131,7 @@ def render_frontmatter(fm: Mapping[str, Any]) -> str:
 
 
 def check_section(section: object) -> str:
-    if not isinstance(section, str) or not section.strip():
+    if not isinstance(section, str) or not section.strip(_WHITE_SPACE):
         raise EntryError("the section to append is empty")
     if "\x00" in section:
         raise EntryError("the section contains a NUL character")

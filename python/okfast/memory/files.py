@@ -126,6 +126,10 @@ def open_chain(root_fd: int, parts: Sequence[str], *, create: bool) -> int | Non
             except OSError as e:
                 if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
                     raise _refuse(fd, name, shown) from e
+                if e.errno == errno.ENAMETOOLONG and not create:
+                    # No directory can have that name (a scope id past 238
+                    # bytes): missing, as every other absent scope is.
+                    return None
                 raise
             os.close(fd)
             fd = nxt

@@ -352,9 +352,6 @@ class FileMemoryStore:
             raise EntryError(f"memory tier {t.value!r} does not apply to scope {scope}")
         if not files.SUPPORTED:
             raise EntryError("memory needs a POSIX file system API (dir_fd, O_NOFOLLOW, flock)")
-        parts = memory_path(t, scope).split("/")
-        if any(len(p.encode()) > 255 for p in parts):
-            raise EntryError("a scope id is too long for a directory name (max 238 bytes)")
         return t
 
     def write(self, scope: Scope, entry: MemoryEntry, tier: Tier | str) -> MemoryWriteResult:
@@ -374,6 +371,8 @@ class FileMemoryStore:
             t = self._check_tier(scope, tier)
             name = check_name(entry.name)
             cid = memory_path(t, scope) + "/" + name
+            if any(len(p.encode()) > 255 for p in memory_path(t, scope).split("/")):
+                raise EntryError("a scope id is too long for a directory name (max 238 bytes)")
             section = check_section(entry.section)
             render_frontmatter(entry.frontmatter)  # producer check before any I/O
             self._append(t, scope, entry, name, section)
