@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -211,6 +212,161 @@ def test_what_the_end_of_stdin_waits_for_is_read_from_the_sdks_parse() -> None:
     cancel = '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"r"}}'
     assert screen(cancel) == (None, ("cancelled", "r"))
     assert screen('{"jsonrpc":"2.0","method":"notifications/x","params":{"id":1}}') == (None, None)
+
+
+def test_a_cancellation_is_read_as_the_sdk_reads_it() -> None:
+    """docs/integrations.md: a cancelled request is not waited for. The SDK
+    takes "5" and 5 for one id and refuses true; a cancellation whose params
+    hold the text "id" is still one; a key spelt with an escape is a key."""
+    from okfast.integrations.mcp_transport import _key, screen
+
+    def cancel(params: str) -> str:
+        return '{"jsonrpc":"2.0","method":"notifications/cancelled","params":' + params + "}"
+
+    assert _key(screen(cancel('{"requestId":"5"}'))[1][1]) == 5  # type: ignore[index, arg-type]
+    assert _key("5") == _key(5) and _key("007") == _key(7) and _key("a") == "a"
+    assert screen(cancel('{"requestId":5,"reason":"id"}')) == (None, ("cancelled", 5))
+    assert screen(cancel('{"requestId":5,"_meta":{"id":1}}')) == (None, ("cancelled", 5))
+    assert screen(cancel('{"requestId":true}')) == (None, ("cancelled", None))
+    out, _ = screen('{"jsonrpc":"2.0","\\u0069d":1.5,"method":"ping"}')
+    assert out is not None and json.loads(out)["error"]["code"] == -32600
+
+
+def test_an_unanswerable_end_does_not_hang(catalog: Path, tmp_path: Path) -> None:
+    """A request cancelled under its id's other spelling (or by a line that
+    mentions "id") is not waited for at the end of stdin, and a cancellation
+    naming true drops no answer (docs/integrations.md)."""
+    info = {"name": "t", "version": "0"}
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": info}
+    head = [
+        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}),
+        '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+    ]
+    read = {"uri": "okf://bakery/recipes/brioche"}
+
+    def run(*lines: str) -> list[Any]:
+        proc = raw_server(catalog, tmp_path)
+        out, _ = proc.communicate(("\n".join([*head, *lines]) + "\n").encode(), timeout=60)
+        assert proc.returncode == 0
+        return [json.loads(x) for x in out.decode().splitlines()]
+
+    request = json.dumps({"jsonrpc": "2.0", "id": 5, "method": "resources/read", "params": read})
+    for params in ('{"requestId":"5"}', '{"requestId":5,"reason":"id"}'):
+        cancel = '{"jsonrpc":"2.0","method":"notifications/cancelled","params":' + params + "}"
+        assert 0 in [r["id"] for r in run(request, cancel)]
+    one = request.replace('"id": 5', '"id": 1')
+    got = run(
+        one, '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":true}}'
+    )
+    assert [r for r in got if r["id"] == 1][0]["result"]["contents"]
+
+
+def test_a_long_line_is_read_in_linear_time() -> None:
+    """The reader searched everything it held for a newline after every
+    64 KiB read: 80 MB took 30 s. Counted, not timed: each byte is searched
+    once however the line arrives."""
+    import anyio
+    from okfast.integrations.mcp_transport import _LineReader, _Outstanding
+
+    data = b'{"jsonrpc":"2.0","method":"notifications/x","params":{"p":"'
+    data += b"x" * (64 * 65536) + b'"}}\n'
+    chunks = [data[i : i + 65536] for i in range(0, len(data), 65536)]
+    searched = 0
+
+    class Counting(bytearray):
+        def find(self, sub: Any, start: Any = 0, *rest: Any) -> int:
+            nonlocal searched
+            searched += len(self) - start
+            return super().find(sub, start, *rest)
+
+        def __contains__(self, sub: Any) -> bool:
+            nonlocal searched
+            searched += len(self)
+            return super().__contains__(sub)
+
+    async def main() -> str:
+        async def answer(text: str) -> None:
+            raise AssertionError(text)
+
+        reader = _LineReader(0, io.StringIO(), answer, _Outstanding())
+        reader._pending = Counting()
+        feed = iter(chunks)
+
+        async def fake_read(fd: int, polled: bool) -> bytes:
+            return next(feed, b"")
+
+        import okfast.integrations.mcp_transport as t
+
+        real, t._read = t._read, fake_read
+        try:
+            return await reader.readline()
+        finally:
+            t._read = real
+
+    line = anyio.run(main)
+    assert len(line) == len(data)
+    assert searched <= 2 * len(data)
+
+
+def test_a_client_that_closes_the_output_or_a_sigterm_ends_the_server_quietly(
+    catalog: Path, tmp_path: Path
+) -> None:
+    """docs/integrations.md: a client gone (its end of the output closed)
+    ends the server with status 0 and nothing on stderr (a 50-line
+    traceback before), and SIGTERM stops it as Ctrl-C does (status 0)."""
+    import signal
+
+    proc = subprocess.Popen(
+        [sys.executable, *okfast_mcp(catalog)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **server_env()},
+        cwd=str(tmp_path),
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    proc.stdin.write(pipelined_session(6) + b"\n")
+    proc.stdin.flush()
+    time.sleep(1)
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 0
+    assert proc.stderr.read() == b""
+    proc.stderr.close()
+    proc = subprocess.Popen(
+        [sys.executable, *okfast_mcp(catalog)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **server_env()},
+        cwd=str(tmp_path),
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdin.write(pipelined_session(1) + b"\n")
+    proc.stdin.flush()
+    proc.stdout.readline()  # the server is up: it answered
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0
+    assert proc.stderr.read() == b""
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        stream.close()
+
+
+def test_http_guards_every_loopback_spelling() -> None:
+    """docs/integrations.md: the SDK turned DNS-rebinding protection on only
+    for 127.0.0.1, localhost and ::1; a server on 127.1 answered any Host and
+    Origin. Now a request must name a loopback address, as started or one of
+    those three."""
+    from okfast.integrations.mcp_transport import _rebinding_guard
+
+    for host in ("127.1", "LOCALHOST", "127.0.0.2", "::1", "127.0.0.1"):
+        guard = _rebinding_guard(host)
+        assert guard.enable_dns_rebinding_protection
+        assert {"127.0.0.1:*", "localhost:*", "[::1]:*"} <= set(guard.allowed_hosts)
+        shown = f"[{host}]" if ":" in host else host
+        assert f"{shown}:*" in guard.allowed_hosts
+        assert f"http://{shown.lower()}:*" in guard.allowed_origins
+        assert not any("evil" in h for h in guard.allowed_hosts + guard.allowed_origins)
 
 
 def test_bytes_that_are_not_utf8_are_refused_not_replaced() -> None:

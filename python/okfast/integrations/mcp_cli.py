@@ -10,6 +10,7 @@ usage, a bad catalog, a non-loopback ``--host`` or a missing extra.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -73,13 +74,24 @@ def _run(args: argparse.Namespace, load: LoadCatalog) -> int:
         )
     except ValueError as e:
         return _fail(str(e))
+    # SIGTERM (a supervisor's stop) ends the server as Ctrl-C does: status 0.
+    before = signal.signal(signal.SIGTERM, _interrupt)
     try:
         mcp_transport.serve(server, args.transport, host=args.host, port=args.port)
     except (ValueError, OSError) as e:
         return _fail(str(e))
     except KeyboardInterrupt:
         return 0
+    finally:
+        signal.signal(signal.SIGTERM, before)
     return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    # Outside a transport's own handling (stdio's event loop and uvicorn
+    # each take SIGTERM while they serve; uvicorn hands it on once it has
+    # stopped): as Ctrl-C.
+    raise KeyboardInterrupt
 
 
 def _port(text: str) -> int:

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import select
+import signal
 import socket
 import stat
 import sys
@@ -30,6 +31,9 @@ from anyio import wait_readable, wait_writable
 from mcp import types
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.dispatcher import coerce_request_id
+from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 
 from okfast import strict_json
 from okfast.arguments import surrogate_in
@@ -105,11 +109,27 @@ async def _serve_http(server: MCPServer[Any], sock: socket.socket, host: str) ->
     # Imported here: stdio does not need the HTTP server.
     import uvicorn
 
-    # `host` switches on the SDK's DNS-rebinding protection for loopback names.
-    app = server.streamable_http_app(host=host)
+    app = server.streamable_http_app(host=host, transport_security=_rebinding_guard(host))
     config = uvicorn.Config(app, log_level="warning")
     with sock:
         await uvicorn.Server(config).serve(sockets=[sock])
+
+
+def _rebinding_guard(host: str) -> TransportSecuritySettings:
+    """DNS-rebinding protection, whatever loopback spelling ``host`` is: a
+    request's Host and Origin must name a loopback address (the SDK switches
+    its own on only for ``127.0.0.1``, ``localhost`` and ``::1``, so a server
+    started on ``127.1`` answered a page of any site)."""
+    names = ["127.0.0.1", "localhost", "[::1]"]
+    for spelled in (host, host.lower()):
+        shown = f"[{spelled}]" if ":" in spelled else spelled
+        if shown not in names:
+            names.append(shown)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{n}:*" for n in names],
+        allowed_origins=[f"http://{n}:*" for n in names],
+    )
 
 
 # -- stdio on the event loop ----------------------------------------------------------
@@ -165,7 +185,7 @@ class _Outstanding:
     still running)."""
 
     def __init__(self) -> None:
-        self._ids: collections.Counter[tuple[bool, int | str]] = collections.Counter()
+        self._ids: collections.Counter[int | str] = collections.Counter()
         self._idle = anyio.Event()
         self._idle.set()
 
@@ -173,14 +193,15 @@ class _Outstanding:
         return bool(self._ids)
 
     def asked(self, request_id: object) -> None:
-        if not isinstance(request_id, int | str):
+        if isinstance(request_id, bool) or not isinstance(request_id, int | str):
             return
         if not self._ids:
             self._idle = anyio.Event()
         self._ids[_key(request_id)] += 1
 
     def answered(self, request_id: object) -> None:
-        if not isinstance(request_id, int | str):
+        # True is no id (the SDK refuses it), never the 1 it equals in Python.
+        if isinstance(request_id, bool) or not isinstance(request_id, int | str):
             return
         key = _key(request_id)
         left = self._ids.pop(key, 0) - 1
@@ -193,9 +214,10 @@ class _Outstanding:
         await self._idle.wait()
 
 
-def _key(request_id: int | str) -> tuple[bool, int | str]:
-    # 1 and "1" are two ids.
-    return isinstance(request_id, str), request_id
+def _key(request_id: int | str) -> int | str:
+    # The SDK's own correlation: "7" and 7 are one id to it (a cancellation
+    # naming either cancels the request), so they are one here too.
+    return coerce_request_id(request_id)
 
 
 class _LineReader(anyio.AsyncFile[str]):
@@ -207,28 +229,42 @@ class _LineReader(anyio.AsyncFile[str]):
         self,
         fd: int,
         fp: IO[str],
-        answer: Callable[[str], Awaitable[int]],
+        answer: Callable[[str], Awaitable[None]],
         outstanding: _Outstanding,
+        gone: Callable[[], bool] = lambda: False,
     ) -> None:
         super().__init__(fp)
         self._fd = fd
         self._polled = _pollable(fd)
-        self._pending = b""
+        self._pending = bytearray()
+        #: How much of ``_pending`` holds no newline: each byte is searched once.
+        self._scanned = 0
         self._eof = False
         self._answer = answer
         self._outstanding = outstanding
+        #: Whether the client closed its end of the output: nothing more is
+        #: read, and the session ends (docs/integrations.md).
+        self._gone = gone
 
     async def readline(self) -> str:
         while True:
-            while b"\n" not in self._pending and not self._eof:
+            if self._gone():
+                return ""
+            end = self._pending.find(b"\n", self._scanned)
+            while end < 0 and not self._eof:
+                self._scanned = len(self._pending)
                 chunk = await _read(self._fd, self._polled)
                 self._eof = not chunk
                 self._pending += chunk
-            line, newline, self._pending = self._pending.partition(b"\n")
+                end = self._pending.find(b"\n", self._scanned)
+            cut = len(self._pending) if end < 0 else end + 1
+            line = bytes(self._pending[:cut])
+            del self._pending[:cut]
+            self._scanned = 0
             # Bytes that are not UTF-8 become lone surrogates, which the SDK's
             # parser refuses and refusal() answers (never U+FFFD, which would
             # let a corrupted text through as if it had been sent).
-            text = (line + newline).decode("utf-8", errors="surrogateescape")
+            text = line.decode("utf-8", errors="surrogateescape")
             if not text:
                 # The end of stdin: every request read gets its answer first.
                 await self._outstanding.settled()
@@ -280,15 +316,11 @@ def screen(line: str) -> tuple[str | None, tuple[str, object] | None]:
     else:
         if isinstance(message, types.JSONRPCRequest):
             return None, ("asked", message.id)
-        if not isinstance(message, types.JSONRPCNotification) or '"id"' not in line:
-            if isinstance(message, types.JSONRPCNotification) and (
-                message.method == "notifications/cancelled"
-            ):
-                params = message.params or {}
-                return None, ("cancelled", params.get("requestId"))
+        if not isinstance(message, types.JSONRPCNotification):
             return None, None
-        # A notification whose line names an id: a request with an id that
-        # is none (null, a float, …), or an id inside its params.
+        # A notification, as the SDK reads it; so is a request whose id is
+        # none (null, a float, …): the line is read again to tell them apart
+        # (its own keys, however spelled, not the text "id" anywhere in it).
     try:
         doc = json.loads(line, parse_int=strict_json.integer)
     except RecursionError:
@@ -305,7 +337,14 @@ def screen(line: str) -> tuple[str | None, tuple[str, object] | None]:
                 None, -32600, f"Invalid Request: the id must be a string or an integer, got {shown}"
             ), None
     if not refused:
-        return None, None  # a notification whose params hold "id"
+        if isinstance(doc, dict) and doc.get("method") == "notifications/cancelled":
+            # Read as the SDK reads it: "7" cancels 7, true cancels nothing.
+            params = doc.get("params")
+            cancelled = cancelled_request_id_from_params(
+                params if isinstance(params, dict) else None
+            )
+            return None, ("cancelled", cancelled)
+        return None, None
     if not isinstance(doc, dict) or "method" not in doc:
         # A client's response, or not a message at all.
         return (
@@ -379,20 +418,33 @@ class _LineWriter(anyio.AsyncFile[str]):
         # The SDK's answers and the reader's refusals: one line at a time, so
         # that two never interleave their pieces.
         self._lock = anyio.Lock()
+        #: The client closed its end (a broken pipe): later lines are dropped.
+        self.gone = False
 
     async def write(self, text: str) -> int:
-        data = memoryview(text.encode("utf-8"))
-        async with self._lock:
-            while data:
-                piece = data[: select.PIPE_BUF]
-                if self._polled:
-                    await wait_writable(self._fd)
-                    data = data[os.write(self._fd, piece) :]
-                else:
-                    data = data[await anyio.to_thread.run_sync(os.write, self._fd, piece) :]
+        """Write one of the SDK's lines: an answer settles its request."""
+        await self.refuse(text)
         if self._outstanding:
             self._outstanding.answered(_answered_id(text))
         return len(text)
+
+    async def refuse(self, text: str) -> None:
+        """Write the reader's answer to a line the SDK never saw: it settles
+        no request (its id may be one that is in flight, reused)."""
+        data = memoryview(text.encode("utf-8"))
+        async with self._lock:
+            try:
+                while data and not self.gone:
+                    piece = data[: select.PIPE_BUF]
+                    if self._polled:
+                        await wait_writable(self._fd)
+                        data = data[os.write(self._fd, piece) :]
+                    else:
+                        data = data[await anyio.to_thread.run_sync(os.write, self._fd, piece) :]
+            except (BrokenPipeError, ConnectionResetError):
+                # The client went away: the server ends quietly once the
+                # reader sees it, not with a traceback (docs/integrations.md).
+                self.gone = True
 
     async def flush(self) -> None:
         """Nothing is buffered."""
@@ -409,8 +461,23 @@ async def serve_stdio(server: MCPServer[Any]) -> None:
     ):
         outstanding = _Outstanding()
         writer = _LineWriter(wire_out, fp_out, outstanding)
-        reader = _LineReader(wire_in, fp_in, writer.write, outstanding)
-        async with stdio_server(stdin=reader, stdout=writer) as (read, write):
-            # MCPServer.run_stdio_async does the same with the SDK's streams.
-            lowlevel = server._lowlevel_server
-            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+        reader = _LineReader(wire_in, fp_in, writer.refuse, outstanding, lambda: writer.gone)
+        async with anyio.create_task_group() as group:
+            group.start_soon(_stop_on_sigterm, group.cancel_scope)
+            async with stdio_server(stdin=reader, stdout=writer) as (read, write):
+                # MCPServer.run_stdio_async does the same with the SDK's streams.
+                lowlevel = server._lowlevel_server
+                await lowlevel.run(read, write, lowlevel.create_initialization_options())
+            group.cancel_scope.cancel()
+
+
+async def _stop_on_sigterm(scope: anyio.CancelScope) -> None:
+    """SIGTERM (a supervisor's stop) cancels the session on the event loop,
+    so the server ends as when its client goes away (status 0), not killed
+    mid-write nor with a KeyboardInterrupt inside a running tool."""
+    if sys.platform == "win32":
+        return
+    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return
