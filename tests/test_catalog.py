@@ -269,3 +269,39 @@ def test_the_digest_is_of_the_bytes_parsed(tmp: Path) -> None:
     )
     parsed = Catalog.parse(first.decode(), base_dir=tmp)
     assert parsed.sha256 is None
+
+
+def test_every_problem_is_reported_whatever_else_is_wrong(tmp: Path) -> None:
+    """docs/spec.md §4.1: parsing collects every problem — an entry's path
+    is checked with a bad id, a memory overlap is found beside other
+    problems of either entry — root problems come first, and nesting the
+    JSON reader takes never raises."""
+    (tmp / "docs" / "mem").mkdir(parents=True, exist_ok=True)
+    assert codes_of(tmp, {"version": 1, "sources": [{"id": 7, "path": "/etc"}]}) == [
+        "InvalidSourceId",
+        "AbsolutePath",
+    ]
+    assert codes_of(tmp, {"version": 1, "sources": [{"path": "../.."}]}) == [
+        "InvalidSourceId",
+        "OutsideRoot",
+    ]
+    overlap = [src(x=1), MEM("./docs/mem", authority="bogus")]
+    assert codes_of(tmp, {"version": 1, "sources": overlap}) == [
+        "UnknownSourceProperty",
+        "IllegalAuthority",
+        "MemoryOverlapsKnowledge",
+    ]
+    doc = {"settings": 5, "version": 1, "sources": [{"id": "a", "path": "nope"}]}
+    assert codes_of(tmp, doc) == ["MalformedSettings", "TargetNotFound"]
+    for depth in (300, 500, 700):
+        deep = '{"version": 1, "sources": [' + json.dumps(src()) + '], "x": '
+        assert codes_of(tmp, deep + "[" * depth + "]" * depth + "}") == ["UnknownRootProperty"]
+
+
+def test_a_catalog_path_no_file_can_have_is_a_parse_error(tmp: Path) -> None:
+    """docs/spec.md §4.3, §8: a NUL or an unencodable path is a ParseError,
+    as a missing file is, not a bare ValueError."""
+    for bad in ("a\x00b", "\ud800"):
+        with pytest.raises(CatalogError) as e:
+            Catalog.load(tmp / bad)
+        assert [d.code for d in e.value.diagnostics] == ["ParseError"]

@@ -193,6 +193,27 @@ def test_resolve_explain_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert lines[-1].startswith("Digest: sha256:")
 
 
+@pytest.mark.parametrize(
+    ("flags", "key"),
+    [
+        (["--strategy", "merged", "--scorer", "bm25f"], "score="),
+        (["--strategy", "reciprocal_rank"], "fused_score="),
+        (["--strategy", "merged", "--scorer", "fusion"], "score="),
+    ],
+)
+def test_explained_float_sort_keys_have_four_decimals(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], key: str
+) -> None:
+    """docs/spec.md §10.1, §10.2: every float score in text output to four
+    decimals (the sort key printed 0.12154770452930305)."""
+    import re
+
+    catalog = _governed_catalog(tmp_path)
+    assert main(["resolve", "--catalog", catalog, "refund policy", "--explain", *flags]) == 0
+    keys = re.findall(re.escape(key) + r"([0-9.e-]+)", capsys.readouterr().out)
+    assert keys and all(re.fullmatch(r"\d+\.\d{4}", k) for k in keys), keys
+
+
 def test_resolve_explain_json_carries_the_same(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

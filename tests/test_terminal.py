@@ -86,3 +86,39 @@ def test_a_message_on_stderr_is_escaped_on_a_terminal_only(
         assert main(["resolve", "--catalog", str(tmp_path / "c.json"), "q"]) == 2
         lines = stream.getvalue().splitlines()
         assert lines[0].startswith("okfast: bad catalog") and shown in lines[1]
+
+
+def test_json_search_output_and_every_message_hold_on_a_terminal(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """docs/spec.md §10.1: on a terminal, --json stays JSON (DEL and C1 as
+    \\u escapes, never the \\x7f no JSON reader takes); the search summary
+    and a usage error quoting what was typed are escaped on stderr."""
+    import io
+    import json
+
+    from okfast.cli import main
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    root = tmp_path / "b\x1b[31mX"
+    write_bundle(
+        root,
+        {
+            "a.md": '---\ntype: T\ntitle: "del \\x7f c1 \\x9b x"\n---\nalpha\n',
+            "broken\x1bx.md": "---\ntitle: [\n---\nalpha\n",
+        },
+    )
+    out, err = Tty(), Tty()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+    assert main(["search", str(root), "alpha", "--json"]) == 0
+    doc = json.loads(out.getvalue())
+    assert [h["title"] for h in doc["hits"]] == ["del \x7f c1 \x9b x"]
+    assert main(["search", str(root), "alpha"]) == 0
+    assert "\x1b" not in err.getvalue() and "b\\x1b[31mX" in err.getvalue()
+    with pytest.raises(SystemExit):
+        main(["search", str(root), "alpha", "\x1b[2J"])
+    assert "\x1b" not in err.getvalue() and "\\x1b[2J" in err.getvalue()

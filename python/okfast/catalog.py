@@ -82,13 +82,21 @@ class ReloadResult:
     diagnostics: tuple[CatalogDiagnostic, ...] = ()
 
 
-def _has_nul(v: Any) -> bool:
-    if isinstance(v, str):
-        return "\x00" in v
-    if isinstance(v, list):
-        return any(_has_nul(x) for x in v)
-    if isinstance(v, dict):
-        return any("\x00" in k or _has_nul(x) for k, x in v.items())
+def _has_nul(doc: Any) -> bool:
+    # A stack, not recursion: a document nested a few hundred deep (which
+    # the JSON reader takes) would pass Python's recursion limit (§4.1).
+    stack = [doc]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if "\x00" in v:
+                return True
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            if any("\x00" in k for k in v):
+                return True
+            stack.extend(v.values())
     return False
 
 
@@ -97,44 +105,55 @@ def _is_int(v: Any) -> bool:
 
 
 def _resolve(
-    root: str, base: str, raw: str, sid: str
+    root: str, base: str, raw: str, sid: str | None, label: str = ""
 ) -> tuple[Path | None, CatalogDiagnostic | None]:
     """SPEC §4.2, in order; the first failure is the diagnostic."""
+    name = repr(sid) if sid is not None else label
 
     def bad(code: str, msg: str) -> tuple[None, CatalogDiagnostic]:
         return None, CatalogDiagnostic(code, msg, sid)
 
     if raw.strip() == "":
-        return bad("EmptyPath", f"source {sid!r} has an empty path")
+        return bad("EmptyPath", f"source {name} has an empty path")
     if is_absolute_spelling(raw):
         return bad(
             "AbsolutePath",
-            f"source {sid!r}: path {raw!r} is absolute; write it relative to the catalog",
+            f"source {name}: path {raw!r} is absolute; write it relative to the catalog",
         )
     if "\x00" in raw:
-        return bad("InvalidPath", f"source {sid!r}: path contains a NUL character")
+        return bad("InvalidPath", f"source {name}: path contains a NUL character")
     try:
         full = join_lexically(base, raw)
         os.fsencode(full)
     except (ValueError, UnicodeError) as e:
-        return bad("InvalidPath", f"source {sid!r}: path {raw!r} is not a valid path ({e})")
+        return bad("InvalidPath", f"source {name}: path {raw!r} is not a valid path ({e})")
     if not is_within(full, root):
         return bad(
             "OutsideRoot",
-            f"source {sid!r}: path {raw!r} resolves to {full}, outside the catalog root {root}",
+            f"source {name}: path {raw!r} resolves to {full}, outside the catalog root {root}",
         )
     if not os.path.isdir(full):
-        return bad("TargetNotFound", f"source {sid!r}: {full} is not an existing directory")
+        return bad("TargetNotFound", f"source {name}: {full} is not an existing directory")
     # No symbolic link between the root (which may itself be one) and the target.
     cur = full
     while cur != root and len(cur) > len(root):
         if os.path.islink(cur):
             return bad(
                 "ReparsePointInPath",
-                f"source {sid!r}: {cur} is a symbolic link; okfast does not follow links in source paths",
+                f"source {name}: {cur} is a symbolic link; okfast does not follow links in source paths",
             )
         cur = os.path.dirname(cur)
     return Path(full), None
+
+
+@dataclass(frozen=True)
+class Placed:
+    """An enabled entry whose path resolved, problems elsewhere or not: what
+    the memory overlap check compares (§4.2)."""
+
+    label: str
+    role: str
+    directory: Path
 
 
 def _parse_source(
@@ -144,8 +163,9 @@ def _parse_source(
     seen_tiers: dict[str, str],
     croot: str,
     base: str,
-) -> tuple[Source | None, list[CatalogDiagnostic]]:
-    """One ``sources[i]`` entry: the source (when it has no problem) and its diagnostics."""
+) -> tuple[Source | None, list[CatalogDiagnostic], Placed | None]:
+    """One ``sources[i]`` entry: the source (when it has no problem), its
+    diagnostics, and where it is (when its path resolved, problems or not)."""
     raw_id = e.get("id")
     sid = raw_id if isinstance(raw_id, str) else None
     diags: list[CatalogDiagnostic] = []
@@ -220,14 +240,18 @@ def _parse_source(
         )
         language = None
     directory = None
-    if enabled and path is not None and sid is not None:
-        directory, d = _resolve(croot, base, path, sid)
+    if enabled and path is not None:
+        # Checked whatever else is wrong with the entry: every problem is
+        # reported (§4.1), and an overlap with memory is found (§4.2).
+        directory, d = _resolve(croot, base, path, sid, f"sources[{i}]")
         if d is not None:
             diags.append(d)
+    placed = None if directory is None else Placed(sid or f"sources[{i}]", role, directory)
     if diags or sid is None or path is None:
-        return None, diags
+        return None, diags, placed
     tier = tier if role == "memory" else None
-    return Source(sid, path, priority, enabled, role, tier, authority, directory, language), diags
+    source = Source(sid, path, priority, enabled, role, tier, authority, directory, language)
+    return source, diags, placed
 
 
 def parse_catalog(
@@ -263,21 +287,17 @@ def _settings_path(raw: Any, croot: str, base: str) -> tuple[Path | None, Catalo
     return Path(full), None
 
 
-def _memory_overlaps(sources: list[Source]) -> list[CatalogDiagnostic]:
+def _memory_overlaps(sources: list[Placed]) -> list[CatalogDiagnostic]:
     """An enabled memory source whose directory is, is inside or holds an
     enabled knowledge source's (docs/spec.md §4.2): the knowledge bundle's
     walk would load every scope's memory as knowledge that any scope can
     search, or the store would read knowledge files as a scope's memory.
     Source paths hold no links below the root (§4.2), so comparing them
     lexically is exact."""
-    knowledge = [
-        (s, directory_key(s.directory))
-        for s in sources
-        if s.role == "knowledge" and s.directory is not None
-    ]
+    knowledge = [(s, directory_key(s.directory)) for s in sources if s.role == "knowledge"]
     out = []
     for m in sources:
-        if m.role != "memory" or m.directory is None:
+        if m.role != "memory":
             continue
         mk = directory_key(m.directory)
         for k, kk in knowledge:
@@ -286,10 +306,10 @@ def _memory_overlaps(sources: list[Source]) -> list[CatalogDiagnostic]:
                 out.append(
                     CatalogDiagnostic(
                         "MemoryOverlapsKnowledge",
-                        f"memory source {m.id!r}: {m.directory} {where} the directory of "
-                        f"knowledge source {k.id!r}; a scope's memory would be searchable "
+                        f"memory source {m.label!r}: {m.directory} {where} the directory of "
+                        f"knowledge source {k.label!r}; a scope's memory would be searchable "
                         "as knowledge by every scope",
-                        m.id,
+                        None if m.label.startswith("sources[") else m.label,
                     )
                 )
                 break
@@ -327,23 +347,27 @@ def _parse(
     if not isinstance(entries, list) or not entries:
         diags.append(CatalogDiagnostic("EmptySources", "catalog needs a non-empty 'sources' array"))
         entries = []
+    # A root problem, as the others above: before the entries' (§4.1).
+    settings = None
+    if "settings" in doc:
+        settings, d = _settings_path(doc["settings"], croot, base)
+        if d is not None:
+            diags.append(d)
     sources: list[Source] = []
+    placed: list[Placed] = []
     seen_ids: set[str] = set()
     seen_tiers: dict[str, str] = {}
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
             diags.append(CatalogDiagnostic("ParseError", f"sources[{i}] must be a JSON object"))
             continue
-        src, problems = _parse_source(i, entry, seen_ids, seen_tiers, croot, base)
+        src, problems, where = _parse_source(i, entry, seen_ids, seen_tiers, croot, base)
         diags += problems
         if src is not None:
             sources.append(src)
-    settings = None
-    if "settings" in doc:
-        settings, d = _settings_path(doc["settings"], croot, base)
-        if d is not None:
-            diags.append(d)
-    diags += _memory_overlaps(sources)
+        if where is not None:
+            placed.append(where)
+    diags += _memory_overlaps(placed)
     return tuple(sources), tuple(diags), settings
 
 
@@ -442,6 +466,11 @@ def _read_and_parse(
         data = p.read_bytes()
     except OSError as e:
         why = f"catalog {p} could not be read: {e.strerror or e}"
+        return (), (CatalogDiagnostic("ParseError", why),), None, None
+    except ValueError as e:
+        # A NUL, or a lone surrogate the file system cannot encode: no file
+        # has that name (§4.3), as for a missing one.
+        why = f"catalog {str(p)!r} could not be read: {e}"
         return (), (CatalogDiagnostic("ParseError", why),), None, None
     try:
         text = data.decode("utf-8")

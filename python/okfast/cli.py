@@ -31,7 +31,7 @@ from okfast.query import Query, StalePolicy, Strategy
 from okfast.resolver import Resolver
 from okfast.scoring import DEFAULT_BM25F, Scorer
 from okfast.settings import load_settings, print_diagnostics
-from okfast.terminal import print_err, safe_stdout, score_text
+from okfast.terminal import escape, print_err, safe_stdout, score_text
 
 
 def _diag_json(d: Diagnostic) -> dict[str, Any]:
@@ -44,7 +44,7 @@ def _print_json(obj: object) -> None:
     # os.fsdecode spells it) is written as its \\u escape: the output stays
     # UTF-8 and a JSON reader gets the same string back (docs/spec.md §10.1).
     text = json.dumps(obj, ensure_ascii=False, sort_keys=True, indent=2) + "\n"
-    text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    text = _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     # In pieces the output's buffer holds: one write past it goes straight to
     # the pipe, and when the reader leaves mid-write (`| head`) the short
     # count it returns is ignored by the text layer, so the rest would be
@@ -53,7 +53,12 @@ def _print_json(obj: object) -> None:
         sys.stdout.write(text[at : at + _PIECE])
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+#: What json.dumps(ensure_ascii=False) leaves raw that must not be: a lone
+#: surrogate (not UTF-8), and the controls a terminal acts on that JSON does
+#: not escape (DEL, C1, bidirectional overrides). As \u escapes the output is
+#: valid JSON on a terminal too, where they would otherwise be escaped as
+#: \x7f, which no JSON reader takes (docs/spec.md §10.1).
+_JSON_RAW = re.compile("[\ud800-\udfff\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 #: Characters of output written at a time (at most 4 UTF-8 bytes each: 8 KiB,
 #: io.DEFAULT_BUFFER_SIZE).
@@ -159,10 +164,9 @@ def _cmd_search(args: argparse.Namespace) -> int:
             print(f"      {h.excerpt}")
     if bundle.diagnostics:
         n_err = sum(d.severity == "error" for d in bundle.diagnostics)
-        print(
+        print_err(
             f"({len(bundle.diagnostics)} diagnostics, {n_err} files skipped: "
-            f"run `okfast validate {args.path}`)",
-            file=sys.stderr,
+            f"run `okfast validate {args.path}`)"
         )
     return 0
 
@@ -331,7 +335,12 @@ def _explanation_text(x: Explanation) -> str:
             + f" → {t.score:.4f})"
             for t in x.bm25f
         )
-    key = ", ".join(f"{name}={value}" for name, value in x.sort_key)
+    # A float value (a BM25F or fused score) to four decimals, as every
+    # score in text output (docs/spec.md §10.1); the JSON keeps the float.
+    key = ", ".join(
+        f"{name}={score_text(value) if isinstance(value, float) else value}"
+        for name, value in x.sort_key
+    )
     pin = "pinned; " if x.pinned else ""
     return f"[{pin}#{x.rank} by {x.strategy}: {key}; terms: {terms}]"
 
@@ -390,8 +399,19 @@ def _non_negative(text: str) -> int:
     return n
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, its messages escaped on a terminal's stderr: they
+    quote what was typed (docs/spec.md §10.1)."""
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        if message:
+            out = file if file is not None else sys.stderr
+            tty = out is sys.stderr and sys.stderr.isatty()
+            out.write(escape(message) if tty else message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="okfast", description="Search and check OKF bundles.")
+    p = _Parser(prog="okfast", description="Search and check OKF bundles.")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("search", help="rank a bundle's concepts for a query")
