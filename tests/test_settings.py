@@ -204,8 +204,15 @@ def test_text_that_is_not_a_json_object_raises(text: str, tmp_path: Path) -> Non
 
 
 def test_a_missing_file_raises(tmp_path: Path) -> None:
-    with pytest.raises(SettingsError, match="could not be read"):
+    """docs/spec.md §13.2: the message begins ``settings PATH: `` whatever
+    stopped the read (a missing file, bytes that are not UTF-8)."""
+    import re
+
+    with pytest.raises(SettingsError, match=re.escape(f"settings {tmp_path / 'nope.json'}: ")):
         Settings.load(tmp_path / "nope.json")
+    (tmp_path / "latin.json").write_bytes(b'{"version": 1, "x": "\xe9"}')
+    with pytest.raises(SettingsError, match=re.escape(f"settings {tmp_path / 'latin.json'}: not")):
+        Settings.load(tmp_path / "latin.json")
 
 
 def test_save_writes_what_load_reads(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from okfast import InvalidArgumentError, Scorer
 from okfast.settings import Settings
-from okfast.tune_history import apply, history_path, revert
+from okfast.tune_history import apply, check_apply, history_path, revert
 
 
 def test_apply_and_revert_keep_a_history(tmp_path: Path) -> None:
@@ -77,14 +77,50 @@ def test_a_line_that_is_not_an_event_is_skipped(tmp_path: Path) -> None:
 def test_unreadable_or_unwritable_files_are_clear_errors(tmp_path: Path) -> None:
     target = tmp_path / "s.json"
     history_path(target).mkdir()
-    with pytest.raises(InvalidArgumentError, match="cannot read the tune history"):
+    with pytest.raises(InvalidArgumentError, match="tune history .*: it is a directory"):
         revert(target)
-    with pytest.raises(InvalidArgumentError, match="cannot write the tune history"):
+    with pytest.raises(InvalidArgumentError, match="tune history .*: it is a directory"):
         apply(Settings(), target)
     history_path(target).rmdir()
     target.mkdir()
-    with pytest.raises(InvalidArgumentError, match="cannot read the settings file"):
+    with pytest.raises(InvalidArgumentError, match="settings file .*: it is a directory"):
         apply(Settings(), target)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+@pytest.mark.parametrize("which", ["settings", "history"])
+def test_a_fifo_is_refused_before_anything_is_written(
+    tmp_path: Path, which: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/spec.md §14.4: a settings file or history that is not a regular
+    file is refused before anything is written; a revert whose write fails
+    is not recorded, so the apply can still be reverted (a FIFO blocked the
+    revert forever, after it had recorded itself)."""
+    target = tmp_path / "s.json"
+    target.write_text('{"version": 1}\n')
+    apply(Settings(scorer=Scorer.BM25F), target)
+    history = history_path(target).read_bytes()
+    fifo = target if which == "settings" else history_path(target)
+    fifo.unlink()
+    os.mkfifo(fifo)
+    for act in (lambda: revert(target), lambda: check_apply(target)):
+        with pytest.raises(InvalidArgumentError, match="not a regular file"):
+            act()
+    fifo.unlink()
+    if which == "history":
+        history_path(target).write_bytes(history)
+    else:
+        import okfast.tune_history as th
+
+        def full(*args: object) -> None:
+            raise OSError(28, "No space left on device")
+
+        with monkeypatch.context() as m:
+            m.setattr(th, "write_atomically", full)  # a write that fails: not recorded
+            with pytest.raises(InvalidArgumentError, match="No space left"):
+                revert(target)
+    assert history_path(target).read_bytes() == history
+    assert revert(target) and target.read_text() == '{"version": 1}\n'
 
 
 def test_a_replaced_settings_file_keeps_its_mode(tmp_path: Path) -> None:

@@ -125,12 +125,12 @@ class Settings:
         try:
             text = p.read_bytes().decode("utf-8")
         except OSError as e:
-            raise SettingsError(f"settings {p} could not be read: {e.strerror or e}") from None
+            raise SettingsError(f"settings {p}: could not be read: {e.strerror or e}") from None
         except UnicodeDecodeError as e:
-            raise SettingsError(f"settings {p} is not UTF-8 (byte {e.start})") from None
+            raise SettingsError(f"settings {p}: not UTF-8 (byte {e.start})") from None
         except ValueError as e:
             # A NUL or a lone surrogate in the name: no file is called that.
-            raise SettingsError(f"settings {str(p)!r} could not be read: {e}") from None
+            raise SettingsError(f"settings {p}: could not be read: {e}") from None
         return dataclasses.replace(cls.parse(text, name=f"settings {p}"), path=p)
 
     @classmethod

@@ -367,12 +367,11 @@ def tune(
     if (
         isinstance(standard_errors, bool)
         or not isinstance(standard_errors, (int, float))
-        or not math.isfinite(standard_errors)
+        or not _finite(standard_errors)
         or standard_errors < 0
     ):
-        raise InvalidArgumentError(
-            f"standard_errors must be a finite number >= 0, got {standard_errors!r}"
-        )
+        shown = repr(standard_errors) if not isinstance(standard_errors, int) else "a huge integer"
+        raise InvalidArgumentError(f"standard_errors must be a finite number >= 0, got {shown}")
     if workers is not None and (
         isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
     ):
@@ -393,6 +392,7 @@ def tune(
     # are collected in candidate order, so the report does not depend on
     # which thread finished first.
     pool = ThreadPoolExecutor(max_workers=workers or min(4, os.cpu_count() or 1))
+    futures: list[Any] = []
     with resolver.reusing_counts():
         try:
             futures = [
@@ -407,10 +407,19 @@ def tune(
                     progress(len(trials), len(configs), best)
         except KeyboardInterrupt:
             interrupted = True
-            if not trials:
-                raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+    if interrupted:
+        # The trials running when the interrupt came were waited for: they
+        # were measured, so they are decided on too (docs/spec.md §14.1), in
+        # candidate order with the others.
+        for fut in futures[len(trials) :]:
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                trial, found = fut.result()
+                diagnostics = diagnostics if trials else found
+                trials.append(trial)
+        if not trials:
+            raise KeyboardInterrupt
     fixed = {s.to_json() for s in anchors(now, multi_source=multi)}
     report = _decide(
         judged.queries,
@@ -425,6 +434,14 @@ def tune(
         standard_errors=float(standard_errors),
     )
     return replace(report, diagnostics=diagnostics)
+
+
+def _finite(x: float) -> bool:
+    """Whether ``x`` is finite; an integer too large for a float is not."""
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False
 
 
 def _measure(

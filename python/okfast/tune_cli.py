@@ -57,12 +57,15 @@ def _run(args: argparse.Namespace, load: Any, out: Any) -> int:
     catalog: Catalog | None = load(args.catalog)
     if catalog is None:
         return 2
+    # The search's options are absent unless given (register): a revert
+    # refuses any given, even at its default value; then the defaults fill in.
+    given = ["--" + k.replace("_", "-") for k in _SEARCH_DEFAULTS if hasattr(args, k)]
+    for k, v in _SEARCH_DEFAULTS.items():
+        if not hasattr(args, k):
+            setattr(args, k, v)
     if args.revert:
         # A revert runs no search: a search's option given with it was meant
         # for something else, and is refused rather than ignored.
-        given = [
-            "--" + k.replace("_", "-") for k, v in _SEARCH_DEFAULTS.items() if getattr(args, k) != v
-        ]
         if given:
             raise InvalidArgumentError(
                 f"--revert takes no search options (given: {', '.join(given)})"
@@ -212,69 +215,76 @@ _SEARCH_DEFAULTS: dict[str, object] = {
 
 
 def register(sub: Any, load: Any, out: Any, positive: Any) -> None:
-    """Add ``tune`` to the top-level parser."""
+    """Add ``tune`` to the top-level parser. The search's options default to
+    absent (``SUPPRESS``), so :func:`_run` tells one given at its default
+    value from one not given; it fills in ``_SEARCH_DEFAULTS`` itself."""
     t = sub.add_parser("tune", help="search ranking settings on judged queries, held-out accepted")
     t.add_argument("--catalog", required=True, help="catalog.json")
     t.add_argument(
         "--qrels",
-        default=_SEARCH_DEFAULTS["qrels"],
+        default=argparse.SUPPRESS,
         help="judged queries (JSON Lines, or TREC qrels)",
     )
     t.add_argument(
-        "--queries", default=_SEARCH_DEFAULTS["queries"], help="qid<TAB>query lines for TREC qrels"
+        "--queries", default=argparse.SUPPRESS, help="qid<TAB>query lines for TREC qrels"
     )
     t.add_argument(
         "--settings",
-        default=None,
+        default=argparse.SUPPRESS,
         metavar="FILE",
         help="the current settings (default: the catalog's)",
     )
-    t.add_argument("--objective", choices=OBJECTIVES, default=_SEARCH_DEFAULTS["objective"])
+    t.add_argument("--objective", choices=OBJECTIVES, default=argparse.SUPPRESS)
     t.add_argument(
         "--budget",
         type=positive,
-        default=_SEARCH_DEFAULTS["budget"],
+        default=argparse.SUPPRESS,
         metavar="N",
         help="configurations to measure",
     )
     t.add_argument(
         "--seed",
         type=int,
-        default=_SEARCH_DEFAULTS["seed"],
+        default=argparse.SUPPRESS,
         metavar="K",
         help="the random search's seed",
     )
     t.add_argument(
         "--folds",
         type=positive,
-        default=_SEARCH_DEFAULTS["folds"],
+        default=argparse.SUPPRESS,
         metavar="K",
         help="k of the k-fold holdout",
     )
     t.add_argument(
         "--standard-errors",
         type=float,
-        default=_SEARCH_DEFAULTS["standard_errors"],
+        default=argparse.SUPPRESS,
         metavar="Z",
         help="how far the best must lead the defaults to be chosen (0: the best mean)",
     )
     t.add_argument(
         "--out",
-        default=_SEARCH_DEFAULTS["out"],
+        default=argparse.SUPPRESS,
         metavar="FILE",
         help="write the proposed settings here",
     )
     t.add_argument(
         "--plot",
-        default=_SEARCH_DEFAULTS["plot"],
+        default=argparse.SUPPRESS,
         metavar="FILE",
         help="draw train vs holdout (okfast[plot])",
     )
     t.add_argument(
-        "--apply", action="store_true", help="write the proposal where the catalog points"
+        "--apply",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="write the proposal where the catalog points",
     )
     t.add_argument(
         "--revert", action="store_true", help="restore the settings before the last --apply"
     )
-    t.add_argument("--json", action="store_true", help="machine-readable output")
+    t.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"
+    )
     t.set_defaults(run=lambda args: _run(args, load, out))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -26,11 +27,8 @@ def history_path(settings_path: Path) -> Path:
 def apply(settings: Settings, target: Path) -> None:
     """Write ``settings`` to ``target`` and append the change to the history
     (what was there before, so :func:`revert` can restore it)."""
+    _check_files(target)
     try:
-        if target.exists() and not target.is_file():
-            raise InvalidArgumentError(
-                f"cannot read the settings file {target}: not a regular file"
-            )
         # Bytes, decoded: read_text would turn CRLF into LF, and a revert
         # would then not restore the file as it was (docs/spec.md §14.4).
         before = target.read_bytes().decode("utf-8") if target.exists() else None
@@ -44,12 +42,28 @@ def apply(settings: Settings, target: Path) -> None:
 def check_apply(target: Path) -> None:
     """What would stop :func:`apply` after a search, checked before it: the
     settings file and its history must be files okfast can write (or make)."""
+    _check_files(target)
     for path, what in ((target, "settings file"), (history_path(target), "tune history")):
-        if path.is_dir():
-            raise InvalidArgumentError(f"cannot write the {what} {path}: it is a directory")
         where = path if path.exists() else _existing_parent(path)
         if not os.access(where, os.W_OK):
             raise InvalidArgumentError(f"cannot write the {what} {path}: {where} is not writable")
+
+
+def _check_files(target: Path) -> None:
+    """The settings file and its history are regular files or absent: a
+    directory cannot be written, and a FIFO or a device would block a read
+    or a write (docs/spec.md §14.4). Checked before anything is written."""
+    for path, what in ((target, "settings file"), (history_path(target), "tune history")):
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            raise InvalidArgumentError(f"cannot read the {what} {path}: {_why(e)}") from None
+        if stat.S_ISDIR(mode):
+            raise InvalidArgumentError(f"cannot write the {what} {path}: it is a directory")
+        if not stat.S_ISREG(mode):
+            raise InvalidArgumentError(f"cannot use the {what} {path}: not a regular file")
 
 
 def _existing_parent(path: Path) -> Path:
@@ -62,7 +76,11 @@ def _existing_parent(path: Path) -> Path:
 
 def revert(target: Path) -> bool:
     """Restore the settings the last un-reverted ``apply`` replaced (removing
-    the file when there was none); ``False`` when there is nothing to revert."""
+    the file when there was none); ``False`` when there is nothing to revert.
+    The file is restored first and the revert recorded after: a revert that
+    fails is not recorded (the apply can still be reverted), and one cut
+    short between the two is done again, writing the same text."""
+    _check_files(target)
     stack: list[dict[str, Any]] = []
     for e in _read_history(history_path(target)):
         if e["action"] == "apply":
@@ -73,7 +91,6 @@ def revert(target: Path) -> bool:
         return False
     last = stack[-1]
     before = last["before"]
-    _append(history_path(target), {"action": "revert", "before": last["after"], "after": before})
     if before is None:
         # The file apply made: through a symbolic link, its target, as
         # write_atomically wrote it; the link stays, as it was before.
@@ -86,6 +103,7 @@ def revert(target: Path) -> bool:
             ) from None
     else:
         _write(target, before)
+    _append(history_path(target), {"action": "revert", "before": last["after"], "after": before})
     return True
 
 
