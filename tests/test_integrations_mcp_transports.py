@@ -308,6 +308,20 @@ def test_a_long_line_is_read_in_linear_time() -> None:
     assert searched <= 2 * len(data)
 
 
+def _piped_server(catalog: Path, cwd: Path) -> subprocess.Popen[bytes]:
+    """``okfast mcp`` with all three standard streams piped."""
+    proc = subprocess.Popen(
+        [sys.executable, *okfast_mcp(catalog)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **server_env()},
+        cwd=str(cwd),
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    return proc
+
+
 def test_a_client_that_closes_the_output_or_a_sigterm_ends_the_server_quietly(
     catalog: Path, tmp_path: Path
 ) -> None:
@@ -316,40 +330,24 @@ def test_a_client_that_closes_the_output_or_a_sigterm_ends_the_server_quietly(
     traceback before), and SIGTERM stops it as Ctrl-C does (status 0)."""
     import signal
 
-    proc = subprocess.Popen(
-        [sys.executable, *okfast_mcp(catalog)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, **server_env()},
-        cwd=str(tmp_path),
-    )
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    proc.stdout.close()
-    proc.stdin.write(pipelined_session(6) + b"\n")
-    proc.stdin.flush()
-    time.sleep(1)
-    proc.stdin.close()
-    assert proc.wait(timeout=60) == 0
-    assert proc.stderr.read() == b""
-    proc.stderr.close()
-    proc = subprocess.Popen(
-        [sys.executable, *okfast_mcp(catalog)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, **server_env()},
-        cwd=str(tmp_path),
-    )
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    proc.stdin.write(pipelined_session(1) + b"\n")
-    proc.stdin.flush()
-    proc.stdout.readline()  # the server is up: it answered
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=60) == 0
-    assert proc.stderr.read() == b""
-    for stream in (proc.stdin, proc.stdout, proc.stderr):
-        stream.close()
+    for stop in ("output closed", "SIGTERM"):
+        proc = _piped_server(catalog, tmp_path)
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        if stop == "output closed":
+            proc.stdout.close()
+            proc.stdin.write(pipelined_session(6) + b"\n")
+            proc.stdin.flush()
+            time.sleep(1)
+            proc.stdin.close()
+        else:
+            proc.stdin.write(pipelined_session(1) + b"\n")
+            proc.stdin.flush()
+            proc.stdout.readline()  # the server is up: it answered
+            proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0, stop
+        assert proc.stderr.read() == b"", stop
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            stream.close()
 
 
 def test_http_guards_every_loopback_spelling() -> None:
