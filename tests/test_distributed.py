@@ -487,6 +487,38 @@ def test_bad_arguments_are_okfasts_errors(tmp_path: Path) -> None:
     same(local, remote, Query("cache", strategy="merged"))
 
 
+_BEFORE_RAY = """
+import sys, ray
+from okfast import Catalog, InvalidArgumentError
+from okfast.distributed import RayResolver
+cat = Catalog.load(sys.argv[1])
+for kw in ({"shards": 1, "split": {"a": 2}}, {"actor_options": {"num_cpus": -1}}):
+    try:
+        RayResolver(cat, **kw)
+    except InvalidArgumentError:
+        print(ray.is_initialized())
+"""
+
+
+def test_arguments_ray_refuses_are_refused_before_ray_starts(tmp_path: Path) -> None:
+    """docs/spec.md §15.1: fewer shards than the widest split and
+    actor_options Ray's .options() refuses are checked before Ray is
+    started (a local cluster was left running). In a child: this suite's
+    cluster is already up."""
+    import subprocess
+    import sys
+
+    make_catalog(tmp_path, {"a": BUNDLES["b"]}, [{"id": "a", "path": "a"}])
+    done = subprocess.run(
+        [sys.executable, "-c", _BEFORE_RAY, str(tmp_path / "catalog.json")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.stdout.split() == ["False", "False"], done.stderr
+
+
 def test_a_split_of_a_disabled_source_is_refused(tmp_path: Path) -> None:
     """docs/spec.md §15.1: no shard serves a disabled source, so its split
     would be silently ignored."""

@@ -97,7 +97,7 @@ def test_a_query_takes_a_scope_ids_or_a_visibility_of_the_right_type() -> None:
     assert Query("order", scope=None).scope == Scope.local() == Query("order").scope
     assert Query("order", scope=Scope("acme")).scope == Scope("acme")
     assert Query("order", permitted_source_ids=("a", "b")).permitted_source_ids == ("a", "b")
-    assert Query("order", permitted_source_ids=frozenset()).permitted_source_ids == frozenset()
+    assert Query("order", permitted_source_ids=frozenset()).permitted_source_ids == ()
     assert Query("order", visibility=lambda scope, source: True).visibility is not None
 
 
@@ -134,3 +134,17 @@ def test_a_limit_is_read_once() -> None:
     q = Query("x", limit=Drifting())  # type: ignore[arg-type]
     assert (q.limit, Drifting.calls) == (5, 1)
     assert Query("x", limit=2**40).limit == 2**40
+
+
+def test_a_query_is_keyword_only_and_keeps_its_own_ids() -> None:
+    """docs/spec.md §5.1: ``Query(text, *, …)``, immutable — the ids given
+    are copied (a caller's later append reached the query, unchecked, and
+    the query did not hash)."""
+    with pytest.raises(TypeError):
+        Query("x", "merged")  # type: ignore[misc]
+    ids = ["a"]
+    q = Query("x", permitted_source_ids=ids)
+    ids.append("b")
+    assert q.permitted_source_ids == ("a",) and hash(q) == hash(
+        Query("x", permitted_source_ids=["a"])
+    )

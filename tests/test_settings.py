@@ -467,3 +467,15 @@ def test_numpy_integers_are_stored_as_ints(tmp_path: Path) -> None:
     assert (type(s.fairness_quota), type(s.rrf_k)) == (int, int)
     s.save(tmp_path / "s.json")
     assert Settings.load(tmp_path / "s.json") == s
+
+
+def test_parse_takes_text_and_the_names_are_exported() -> None:
+    """docs/spec.md §8: a non-string is okfast's type error (AttributeError
+    before); §13's names are on ``okfast`` as the preamble says."""
+    import okfast
+
+    for bad in (3, None, b"{}"):
+        with pytest.raises(okfast.InvalidArgumentTypeError):
+            Settings.parse(bad)  # type: ignore[arg-type]
+    for name in ("Settings", "SettingsError", "SettingsDiagnostic", "Explanation", "TermMatch"):
+        assert name in okfast.__all__ and hasattr(okfast, name)

@@ -15,6 +15,7 @@ from okfast.errors import (
     InvalidArgumentTypeError,
     MissingDependencyError,
     OkfastError,
+    SettingsError,
 )
 from okfast.evaluation import EvalReport, Latency, QueryEval, evaluate
 from okfast.memory import FileMemoryStore, MemoryEntry, Tier, capture
@@ -25,8 +26,10 @@ from okfast.model import (
     Diagnostic,
     DiagnosticCode,
     Exclusion,
+    Explanation,
     Hit,
     Passage,
+    TermMatch,
 )
 from okfast.passages import Context, PassageList
 from okfast.qrels import JudgedQuery, JudgedSet
@@ -39,6 +42,7 @@ from okfast.resolver import (
     Resolver,
 )
 from okfast.scoring import BM25FParams, Scorer
+from okfast.settings import Settings, SettingsDiagnostic
 
 __all__ = [
     "BM25FParams",
@@ -62,6 +66,7 @@ __all__ = [
     "DiagnosticCode",
     "EvalReport",
     "Exclusion",
+    "Explanation",
     "FileMemoryStore",
     "GroupedResolver",
     "Hit",
@@ -84,9 +89,13 @@ __all__ = [
     "ReloadResult",
     "Resolver",
     "Scope",
+    "Settings",
+    "SettingsDiagnostic",
+    "SettingsError",
     "Source",
     "StalePolicy",
     "Strategy",
+    "TermMatch",
     "Tier",
     "__version__",
     "capture",

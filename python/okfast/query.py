@@ -10,7 +10,7 @@ import enum
 import numbers
 import sys
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime, timedelta, timezone
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -185,6 +185,8 @@ class Query:
     left ``None`` fall back to the resolver's defaults."""
 
     text: str
+    # Everything after the text is keyword-only, as docs/spec.md §5.1 writes it.
+    _: KW_ONLY
     strategy: Strategy | str | None = None
     fairness_quota: int | None = None
     stale_policy: StalePolicy = field(default_factory=StalePolicy.use)
@@ -251,11 +253,15 @@ class Query:
                     "permitted_source_ids must be a collection of source ids, "
                     f"got {type(ids).__name__}"
                 )
-            for sid in ids:
+            kept = tuple(ids)
+            for sid in kept:
                 if not isinstance(sid, str):
                     raise InvalidArgumentTypeError(
                         f"permitted_source_ids must hold source ids (text), got {sid!r}"
                     )
+            # A copy: the caller's list changed later is not this immutable
+            # query's (docs/spec.md §5.1), and the query hashes.
+            object.__setattr__(self, "permitted_source_ids", kept)
         if self.visibility is not None and not callable(self.visibility):
             raise InvalidArgumentTypeError(
                 "visibility must be a callable (scope, source) -> bool, "

@@ -137,6 +137,10 @@ class Settings:
     def parse(cls, text: str, *, name: str = "settings") -> Settings:
         """Settings from JSON text (see :meth:`load`); ``name`` begins an
         error's message."""
+        if not isinstance(text, str):
+            raise InvalidArgumentTypeError(
+                f"Settings.parse takes JSON text (a str), got {type(text).__name__}"
+            )
         try:
             doc = strict_json.loads(text.removeprefix("\ufeff"))
         except (ValueError, RecursionError) as e:

@@ -46,7 +46,7 @@ from okfast import governance
 from okfast.bundle import MAX_PARTS, Bm25fQuery, Bm25fStats, split_ranges
 from okfast.catalog import Catalog, Source
 from okfast.distributed.parts import declarations
-from okfast.distributed.pool import LOADING, Failed, Pool, ray_module, timeout_of
+from okfast.distributed.pool import LOADING, Failed, Pool, ray_module, shard_actor, timeout_of
 from okfast.distributed.remote import PAGE, RemotePassages, merge
 from okfast.distributed.shard import Found, Request, Stale, Unavailable, Unit
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
@@ -156,15 +156,16 @@ class RayResolver:
                 "by okfast, never restarted by Ray (docs/spec.md §15.4)"
             )
         units = self._units(catalog, dict(split or {}))
+        widest = max((len(parts) for parts in units.values()), default=1)
+        if shards is not None and shards < widest:
+            raise InvalidArgumentError(f"a source split {widest} ways needs {widest} shards")
         ray = ray_module()
+        shard_actor(ray, dict(actor_options or {}))  # Ray's check, before Ray starts
         if not ray.is_initialized():
             ray.init(address=address)
-        widest = max((len(parts) for parts in units.values()), default=1)
         if shards is None:
             cpus = int(ray.cluster_resources().get("CPU", 1))
             shards = max(widest, min(len(units), cpus), 1)
-        if shards < widest:
-            raise InvalidArgumentError(f"a source split {widest} ways needs {widest} shards")
         #: directory key → the shard of each part
         self._place: dict[str, list[int]] = {}
         #: directory key → the id range of each part

@@ -59,6 +59,20 @@ class Failed:
         self.why = why
 
 
+def shard_actor(ray: Any, options: dict[str, Any]) -> Any:
+    """The shard actor class with ``options`` (``actor_options``); Ray's own
+    check of them needs no cluster, so a bad one is refused before one is
+    started (docs/spec.md §15.1)."""
+    # Task events feed Ray's dashboard and state API; recording them costs
+    # each call time on both ends (docs/scale-out.md), so they are off
+    # unless ``actor_options`` turn them on.
+    options = {"enable_task_events": False, **options}
+    try:
+        return ray.remote(Shard).options(max_restarts=0, **options)
+    except (TypeError, ValueError) as e:
+        raise InvalidArgumentError(f"actor_options: Ray refused them: {e}") from None
+
+
 class Pool:
     """The shard actors: calls fanned out with a timeout, a failed actor
     replaced by a fresh one (docs/spec.md §15.4).
@@ -79,14 +93,7 @@ class Pool:
         self._known: list[set[int]] = [set() for _ in range(n)]
         self._preload = [{self.number(i, u): u for u in units} for i, units in enumerate(preload)]
         self._max_staleness = max_staleness
-        # Task events feed Ray's dashboard and state API; recording them costs
-        # each call time on both ends (docs/scale-out.md), so they are off
-        # unless ``actor_options`` turn them on.
-        options = {"enable_task_events": False, **options}
-        try:
-            self._actor = self.ray.remote(Shard).options(max_restarts=0, **options)
-        except (TypeError, ValueError) as e:
-            raise InvalidArgumentError(f"actor_options: Ray refused them: {e}") from None
+        self._actor = shard_actor(self.ray, options)
         self.actors = [self._start(i) for i in range(n)]
         #: per restarted shard: its ``ready`` reply, and when it was started
         self._loading: dict[int, tuple[Any, float]] = {}
@@ -168,7 +175,7 @@ class Pool:
             try:
                 refs[i] = self.actors[i].call.remote(blob)
             except Exception as e:  # noqa: BLE001 (Ray raises a bare Exception for a lost actor)
-                out[i] = Failed(f"shard {i} could not be reached ({type(e).__name__})")
+                out[i] = Failed(f"shard {i} failed ({type(e).__name__})")
                 self.replace(i)
         if not refs:
             return out
