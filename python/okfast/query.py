@@ -7,6 +7,7 @@ Programmer errors in a query raise :class:`okfast.InvalidArgumentError` (a
 from __future__ import annotations
 
 import enum
+import math
 import numbers
 import sys
 from collections.abc import Callable, Collection
@@ -148,16 +149,18 @@ class StalePolicy:
             return stale_after_us == stale_after_us  # all True, same shape
         if self.kind == "strict":
             return stale_after_us > now_us
-        # Capped at 2**62 µs (~146,000 years), beyond every instant a date can
-        # name, so a huge or infinite tolerance admits all instead of
-        # overflowing the int64 arithmetic.
-        # The exact product, truncated (docs/spec.md §2.3): the float product
-        # can round up past a whole microsecond (1/3 of a day: 28,800,000,000
-        # for 28,799,999,999.99…).
-        days = self.days
-        slack = 2**62 if days >= 2.0**62 / _US_PER_DAY else int(Fraction(days) * _US_PER_DAY)
-        slack = min(slack, 2**62)
-        return (stale_after_us == NEVER_US) | (stale_after_us >= now_us - slack)
+        return (stale_after_us == NEVER_US) | (stale_after_us >= now_us - self._slack_us())
+
+    def _slack_us(self) -> int:
+        """A tolerance in whole microseconds: the exact
+        product, truncated (docs/spec.md §2.3; the float product can round
+        up past a whole microsecond: 1/3 of a day gave 28,800,000,000 for
+        28,799,999,999.99…), capped at 2**62 µs (~146,000 years, beyond every
+        instant a date can name) so a huge or infinite tolerance admits all
+        instead of overflowing the int64 arithmetic."""
+        if not math.isfinite(self.days):
+            return 2**62
+        return min(int(Fraction(self.days) * _US_PER_DAY), 2**62)
 
     def __str__(self) -> str:
         if self.kind != "tolerate":

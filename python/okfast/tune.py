@@ -370,7 +370,8 @@ def tune(
         or not _finite(standard_errors)
         or standard_errors < 0
     ):
-        shown = repr(standard_errors) if not isinstance(standard_errors, int) else "a huge integer"
+        huge = isinstance(standard_errors, int) and not _finite(standard_errors)
+        shown = "an integer past the largest float" if huge else repr(standard_errors)
         raise InvalidArgumentError(f"standard_errors must be a finite number >= 0, got {shown}")
     if workers is not None and (
         isinstance(workers, bool) or not isinstance(workers, int) or workers < 1

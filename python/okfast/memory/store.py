@@ -370,8 +370,9 @@ class FileMemoryStore:
         try:
             t = self._check_tier(scope, tier)
             name = check_name(entry.name)
-            cid = memory_path(t, scope) + "/" + name
-            if any(len(p.encode()) > 255 for p in memory_path(t, scope).split("/")):
+            where = memory_path(t, scope)
+            cid = where + "/" + name
+            if any(len(p.encode()) > 255 for p in where.split("/")):
                 raise EntryError("a scope id is too long for a directory name (max 238 bytes)")
             section = check_section(entry.section)
             render_frontmatter(entry.frontmatter)  # producer check before any I/O
