@@ -406,6 +406,16 @@ def test_passage_text_can_never_open_or_close_a_block(tmp_path: Path) -> None:
         assert b.text.startswith("<okf-context id=") and b.text.endswith("\n</okf-context>")
 
 
+def test_an_id_holding_a_tag_is_neutralised_and_quoted(tmp_path: Path) -> None:
+    # A file name may hold `"` and `<okf-context`: the id is written with
+    # both neutralised, so its frame is the only tag (docs/spec.md §6.5).
+    r = resolver_over(tmp_path, {'x"<okf-context.md': concept("t", TERM)})
+    a = ContextAssembler(r, FakeStore(()), token_budget=10_000).assemble(LOCAL, TERM)
+    assert a.blocks[0].concept_id == 'x"<okf-context'
+    assert a.text.split("\n")[0] == '<okf-context id="knowledge:kb:x&quot;&lt;okf-context">'
+    assert a.text.lower().count("<okf-context") == 1
+
+
 # ---------------------------------------------------------------- failures
 
 

@@ -829,3 +829,20 @@ def test_blank_is_the_readers_white_space(tmp_path: Path) -> None:
     for blank in (" \u2003\n", "\u3000"):
         w = store.write(scope, MemoryEntry("k", e.frontmatter, blank), Tier.TENANT)
         assert not w.written and "empty" in (w.error or "")
+
+
+def test_frontmatter_nests_sixteen_levels_counting_its_own_mapping(tmp_path: Path) -> None:
+    # The frontmatter mapping is the first of the 16 levels (docs/spec.md §6.3).
+    def nested(levels: int) -> object:
+        v: object = "leaf"
+        for _ in range(levels):
+            v = {"k": v}
+        return v
+
+    store = make_store(tmp_path)
+    fm: dict[str, object] = {"type": "T", "title": "t", "description": "d"}
+    fm["n"] = nested(15)
+    assert store.write(Scope("t", "u"), MemoryEntry("ok", fm, "x"), Tier.USER).written
+    fm["n"] = nested(16)
+    r = store.write(Scope("t", "u"), MemoryEntry("deep", fm, "x"), Tier.USER)
+    assert not r.written and "nested deeper than 16 levels" in (r.error or "")

@@ -94,3 +94,12 @@ def test_cli_is_silent_when_not_a_terminal(tmp_path: Path) -> None:
         [sys.executable, "-m", "okfast", "search", str(root), "x"], capture_output=True, text=True
     )
     assert p.returncode == 0 and p.stderr == ""
+
+
+def test_the_end_is_reported_once_as_done_zero_of_zero(tmp_path: Path) -> None:
+    # docs/spec.md §1.8: the last call is ('done', 0, 0) and comes once.
+    root = write_bundle(tmp_path / "kb", {"a.md": "---\ntype: T\ntitle: a\n---\nbody\n"})
+    calls: list[tuple[str, int, int]] = []
+    Bundle.load(root, cache=False, progress=lambda *a: calls.append(a))
+    assert calls[-1] == ("done", 0, 0)
+    assert [c for c in calls if c[0] == "done"] == [("done", 0, 0)]
