@@ -137,6 +137,25 @@ def test_a_link_that_goes_takes_its_diagnostic_with_it(root: Path) -> None:
 
 
 @linux
+@pytest.mark.parametrize("then", ["removed", "replaced by a file"])
+def test_a_link_named_like_a_concept_file_takes_its_diagnostic_with_it(
+    root: Path, then: str
+) -> None:
+    # A link `l.md` is the walk's diagnostic, not a concept file: when it
+    # goes, a refresh equals a fresh load (docs/spec.md §1.1, §1.9).
+    (root / "l.md").symlink_to(root / "a.md")
+    b = load(root)
+    assert [(d.code, d.path) for d in b.diagnostics] == [("SymlinkSkipped", "l.md")]
+    (root / "l.md").unlink()
+    if then == "replaced by a file":
+        (root / "l.md").write_text(c("Ell", "order"))
+    r = b.refresh()
+    assert r is not None
+    same(r, load(root))
+    assert r.diagnostics == ()
+
+
+@linux
 def test_changes_during_a_refresh_are_seen_by_the_next(root: Path) -> None:
     b = load(root)
     for i in range(5):

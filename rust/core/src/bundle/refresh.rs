@@ -163,13 +163,18 @@ impl Bundle {
             if name.starts_with('.') {
                 continue; // hidden: never loaded, never reported
             }
+            if self.walk_diagnostics.iter().any(|d| d.path == rel) {
+                // A path the walk reported (a link named `x.md`, say): what
+                // is there now, and whether it is still reported, is the
+                // walk's to say (docs/spec.md §1.1, §1.9).
+                return None;
+            }
             if !name.ends_with(".md") {
                 // Not a concept file, but a link or a directory there is
                 // reported by a walk (docs/spec.md §1.1), and one that went
                 // takes its diagnostic with it: walk.
                 match fs::symlink_metadata(p) {
                     Ok(m) if m.file_type().is_symlink() || m.is_dir() => return None,
-                    Err(_) if self.walk_diagnostics.iter().any(|d| d.path == rel) => return None,
                     _ => continue,
                 }
             }
