@@ -97,6 +97,34 @@ def test_a_resolve_fuses_each_source_with_the_catalog_statistics(
         assert sorted(got) == sorted(want)
 
 
+@pytest.mark.parametrize(
+    "trim",
+    [{"min_score": 0.5}, {"limit": 0}, {"stale_policy": "strict"}],
+    ids=["min_score", "limit", "stale"],
+)
+def test_fusion_of_stop_words_alone_is_no_matches_once_found(
+    tmp_path: Path, trim: dict[str, object]
+) -> None:
+    """A query of stop words has no BM25F token, but the weighted count's
+    list finds `the`: what a filter then takes leaves NoMatches, not
+    NoQueryTokens (docs/spec.md §12.10)."""
+    write_bundle(
+        tmp_path / "A",
+        {"c.md": "---\ntype: T\ntitle: the\nstale_after: 2000-01-01\n---\nthe\n"},
+    )
+    r = Resolver(catalog(tmp_path, {"A": "./A"}))
+    p = BM25FParams(language="english", stop_words=True)
+    found = r.search(Query("the", scorer="fusion", bm25f=p))
+    assert [c for _, c, _ in found.passages.keys()] == ["c"]
+    c = r.search(Query("the", scorer="fusion", bm25f=p, **trim))  # type: ignore[arg-type]
+    assert len(c.passages) == 0
+    assert [d.code for d in c.diagnostics] == ["NoMatches"]
+    nothing = r.search(Query("the", scorer="bm25f", bm25f=p))
+    assert [d.code for d in nothing.diagnostics] == ["NoQueryTokens"]
+    unfound = r.search(Query("was", scorer="fusion", bm25f=p))
+    assert [d.code for d in unfound.diagnostics] == ["NoQueryTokens"]
+
+
 def test_fusion_explains_both_rankings_and_excerpts_like_bm25f(tmp_path: Path) -> None:
     root = write_bundle(
         tmp_path / "b",

@@ -50,6 +50,8 @@ class Matches:
     #: score of its passages past the cut (before the stale filter), else
     #: ``None``
     cut: list[float | None] = field(default_factory=list)
+    #: whether any source's list held a passage before the stale filter
+    found_any: bool = False
 
     def unavailable(self, source_id: str, why: str) -> None:
         """A source that could not be searched: its exclusion and its
@@ -69,7 +71,9 @@ def no_tokens(f: Matches, text: str) -> Diagnostic | None:
     """docs/spec.md §12.1: a BM25F query with no token to score, in any
     source, says so (and why) instead of ``NoMatches``."""
     queries = [e.terms for e in f.searched if e.stats is not None]
-    if not queries or any(isinstance(x, QueryTerms) or x.tokens for x in queries):
+    # Under fusion the weighted count's list may have found what the stale
+    # filter, min_score or limit then took: that is NoMatches (§12.10).
+    if f.found_any or not queries or any(isinstance(x, QueryTerms) or x.tokens for x in queries):
         return None
     stopped = [w for x in queries if not isinstance(x, QueryTerms) for w in x.stopped]
     why = (

@@ -189,6 +189,7 @@ class _Engine(ABC):
             if depth is not None and len(pos) > depth:
                 cut_at = float(score[depth])
                 pos, score = pos[:depth], score[:depth]
+            f.found_any |= len(pos) > 0
             admit = q.stale_policy.admits_us(snap.stale_us[pos], now_us)
             if not bool(np.all(admit)):
                 ids = b.concept_ids
