@@ -69,6 +69,49 @@ def test_missing_bundle_exits_2(tmp_path: object, capsys: pytest.CaptureFixture[
     assert "not a readable directory" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("name", ["gone\x1b", "odd\udcff"])
+def test_a_missing_root_is_quoted_as_python_quotes_a_path(
+    tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # As every other message quotes a file name (docs/spec.md §10.1): repr
+    # of the str given, a non-UTF-8 byte as its lone surrogate.
+    root = str(tmp_path / name)
+    assert main(["search", root, "x"]) == 2
+    assert f"bundle root {root!r} is not a readable directory" in capsys.readouterr().err
+
+
+def test_a_one_line_error_keeps_a_name_holding_a_line_separator(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Joined at newlines only: U+0085 and U+2028 in a name are not line ends
+    # to drop (docs/spec.md §10.1, §10.4).
+    for name in ("a\x85b", "a\u2028b", "a\x0bb"):
+        missing = tmp_path / name
+        code = main(["search", str(EXAMPLES / "bakery-ops"), "x", "--settings", str(missing)])
+        assert code == 2
+        assert str(missing) in capsys.readouterr().err, repr(name)
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["resolve", "--catalog", "c.json", "q", "--fairness-quota", "-1"], "must be >= 1: -1"),
+        (["resolve", "--catalog", "c.json", "q", "--fairness-quota", "0"], "must be >= 1: 0"),
+        (["tune", "--catalog", "c.json", "--budget", "-3"], "must be >= 1: -3"),
+        (["tune", "--catalog", "c.json", "--folds", "-1"], "must be >= 2: -1"),
+        (["tune", "--catalog", "c.json", "--folds", "1"], "must be >= 2: 1"),
+        (["eval", "--catalog", "c.json", "--qrels", "q", "--limit", "-1"], "must be >= 1: -1"),
+    ],
+)
+def test_a_usage_error_names_the_options_own_bound(
+    argv: list[str], words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    assert capsys.readouterr().err.rstrip().endswith(words)
+
+
 def test_bad_limit_is_a_usage_error() -> None:
     with pytest.raises(SystemExit) as e:
         main(["search", str(EXAMPLES / "bakery-ops"), "x", "--limit", "-1"])

@@ -184,6 +184,16 @@ def test_a_line_the_sdk_cannot_read_is_answered_not_dropped() -> None:
     assert unknown_id["id"] is None and unknown_id["error"]["code"] == -32600
     assert reply("not json")["error"]["code"] == -32700
     assert reply("not json")["id"] is None
+    # No method: not a message, but its readable id is the answer's.
+    for line, want in [
+        ('{"jsonrpc":"2.0","id":11}', 11),
+        ('{"jsonrpc":"2.0","id":"abc","params":{}}', "abc"),
+        ('{"jsonrpc":"2.0","id":true}', None),
+        ('{"jsonrpc":"2.0","id":"\\udc00"}', None),
+        ("[1, 2]", None),
+    ]:
+        no_method = reply(line)
+        assert no_method["id"] == want and no_method["error"]["code"] == -32600, line
     # Nothing answers a notification or a client's response.
     assert refusal('{"jsonrpc":"2.0","method":"notifications/x","params":{"a":"\\ud800"}}') == ""
     assert refusal('{"jsonrpc":"2.0","id":3,"result":{"a":"\\ud800"}}') == ""

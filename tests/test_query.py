@@ -32,6 +32,9 @@ _INSTANTS = np.array([_NOW - 3 * 86_400_000_000, _NOW - 86_400_000_000, _NOW + 1
         (lambda: StalePolicy("strict", 3), InvalidArgumentError, "only to tolerate"),
         (lambda: StalePolicy("use", math.nan), InvalidArgumentError, "only to tolerate"),
         (lambda: StalePolicy.parse("tolerate:nan"), InvalidArgumentError, "tolerate:DAYS"),
+        # Read by float as infinity, but no float holds it (docs/spec.md §2.3).
+        (lambda: StalePolicy.parse("tolerate:1e400"), InvalidArgumentError, "largest float"),
+        (lambda: StalePolicy.parse("tolerate:" + "9" * 400), InvalidArgumentError, "largest"),
     ],
 )
 def test_every_way_of_making_a_stale_policy_checks_it(
@@ -40,6 +43,11 @@ def test_every_way_of_making_a_stale_policy_checks_it(
     with pytest.raises(error, match=words) as e:
         make()
     assert isinstance(e.value, ValueError)
+
+
+def test_an_infinite_tolerance_is_spelled_out() -> None:
+    for text in ("tolerate:inf", "tolerate:+Infinity", "tolerate: INF"):
+        assert StalePolicy.parse(text).days == math.inf, text
 
 
 def test_a_stale_policy_made_by_its_constructor_is_the_one_its_helpers_make() -> None:

@@ -370,6 +370,19 @@ def test_a_resolver_reads_the_settings_file_a_catalog_names(tmp_path: Path) -> N
     assert Resolver(cat, settings=Settings(scorer=Scorer.FUSION)).default_scorer is Scorer.FUSION
 
 
+@pytest.mark.parametrize("link", ["loop", "dangling"])
+def test_a_broken_link_the_catalog_names_as_settings_is_unreadable_not_absent(
+    tmp_path: Path, link: str
+) -> None:
+    """docs/spec.md §13.3: the name is there, what it names cannot be read."""
+    cat = Catalog.load(two_sources(tmp_path, {"settings": "./okfast-settings.json"}))
+    target = "okfast-settings.json" if link == "loop" else "gone.json"
+    (tmp_path / "okfast-settings.json").symlink_to(target)
+    r = Resolver(cat)
+    assert r.settings == Settings()
+    assert [d.code for d in r.settings_diagnostics] == ["SettingsUnreadable"]
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
 def test_a_fifo_the_catalog_names_as_settings_is_unreadable_not_waited_on(
     tmp_path: Path,

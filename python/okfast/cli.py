@@ -353,10 +353,8 @@ def _stale(text: str) -> StalePolicy:
 
 
 def _positive(text: str) -> int:
-    n = _non_negative(text)
-    if n == 0:
-        raise argparse.ArgumentTypeError("must be > 0")
-    return n
+    """An argparse type: a whole number from 1 to 2**63 - 1."""
+    return _whole(text, 1)
 
 
 # The largest whole number an option takes: the native core reads counts as
@@ -382,6 +380,12 @@ def _non_negative_number(text: str) -> float:
 
 def _non_negative(text: str) -> int:
     """An argparse type: a whole number from 0 to 2**63 - 1."""
+    return _whole(text, 0)
+
+
+def _whole(text: str, least: int) -> int:
+    """A whole number from ``least`` to 2**63 - 1; the message names the
+    bound the option has (docs/spec.md §10.1)."""
     try:
         n = int(text)
     except ValueError:
@@ -389,11 +393,12 @@ def _non_negative(text: str) -> int:
         if digits.isascii() and digits.isdigit():
             # A whole number past Python's conversion limit, not a typo.
             raise argparse.ArgumentTypeError(
-                f"must be a whole number from 0 to {_MAX_WHOLE}, got one of {len(digits)} digits"
+                f"must be a whole number from {least} to {_MAX_WHOLE}, "
+                f"got one of {len(digits)} digits"
             ) from None
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0: {n}")
+    if n < least:
+        raise argparse.ArgumentTypeError(f"must be >= {least}: {n}")
     if n > _MAX_WHOLE:
         raise argparse.ArgumentTypeError(f"must be <= {_MAX_WHOLE}: {n}")
     return n
@@ -463,7 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     memory_cli.register(sub, _load_catalog, _print_json, _non_negative)
     eval_cli.register(sub, _load_catalog, _print_json, _positive)
-    tune_cli.register(sub, _load_catalog, _print_json, _positive)
+    tune_cli.register(sub, _load_catalog, _print_json, _whole)
     mcp_cli.register(sub, _load_catalog)
     return p
 
@@ -484,8 +489,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.flush()
     except OkfastError as e:
         # Bad input is one line and status 2, never a traceback (docs/spec.md
-        # §10.4); a message that spans lines is joined onto one.
-        line = "okfast: " + "; ".join(str(e).splitlines())
+        # §10.4); a message that spans lines is joined onto one. Only at its
+        # newlines: a file name it quotes may hold U+0085 or U+2028, which
+        # `str.splitlines` would also take for line ends and drop.
+        line = "okfast: " + "; ".join(str(e).replace("\r\n", "\n").split("\n"))
         print_err(line)
         return 2
     except BrokenPipeError:

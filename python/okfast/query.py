@@ -6,6 +6,7 @@ Programmer errors in a query raise :class:`okfast.InvalidArgumentError` (a
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import math
 import numbers
@@ -134,10 +135,23 @@ class StalePolicy:
         if text in ("use", "strict"):
             return cls(text)
         if text.startswith("tolerate:"):
+            days = text.split(":", 1)[1]
+            as_float: float | None
             try:
-                return cls.tolerate(float(text.split(":", 1)[1]))
+                as_float = float(days)
             except ValueError:
-                pass
+                as_float = None
+            if as_float is not None:
+                # `1e400` reads as infinity: a number no float holds is
+                # refused, as tolerate(10**400) is; only `inf` spelled out
+                # admits every passage.
+                spelled_inf = days.strip().lstrip("+").lower() in ("inf", "infinity")
+                if math.isinf(as_float) and not spelled_inf:
+                    raise InvalidArgumentError(
+                        f"stale policy {text!r}: DAYS is past the largest float"
+                    )
+                with contextlib.suppress(ValueError):
+                    return cls.tolerate(as_float)
         raise InvalidArgumentError(
             f"stale policy must be use, strict or tolerate:DAYS, got {text!r}"
         )

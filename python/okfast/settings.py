@@ -317,7 +317,10 @@ def settings_for(
         try:
             settings = Settings.load(catalog.settings_path)
         except SettingsError as e:
-            if catalog.settings_path.exists():
+            # Present as a name (a link that loops or dangles included),
+            # not only as something `stat` reaches: such a file is
+            # unreadable, not absent (docs/spec.md §13.3).
+            if os.path.lexists(catalog.settings_path):
                 return Settings(), (SettingsDiagnostic("SettingsUnreadable", str(e)),)
             return Settings(), ()
     elif settings is not None and not isinstance(settings, Settings):

@@ -214,10 +214,18 @@ _SEARCH_DEFAULTS: dict[str, object] = {
 }
 
 
-def register(sub: Any, load: Any, out: Any, positive: Any) -> None:
+def register(sub: Any, load: Any, out: Any, whole: Any) -> None:
     """Add ``tune`` to the top-level parser. The search's options default to
     absent (``SUPPRESS``), so :func:`_run` tells one given at its default
-    value from one not given; it fills in ``_SEARCH_DEFAULTS`` itself."""
+    value from one not given; it fills in ``_SEARCH_DEFAULTS`` itself.
+    ``whole(text, least)`` reads a whole number option of at least ``least``."""
+
+    def positive(text: str) -> int:
+        return int(whole(text, 1))
+
+    def folds(text: str) -> int:
+        return int(whole(text, 2))
+
     t = sub.add_parser("tune", help="search ranking settings on judged queries, held-out accepted")
     t.add_argument("--catalog", required=True, help="catalog.json")
     t.add_argument(
@@ -251,7 +259,7 @@ def register(sub: Any, load: Any, out: Any, positive: Any) -> None:
     )
     t.add_argument(
         "--folds",
-        type=positive,
+        type=folds,
         default=argparse.SUPPRESS,
         metavar="K",
         help="k of the k-fold holdout",

@@ -41,6 +41,23 @@ fn error_class<'py>(
 
 /// The one map from core errors to Python exceptions.
 pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
+    if let Error::BundleNotFound { path, reason } = &e {
+        // The root quoted as Python quotes a path in every other message
+        // (`repr` of the str the caller gave, a non-UTF-8 byte as its lone
+        // surrogate), not as Rust's `Debug` would (docs/spec.md §10.1).
+        let Ok(text) = path.as_os_str().into_pyobject(py);
+        let quoted = text
+            .repr()
+            .map(|r| r.to_string())
+            .unwrap_or_else(|_| format!("{path:?}"));
+        return match error_class(py, &BUNDLE_NOT_FOUND, "BundleNotFoundError") {
+            Ok(t) => PyErr::from_type(
+                t,
+                format!("bundle root {quoted} is not a readable directory: {reason}"),
+            ),
+            Err(err) => err,
+        };
+    }
     let ty = match &e {
         Error::BundleNotFound { .. } => error_class(py, &BUNDLE_NOT_FOUND, "BundleNotFoundError"),
         Error::InvalidArgument(_) => error_class(py, &INVALID_ARGUMENT, "InvalidArgumentError"),

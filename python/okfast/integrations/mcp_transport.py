@@ -346,22 +346,31 @@ def screen(line: str) -> tuple[str | None, tuple[str, object] | None]:
             return None, ("cancelled", cancelled)
         return None, None
     if not isinstance(doc, dict) or "method" not in doc:
-        # A client's response, or not a message at all.
-        return (
-            ""
-            if isinstance(doc, dict) and ("result" in doc or "error" in doc)
-            else (_error(None, -32600, "Invalid Request: not a JSON-RPC message"))
-        ), None
+        # A client's response, or not a message at all: answered with its
+        # id when that is readable (docs/integrations.md).
+        if isinstance(doc, dict) and ("result" in doc or "error" in doc):
+            return "", None
+        given = doc.get("id") if isinstance(doc, dict) else None
+        return _error(_readable(given), -32600, "Invalid Request: not a JSON-RPC message"), None
     if "id" not in doc:
         return "", None  # a notification: never answered
     given = doc["id"]
-    usable = isinstance(given, int) or (isinstance(given, str) and surrogate_in(given) is None)
     why = _why(doc) or (
         "it nests deeper than the parser reads"
         if "recursion limit" in refused
         else "not a valid JSON-RPC request"
     )
-    return _error(given if usable else None, -32600, f"Invalid Request: {why}"), None
+    return _error(_readable(given), -32600, f"Invalid Request: {why}"), None
+
+
+def _readable(given: object) -> int | str | None:
+    """An id an answer can carry: an integer (not a bool) or a string that
+    is UTF-8; else ``None``."""
+    if isinstance(given, int) and not isinstance(given, bool):
+        return given
+    if isinstance(given, str) and surrogate_in(given) is None:
+        return given
+    return None
 
 
 def _why(doc: object) -> str | None:

@@ -6,7 +6,10 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
     /// The bundle root is missing, not a directory, or cannot be listed.
-    BundleNotFound { path: String, reason: String },
+    BundleNotFound {
+        path: std::path::PathBuf,
+        reason: String,
+    },
     /// A caller passed an argument outside its domain.
     InvalidArgument(String),
     /// The caller cancelled a load ([`crate::progress::Progress::cancel`]).

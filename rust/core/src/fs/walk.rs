@@ -222,7 +222,7 @@ pub fn walk_range(
 ) -> Result<WalkResult, Error> {
     progress.start(Phase::Walk, 0);
     let not_found = |reason: String| Error::BundleNotFound {
-        path: root.display().to_string(),
+        path: root.to_path_buf(),
         reason,
     };
     let meta = std::fs::metadata(root).map_err(|e| not_found(e.to_string()))?;
