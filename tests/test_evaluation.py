@@ -173,6 +173,21 @@ def test_the_run_file_scores_strictly_decrease(single: Resolver) -> None:
 
 
 @requires_eval_extra
+def test_a_run_file_with_an_information_separator_in_an_id_reads_back(tmp_path: Path) -> None:
+    # U+001C is no white space, but ir-measures splits run lines with
+    # str.split, which splits there: it is written encoded (§11.1).
+    import io
+
+    import ir_measures
+
+    cat = make_catalog(tmp_path, {"kb": {"d1.md": concept("alpha")}}, [{"id": "kb", "path": "kb"}])
+    s = JudgedSet([JudgedQuery("a\x1cb", "alpha", {"d1": 1})], ())
+    run = evaluate(Resolver(cat), s).trec_run()
+    assert run.splitlines() == ["a%1Cb Q0 d1 1 1 okfast"]
+    assert [r.query_id for r in ir_measures.read_trec_run(io.StringIO(run))] == ["a%1Cb"]
+
+
+@requires_eval_extra
 def test_the_run_file_encodes_white_space_and_reads_back(tmp_path: Path) -> None:
     import ir_measures
 

@@ -159,6 +159,11 @@ def test_percent_encoding_round_trips_white_space_and_percent() -> None:
         assert decode_id(enc) == text
     assert encode_id("a b%") == "a%20b%25"
     assert encode_id("x\u3000y") == "x%E3%80%80y"
+    # Not white space, but what Python's str.split splits at (§11.1).
+    for c in "\x1c\x1d\x1e\x1f":
+        assert encode_id(f"a{c}b") == f"a%{ord(c):02X}b"
+        assert encode_id(f"a{c}b").split() == [encode_id(f"a{c}b")]
+        assert decode_id(encode_id(f"a{c}b")) == f"a{c}b"
     # A % that starts no escape stays as it is.
     assert decode_id("50%-off") == "50%-off"
 

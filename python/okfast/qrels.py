@@ -32,8 +32,10 @@ from okfast.model import Diagnostic, DiagnosticCode, Severity
 _WHITE_SPACE: str = _native.WHITE_SPACE
 _WS_RUN = re.compile("[" + re.escape(_WHITE_SPACE) + "]+")
 #: What a TREC file cannot hold in a field: white space splits fields, and
-#: ``%`` must itself be encoded so that decoding gives the id back (§11.1).
-_ENCODE = re.compile("[%" + re.escape(_WHITE_SPACE) + "]")
+#: ``%`` must itself be encoded so that decoding gives the id back (§11.1);
+#: so must U+001C–U+001F, which are no white space but which Python's
+#: ``str.split`` splits at, as the tools reading run files with it do.
+_ENCODE = re.compile("[%\x1c-\x1f" + re.escape(_WHITE_SPACE) + "]")
 _GRADE = re.compile("[0-9]+")
 #: trec_eval keeps a grade in a C ``int``.
 _MAX_GRADE = 2**31 - 1
@@ -76,8 +78,9 @@ def _is_grade(value: object) -> bool:
 
 
 def encode_id(text: str) -> str:
-    """Percent-encode ``%`` and every white-space character (as the UTF-8
-    bytes ``%XX``, upper-case hex), so the text is one TREC field (§11.1)."""
+    """Percent-encode ``%``, every white-space character and U+001C–U+001F
+    (as the UTF-8 bytes ``%XX``, upper-case hex), so the text is one TREC
+    field to any reader (§11.1)."""
     return _ENCODE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), text)
 
 
