@@ -9,6 +9,7 @@ import argparse
 import math
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -214,17 +215,17 @@ _SEARCH_DEFAULTS: dict[str, object] = {
 }
 
 
-def register(sub: Any, load: Any, out: Any, whole: Any) -> None:
+def register(sub: Any, load: Any, out: Any, whole: Callable[[str, int], int]) -> None:
     """Add ``tune`` to the top-level parser. The search's options default to
     absent (``SUPPRESS``), so :func:`_run` tells one given at its default
     value from one not given; it fills in ``_SEARCH_DEFAULTS`` itself.
     ``whole(text, least)`` reads a whole number option of at least ``least``."""
 
     def positive(text: str) -> int:
-        return int(whole(text, 1))
+        return whole(text, 1)
 
     def folds(text: str) -> int:
-        return int(whole(text, 2))
+        return whole(text, 2)
 
     t = sub.add_parser("tune", help="search ranking settings on judged queries, held-out accepted")
     t.add_argument("--catalog", required=True, help="catalog.json")

@@ -41,23 +41,6 @@ fn error_class<'py>(
 
 /// The one map from core errors to Python exceptions.
 pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
-    if let Error::BundleNotFound { path, reason } = &e {
-        // The root quoted as Python quotes a path in every other message
-        // (`repr` of the str the caller gave, a non-UTF-8 byte as its lone
-        // surrogate), not as Rust's `Debug` would (docs/spec.md §10.1).
-        let Ok(text) = path.as_os_str().into_pyobject(py);
-        let quoted = text
-            .repr()
-            .map(|r| r.to_string())
-            .unwrap_or_else(|_| format!("{path:?}"));
-        return match error_class(py, &BUNDLE_NOT_FOUND, "BundleNotFoundError") {
-            Ok(t) => PyErr::from_type(
-                t,
-                format!("bundle root {quoted} is not a readable directory: {reason}"),
-            ),
-            Err(err) => err,
-        };
-    }
     let ty = match &e {
         Error::BundleNotFound { .. } => error_class(py, &BUNDLE_NOT_FOUND, "BundleNotFoundError"),
         Error::InvalidArgument(_) => error_class(py, &INVALID_ARGUMENT, "InvalidArgumentError"),
@@ -66,9 +49,24 @@ pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
         Error::CacheDamaged(_) => error_class(py, &CACHE_DAMAGED, "CacheDamagedError"),
     };
     match ty {
-        Ok(t) => PyErr::from_type(t, e.to_string()),
+        Ok(t) => PyErr::from_type(t, message(py, &e)),
         Err(err) => err,
     }
+}
+
+/// `e`'s message, with a bundle root quoted as Python quotes a path in
+/// every other message (`repr` of the str the caller gave, a non-UTF-8 byte
+/// as its lone surrogate), not as Rust's `Debug` would (docs/spec.md §10.1).
+fn message(py: Python<'_>, e: &Error) -> String {
+    let Error::BundleNotFound { path, reason } = e else {
+        return e.to_string();
+    };
+    let Ok(text) = path.as_os_str().into_pyobject(py);
+    let quoted = text
+        .repr()
+        .map(|r| r.to_string())
+        .unwrap_or_else(|_| format!("{path:?}"));
+    format!("bundle root {quoted} is not a readable directory: {reason}")
 }
 
 /// An `InvalidArgumentError` saying `message`.
