@@ -626,6 +626,24 @@ def test_a_damaged_text_met_while_rebuilding_is_reported_and_reread(
     assert b.cache_status == "rebuilt" and snap == fresh(bundle)
 
 
+def test_a_damaged_text_of_a_touched_file_is_met_and_rebuilt(bundle: Path, tmp_path: Path) -> None:
+    """docs/spec.md §9.6: a reopen that compares a touched file with its
+    record (to keep the saved index, §9.4) and meets the record's damaged
+    text reports `rebuilt` with one warning and writes a new cache file (it
+    reported a spliced `partial` and left no cache file behind)."""
+    cache = tmp_path / "cache"
+    cached(bundle, cache)
+    _flip_text(cache, b"order order")
+    os.utime(bundle / "sub" / "b.md", (HOUR_AGO + 60, HOUR_AGO + 60))
+    with pytest.warns(CacheWarning, match="is corrupt \\(a text or record does not read back\\)"):
+        b, snap = cached(bundle, cache)
+    assert (b.cache_status, b.made_by) == ("rebuilt", "load")
+    assert snap == fresh(bundle)
+    assert b.cache_file is not None and b.cache_file.exists()
+    again, snap2 = cached(bundle, cache)
+    assert again.cache_status == "hit" and snap2 == snap
+
+
 @pytest.mark.parametrize("where", ["a\x00b", "\ud800"])
 def test_a_cache_directory_that_names_no_path_loads_without_the_cache(
     tmp_path: Path, where: str

@@ -95,6 +95,17 @@ fn start_again(report: &mut CacheReport, why: &Rejected, record: &mut [Option<us
 /// or splice it when they do not (with the files added and removed).
 pub(super) const KEEP_INDEX_READS: usize = 64;
 
+/// Why [`same_indexed_input`] does not keep the saved index.
+#[derive(PartialEq)]
+enum NotKept {
+    /// Too many files to read again, other files than the recorded ones, or
+    /// one read again that gives the index other input: a splice may fit.
+    Differs,
+    /// The record or stored text of a file read again does not read back:
+    /// the load rebuilds, writing a new file (docs/spec.md §9.6).
+    Damaged,
+}
+
 /// The files no record vouches for, read again, when the bundle holds the
 /// recorded files (the same ids, in the same places), each changed since its
 /// record (not merely too recent to trust), and each file read
@@ -102,20 +113,22 @@ pub(super) const KEEP_INDEX_READS: usize = 64;
 /// record had one, with the same id, title, tags, description and body (a
 /// file touched, or edited outside those fields). Then the records of the
 /// others, the fresh reads and the saved index make the snapshot, and
-/// `record` is completed with the records the fresh reads replace. `None`
-/// otherwise — and when too many would have to be read.
+/// `record` is completed with the records the fresh reads replace. Every
+/// file read again is compared, so a damaged record among them is met
+/// whichever other file differs (the outcome does not depend on the order
+/// of a parallel run).
 fn same_indexed_input(
     root: &Path,
     found: &[FileEntry],
     record: &mut [Option<usize>],
     o: &CacheFile,
-) -> Option<Vec<(usize, Outcome, Stamp)>> {
+) -> Result<Vec<(usize, Outcome, Stamp)>, NotKept> {
     if found.len() != o.len() {
-        return None;
+        return Err(NotKept::Differs);
     }
     let stale: Vec<usize> = (0..found.len()).filter(|&i| record[i].is_none()).collect();
     if stale.len() > KEEP_INDEX_READS.max(found.len() / 32) {
-        return None;
+        return Err(NotKept::Differs);
     }
     // As many files as records and each matched one in its place: the ids
     // are the recorded ones when each stale file's record has its id too.
@@ -124,31 +137,47 @@ fn same_indexed_input(
         .enumerate()
         .any(|(i, r)| r.is_some_and(|r| r != i))
     {
-        return None;
+        return Err(NotKept::Differs);
     }
-    let fresh: Vec<(usize, Outcome, Stamp)> = stale
+    let compared: Vec<Result<(usize, Outcome, Stamp), NotKept>> = stale
         .par_iter()
         .map(|&i| {
-            let (id, recorded) = o.file_bytes(i).ok()?;
+            let (id, recorded) = o.file_bytes(i).map_err(|_| NotKept::Damaged)?;
             // A file as recorded but too recent to trust (§9.4's racy case)
             // is trusted only by a new cache file, written by a rebuild.
             if id != found[i].id.as_bytes() || found[i].stamp == Some(recorded) {
-                return None;
+                return Err(NotKept::Differs);
             }
-            let old = o.read(i).ok()?;
+            let old = o.read(i).map_err(|_| NotKept::Damaged)?;
             let (new, stamp) = read_found(root, &found[i]);
             let same = match (&new.concept, &old.concept) {
-                (Some(a), Some(b)) => same_indexed_text(a, b),
+                (Some(a), Some(b)) => {
+                    if b.body().is_err() {
+                        return Err(NotKept::Damaged);
+                    }
+                    same_indexed_text(a, b)
+                }
                 (None, None) => true,
                 _ => false,
             };
-            same.then(|| (i, Outcome::from(new), stamp))
+            if same {
+                Ok((i, Outcome::from(new), stamp))
+            } else {
+                Err(NotKept::Differs)
+            }
         })
-        .collect::<Option<_>>()?;
+        .collect();
+    if compared
+        .iter()
+        .any(|c| c.as_ref().err() == Some(&NotKept::Damaged))
+    {
+        return Err(NotKept::Damaged);
+    }
+    let fresh = compared.into_iter().collect::<Result<Vec<_>, _>>()?;
     for &i in &stale {
         record[i] = Some(i);
     }
-    Some(fresh)
+    Ok(fresh)
 }
 
 impl Bundle {
@@ -238,10 +267,13 @@ impl Bundle {
         // Every file as cached, or the few that are not read again and found
         // to give the index what their records gave it: the saved index
         // describes exactly these concepts (docs/spec.md §9.4).
-        let fresh = opened
+        let kept = opened
             .as_ref()
-            .and_then(|o| same_indexed_input(root, &found, &mut record, o));
-        if let Some(fresh) = fresh {
+            .map(|o| same_indexed_input(root, &found, &mut record, o));
+        // A damaged text met on the way is read from its file instead, by a
+        // rebuild that writes a new cache file (docs/spec.md §9.6).
+        let met_damage = matches!(kept, Some(Err(NotKept::Damaged)));
+        if let Some(Ok(fresh)) = kept {
             // Each record is checked (and its columns read) but no concept is
             // built: they are decoded when first used ([`ConceptCell`]), and
             // their texts stay in the cache file.
@@ -312,6 +344,7 @@ impl Bundle {
         // file stays as it is, as when the index is kept (§9.5).
         if let Some(planned) = opened
             .as_ref()
+            .filter(|_| !met_damage)
             .and_then(|o| spliced::plan(root, &found, &record, o, language))
         {
             match planned {
@@ -377,7 +410,7 @@ impl Bundle {
             },
             progress,
         )?;
-        if damaged.into_inner() {
+        if damaged.into_inner() || met_damage {
             report.status = CacheStatus::Rebuilt;
             report.detail = "is corrupt (a text or record does not read back)".into();
         }
