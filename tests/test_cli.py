@@ -442,6 +442,11 @@ BAD_INPUT = {
         USAGE,
     ),
     "resolve negative tolerance": ([*RESOLVE, "x", "--stale", "tolerate:-1"], USAGE),
+    # Numbers are ASCII digits (docs/spec.md §10.1): int() reads these as 10 and 3.
+    "resolve underscored limit": ([*RESOLVE, "x", "--limit", "1_0"], USAGE),
+    "resolve Arabic-Indic limit": ([*RESOLVE, "x", "--limit", "\u0663"], USAGE),
+    "resolve full-width min-score": ([*RESOLVE, "x", "--min-score", "\uff11.5"], USAGE),
+    "resolve underscored tolerance": ([*RESOLVE, "x", "--stale", "tolerate:1_0"], USAGE),
     "resolve blank stale policy": ([*RESOLVE, "x", "--stale", ""], USAGE),
     "resolve unknown strategy": ([*RESOLVE, "x", "--strategy", "best"], USAGE),
     "resolve unknown authority": ([*RESOLVE, "x", "--min-authority", "supreme"], USAGE),

@@ -32,6 +32,9 @@ _INSTANTS = np.array([_NOW - 3 * 86_400_000_000, _NOW - 86_400_000_000, _NOW + 1
         (lambda: StalePolicy("strict", 3), InvalidArgumentError, "only to tolerate"),
         (lambda: StalePolicy("use", math.nan), InvalidArgumentError, "only to tolerate"),
         (lambda: StalePolicy.parse("tolerate:nan"), InvalidArgumentError, "tolerate:DAYS"),
+        # float() reads these as 10 and 3 days; DAYS is ASCII (docs/spec.md §10.1).
+        (lambda: StalePolicy.parse("tolerate:1_0"), InvalidArgumentError, "tolerate:DAYS"),
+        (lambda: StalePolicy.parse("tolerate:\u0663"), InvalidArgumentError, "tolerate:DAYS"),
         # Read by float as infinity, but no float holds it (docs/spec.md §2.3).
         (lambda: StalePolicy.parse("tolerate:1e400"), InvalidArgumentError, "largest float"),
         (lambda: StalePolicy.parse("tolerate:" + "9" * 400), InvalidArgumentError, "largest"),

@@ -32,6 +32,7 @@ from okfast.tune import (
     tune,
     with_provenance,
 )
+from okfast.tune_history import apply
 
 TOPICS = ["lamination", "proofing", "scoring", "retarding", "glazing", "tempering",
           "folding", "docking", "shaping", "steaming"]  # fmt: skip
@@ -390,6 +391,36 @@ def test_the_command_writes_applies_and_reverts(
     assert (
         code == 2 and err.count("\n") == 1 and "nothing" not in err.lower() or "no applied" in err
     )
+
+
+def test_a_revert_prints_json_when_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/spec.md §14.4: `--revert --json` is one object saying which file
+    was reverted and whether it is gone (it was refused as a search option)."""
+    catalog, _ = corpus(tmp_path)
+    target = tmp_path / "okfast-settings.json"
+    apply(Settings(scorer=Scorer.BM25F), target)
+    apply(Settings(scorer=Scorer.BM25F, rrf_k=5), target)
+    code, text, err = run(capsys, "--catalog", str(catalog), "--revert", "--json")
+    assert (code, err) == (0, "")
+    assert json.loads(text) == {"reverted": True, "settings_file": str(target), "removed": False}
+    assert Settings.load(target).rrf_k != 5
+    code, text, _ = run(capsys, "--catalog", str(catalog), "--revert", "--json")
+    assert code == 0 and json.loads(text)["removed"] is True and not target.exists()
+
+
+def test_seed_and_margin_are_ascii_numbers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/spec.md §10.1: int() and float() read `1_0` and U+0663 as 10 and 3."""
+    catalog, qrels = corpus(tmp_path)
+    base = ["--catalog", str(catalog), "--qrels", str(qrels), "--budget", "2"]
+    for option, text in (("--seed", "1_0"), ("--seed", "\u0663"), ("--standard-errors", "1_0")):
+        with pytest.raises(SystemExit) as exited:
+            run(capsys, *base, option, text)
+        err = capsys.readouterr().err
+        assert exited.value.code == 2 and f"argument {option}: not a" in err, (option, text)
 
 
 @requires_eval_extra

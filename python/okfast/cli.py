@@ -27,6 +27,7 @@ from okfast.errors import InvalidArgumentError, OkfastError
 from okfast.integrations import mcp_cli
 from okfast.memory import cli as memory_cli
 from okfast.model import Diagnostic, Explanation, Passage
+from okfast.numerals import ascii_float, ascii_int
 from okfast.query import Query, StalePolicy, Strategy
 from okfast.resolver import Resolver
 from okfast.scoring import DEFAULT_BM25F, Scorer
@@ -367,10 +368,10 @@ def _non_negative_number(text: str) -> float:
     """An argparse type: a finite number >= 0 (a BM25F score threshold);
     a whole number stays one."""
     try:
-        n: float = int(text)
+        n: float = ascii_int(text)
     except ValueError:
         try:
-            n = float(text)
+            n = ascii_float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not 0 <= n < float("inf"):
@@ -387,7 +388,7 @@ def _whole(text: str, least: int) -> int:
     """A whole number from ``least`` to 2**63 - 1; the message names the
     bound the option has (docs/spec.md §10.1)."""
     try:
-        n = int(text)
+        n = ascii_int(text)
     except ValueError:
         digits = text.strip().removeprefix("-").removeprefix("+")
         if digits.isascii() and digits.isdigit():

@@ -22,6 +22,7 @@ from okfast.arguments import batch_of, text_of, whole_limit_of
 from okfast.catalog import AUTHORITIES
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.memory.scope import Scope
+from okfast.numerals import ascii_float
 from okfast.scoring import BM25FParams, Scorer, count_of, rrf_k_of, scorer_of
 
 if TYPE_CHECKING:
@@ -138,7 +139,7 @@ class StalePolicy:
             days = text.split(":", 1)[1]
             as_float: float | None
             try:
-                as_float = float(days)
+                as_float = ascii_float(days)
             except ValueError:
                 as_float = None
             if as_float is not None:

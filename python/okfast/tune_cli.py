@@ -16,6 +16,7 @@ from typing import Any
 from okfast.catalog import Catalog
 from okfast.errors import InvalidArgumentError
 from okfast.evaluation import diagnostic_line
+from okfast.numerals import ascii_float, ascii_int
 from okfast.qrels import JudgedSet
 from okfast.resolver import Resolver
 from okfast.scoring import DEFAULT_BM25F, Scorer
@@ -60,7 +61,10 @@ def _run(args: argparse.Namespace, load: Any, out: Any) -> int:
         return 2
     # The search's options are absent unless given (register): a revert
     # refuses any given, even at its default value; then the defaults fill in.
-    given = ["--" + k.replace("_", "-") for k in _SEARCH_DEFAULTS if hasattr(args, k)]
+    # `--json` is the output's form, which a revert has too.
+    given = [
+        "--" + k.replace("_", "-") for k in _SEARCH_DEFAULTS if k != "json" and hasattr(args, k)
+    ]
     for k, v in _SEARCH_DEFAULTS.items():
         if not hasattr(args, k):
             setattr(args, k, v)
@@ -71,7 +75,7 @@ def _run(args: argparse.Namespace, load: Any, out: Any) -> int:
             raise InvalidArgumentError(
                 f"--revert takes no search options (given: {', '.join(given)})"
             )
-        return _revert(catalog)
+        return _revert(catalog, args.json, out)
     if args.qrels is None:
         raise InvalidArgumentError("tune needs --qrels (or --revert)")
     # What would stop the command after the search is checked before it.
@@ -137,12 +141,17 @@ def _run(args: argparse.Namespace, load: Any, out: Any) -> int:
     return 0
 
 
-def _revert(catalog: Catalog) -> int:
-    if catalog.settings_path is None:
+def _revert(catalog: Catalog, as_json: bool, out: Any) -> int:
+    target = catalog.settings_path
+    if target is None:
         raise InvalidArgumentError("the catalog names no settings file; nothing to revert")
-    if not revert(catalog.settings_path):
-        raise InvalidArgumentError(f"no applied tuning of {catalog.settings_path} to revert")
-    print(f"Reverted {catalog.settings_path} to the settings before the last tune --apply.")
+    if not revert(target):
+        raise InvalidArgumentError(f"no applied tuning of {target} to revert")
+    if as_json:
+        # A revert to "no file" leaves none (through a link: a dangling one).
+        out({"reverted": True, "settings_file": str(target), "removed": not target.exists()})
+    else:
+        print(f"Reverted {target} to the settings before the last tune --apply.")
     return 0
 
 
@@ -215,6 +224,22 @@ _SEARCH_DEFAULTS: dict[str, object] = {
 }
 
 
+def _seed(text: str) -> int:
+    # random.Random takes any whole number as a seed, negative ones too.
+    try:
+        return ascii_int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+
+
+def _number(text: str) -> float:
+    # Checked against its range by tune itself, which names the bound.
+    try:
+        return ascii_float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
 def register(sub: Any, load: Any, out: Any, whole: Callable[[str, int], int]) -> None:
     """Add ``tune`` to the top-level parser. The search's options default to
     absent (``SUPPRESS``), so :func:`_run` tells one given at its default
@@ -253,7 +278,7 @@ def register(sub: Any, load: Any, out: Any, whole: Callable[[str, int], int]) ->
     )
     t.add_argument(
         "--seed",
-        type=int,
+        type=_seed,
         default=argparse.SUPPRESS,
         metavar="K",
         help="the random search's seed",
@@ -267,7 +292,7 @@ def register(sub: Any, load: Any, out: Any, whole: Callable[[str, int], int]) ->
     )
     t.add_argument(
         "--standard-errors",
-        type=float,
+        type=_number,
         default=argparse.SUPPRESS,
         metavar="Z",
         help="how far the best must lead the defaults to be chosen (0: the best mean)",

@@ -17,6 +17,7 @@ from typing import Any
 
 from okfast.catalog import Catalog
 from okfast.memory.scope import Scope
+from okfast.numerals import ascii_int
 from okfast.settings import command_settings
 
 LoadCatalog = Callable[[str], "Catalog | None"]
@@ -96,7 +97,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def _port(text: str) -> int:
     try:
-        n = int(text)
+        n = ascii_int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
     if not 0 <= n <= 65535:
