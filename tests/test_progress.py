@@ -103,3 +103,21 @@ def test_the_end_is_reported_once_as_done_zero_of_zero(tmp_path: Path) -> None:
     Bundle.load(root, cache=False, progress=lambda *a: calls.append(a))
     assert calls[-1] == ("done", 0, 0)
     assert [c for c in calls if c[0] == "done"] == [("done", 0, 0)]
+
+
+def test_a_callback_raising_at_done_leaves_the_whole_cache_file(tmp_path: Path) -> None:
+    # docs/spec.md §1.8: the end is reported after the cache file is in place.
+    root = write_bundle(tmp_path / "kb", {"a.md": "---\ntype: T\ntitle: a\n---\nbody\n"})
+    cache = tmp_path / "cache"
+
+    def stop_at_done(phase: str, done: int, total: int) -> None:
+        if phase == "done":
+            raise LookupError("stop")
+
+    with pytest.raises(LookupError, match="stop"):
+        Bundle.load(root, cache_dir=cache, progress=stop_at_done)
+    assert len(list(cache.glob("*.okfc"))) == 1
+    assert not [p for p in cache.iterdir() if p.suffix != ".okfc"]  # no temporary left
+    again = Bundle.load(root, cache_dir=cache)
+    # "partial": the file is too recent to trust yet (§9.4), read again.
+    assert again.cache_status in ("hit", "partial") and again.concept_ids == ("a",)
