@@ -249,6 +249,30 @@ def test_a_nul_in_a_qid_or_doc_id_is_a_bad_line_in_either_format() -> None:
             JudgedQuery(**bad)  # type: ignore[arg-type]
 
 
+def test_a_nul_in_a_query_text_is_searched_in_either_format() -> None:
+    """docs/spec.md §11.1: only ids go to the metric's C code; a JSON Lines
+    query text holding a NUL was a bad line blaming a lone surrogate."""
+    s = JudgedSet.parse_jsonl(b'{"qid": "q", "query": "a\\u0000b", "relevant": {"d": 1}}')
+    assert [(q.qid, q.text) for q in s] == [("q", "a\x00b")] and s.diagnostics == ()
+    trec = JudgedSet.parse_trec(b"q 0 d 1\n", b"q\ta\x00b\n")
+    assert [q.text for q in trec] == ["a\x00b"]
+
+
+def test_a_grade_of_leading_zeros_past_pythons_digit_limit_reads() -> None:
+    """docs/spec.md §11.1: a grade is its digits' value; int() of 4,301
+    digits raised ValueError out of the parser, the rest of the file lost."""
+    s = JudgedSet.parse_trec(b"q 0 d " + b"0" * 4300 + b"1\nq 0 e 2\n", b"q\tx\n")
+    assert dict(s.queries[0].judgements) == {"d": 1, "e": 2} and s.diagnostics == ()
+
+
+@pytest.mark.parametrize(("qid", "doc"), [("", "d"), ("q", "")])
+def test_a_judged_query_made_in_code_has_no_empty_id(qid: str, doc: str) -> None:
+    """docs/spec.md §11.1, §11.4: an empty qid made a run file line of five
+    fields, which no TREC reader takes (a file's empty id is a bad line)."""
+    with pytest.raises(InvalidArgumentError, match="is empty"):
+        JudgedQuery(qid, "x", {doc: 1})
+
+
 def test_a_judged_query_keeps_its_own_copy_of_the_judgements() -> None:
     """A grade checked when the query is made stays the grade measured."""
     given = {"d": 1}

@@ -69,6 +69,9 @@ def test_a_line_that_is_not_an_event_is_skipped(tmp_path: Path) -> None:
         f.write(b"[" * 100_000 + b"\n")  # nested past the parser's depth
         f.write(b'{"action": "apply", "after": "{}"}\n')  # no before text
         f.write(b'{"action": "apply", "before": "\\ud800", "after": "{}"}\n')  # not UTF-8
+        # Not JSON, though Python's json reads them: a NaN, a repeated key.
+        f.write(b'{"action": "apply", "before": "X", "after": "{}", "time": NaN}\n')
+        f.write(b'{"action": "apply", "before": null, "before": "X", "after": "{}"}\n')
     assert revert(target) and Settings.load(target) == first
     events = [json.loads(x) for x in history_path(target).read_bytes().split(b"\n")[-2:-1]]
     assert events[0]["action"] == "revert" and events[0]["after"] == first.to_json()

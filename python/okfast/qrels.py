@@ -111,9 +111,16 @@ class JudgedQuery:
                 f"a judged query's query text {self.text!r} is not valid Unicode text"
             )
         for what, s in (("qid", self.qid), *(("doc id", d) for d in self.judgements)):
-            if not _is_text(s):
-                why = _not_text(s) if isinstance(s, str) else "is not a string"
-                raise InvalidArgumentError(f"a judged query's {what} {s!r} {why}")
+            if not isinstance(s, str):
+                why = "is not a string"
+            elif not s:
+                # An empty id would be no field at all in a run file (§11.4).
+                why = "is empty"
+            elif not _is_text(s):
+                why = _not_text(s)
+            else:
+                continue
+            raise InvalidArgumentError(f"a judged query's {what} {s!r} {why}")
         # A copy, read-only: the checks below must hold for what is measured.
         object.__setattr__(self, "judgements", MappingProxyType(dict(self.judgements)))
         # Grades go to C as an `int` too: a larger one is wrapped (wrong
@@ -352,7 +359,8 @@ class _Reader:
             self.bad(name, n, f'"qid" {_not_text(qid)}')
             return
         text = fields.get("query")
-        if isinstance(text, str) and not _is_text(text):
+        # A NUL in the text is searched (only ids go to the metric's C code).
+        if isinstance(text, str) and surrogate_in(text) is not None:
             self.bad(name, n, '"query" is not valid Unicode text (a lone surrogate)')
             return
         if not isinstance(text, str) or not text.strip():
@@ -420,4 +428,7 @@ class _Reader:
             if not _is_text(value):
                 self.bad(name, n, f"the {what} {value!r} {_not_text(value)}")
                 return
-        self.judge(qid, doc, int(grade_field), f"{name}:{n}")
+        # `_whole`, not int(): past 4,300 digits (leading zeros) int() raises.
+        grade = _whole(grade_field)
+        assert grade is not None  # checked above
+        self.judge(qid, doc, grade, f"{name}:{n}")

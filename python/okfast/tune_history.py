@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from okfast import strict_json
 from okfast.arguments import surrogate_in
 from okfast.errors import InvalidArgumentError
 from okfast.settings import Settings, write_atomically
@@ -148,7 +149,8 @@ def _read_history(path: Path) -> list[dict[str, Any]]:
     # U+2029 unescaped, where ``str.splitlines`` would also split.
     for raw in data.split(b"\n"):
         try:
-            event = json.loads(raw.decode("utf-8"))
+            # Strict: NaN, Infinity or a repeated key is not JSON (§14.4).
+            event = strict_json.loads(raw.decode("utf-8"))
         except (ValueError, RecursionError):
             continue
         if _is_event(event):
