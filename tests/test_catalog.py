@@ -102,6 +102,8 @@ def test_good_catalog(tmp: Path) -> None:
         ({"version": 1, "sources": [src(id=5)]}, ["InvalidSourceId"]),
         ({"version": 1, "sources": [src(), src(path="more")]}, ["DuplicateSourceId"]),
         ({"version": 1, "sources": [src(path="")]}, ["EmptyPath"]),
+        # Blank as a query is (docs/spec.md §4.2, §5.1): str.isspace's set.
+        ({"version": 1, "sources": [src(path=" \u001c\u3000")]}, ["EmptyPath"]),
         ({"version": 1, "sources": [{"id": "docs"}]}, ["EmptyPath"]),
         ({"version": 1, "sources": [src(priority=1.5)]}, ["MalformedPriority"]),
         ({"version": 1, "sources": [src(priority=2**31)]}, ["MalformedPriority"]),

@@ -183,6 +183,22 @@ async def test_get_concept_returns_every_field_body_and_frontmatter(catalog: Pat
     }  # fmt: skip
 
 
+async def test_an_empty_authority_is_the_effective_one_everywhere(catalog: Path) -> None:
+    """docs/spec.md §5.2, §7: written as '', the authority is '' (unknown, as
+    written), not the source's default: get_concept gave 'canonical' where
+    resolve's passage gave ''."""
+    page = "---\ntype: Term\ntitle: Quuxes\nauthority: ''\n---\nquux quux\n"
+    (catalog.parent / "data-glossary" / "quux.md").write_text(page)
+    async with Client(okfast_mcp.build_server(catalog)) as c:
+        got = structured(
+            await c.call_tool("get_concept", {"source_id": "glossary", "concept_id": "quux"})
+        )
+        found = structured(await c.call_tool("resolve", {"query": "quux"}))
+    passage = Resolver(Catalog.load(catalog)).search("quux").passages[0]
+    assert (passage.source_id, passage.authority) == ("glossary", "")
+    assert got["authority"] == found["passages"][0]["authority"] == ""
+
+
 async def test_list_sources(catalog: Path) -> None:
     async with Client(okfast_mcp.build_server(catalog)) as c:
         got = structured(await c.call_tool("list_sources", {}))["sources"]

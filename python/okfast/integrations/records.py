@@ -200,8 +200,9 @@ def concept_record(
         "generated": None if c.generated is None else _actor(c.generated),
         "verified": [_actor(a) for a in c.verified],
         "trust_tier": c.trust_tier,
-        # The same fallback as the resolver's passages (okfast.model.passage_from_row).
-        "authority": c.authority or default_authority or "reference",
+        # The same fallback as the resolver's passages (okfast.model.passage_from_row):
+        # written, even empty, it is the effective one (docs/spec.md §5.2, §7).
+        "authority": c.authority if c.authority is not None else default_authority or "reference",
         "supersedes": list(c.supersedes),
         "superseded_by": list(c.superseded_by),
         "conflicts_with": list(c.conflicts_with),
