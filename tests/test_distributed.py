@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from conftest import CORPORA, make_catalog, requires_corpora
 from integration_extras import require
-from okfast import BM25FParams, Catalog, Query, Resolver, Scorer, StalePolicy, Strategy
+from okfast import BM25FParams, Catalog, OkfastError, Query, Resolver, Scorer, StalePolicy, Strategy
 from okfast.passages import Context
 from okfast.settings import Settings
 
@@ -304,6 +304,28 @@ def test_a_refreshed_shard_keeps_the_catalog_statistics_exact(tmp_path: Path) ->
     gone = same(local, remote, q)
     assert ("SourceUnavailable", "c") in [(d.code, d.source_id) for d in gone.diagnostics]
     assert {p.source_id for p in gone.passages} == {"a"}
+
+
+def test_a_passage_of_a_snapshot_replaced_twice_raises_okfasts_own_error(
+    tmp_path: Path,
+) -> None:
+    """docs/spec.md §15.3: the error is okfast's (its message okfast's), not
+    Ray's wrapper of it, whose message was the shard's remote traceback."""
+    cat = make_catalog(
+        tmp_path,
+        {"a": {f"n{i}.md": concept(f"Note {i}", "memo v0") for i in range(3)}},
+        [{"id": "a", "path": "a"}],
+    )
+    remote = RayResolver(cat, max_staleness=0, clock=lambda: NOW)
+    ctx = remote.search("memo")
+    for v in (1, 2):
+        for i in range(3):
+            (tmp_path / "a" / f"n{i}.md").write_text(concept(f"Note {i}", f"memo v{v} {i}"))
+        remote.search("memo")
+    with pytest.raises(OkfastError) as e:
+        _ = ctx.passages[0].body
+    assert type(e.value).__module__.startswith("okfast")
+    assert str(e.value) == "source 'a': its snapshot was replaced twice since this search"
 
 
 def test_an_unavailable_sources_error_comes_in_source_order(tmp_path: Path) -> None:

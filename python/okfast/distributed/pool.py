@@ -52,6 +52,17 @@ def timeout_of(seconds: object) -> float:
     return value
 
 
+def _raised_by_shard(e: Any) -> BaseException:
+    """What a shard's call raised, for the caller: an :class:`OkfastError`
+    is okfast's own answer (a passage of a snapshot replaced twice, §15.3)
+    and is raised as it is, its message okfast's; anything else is a bug,
+    raised with Ray's remote traceback as its message."""
+    cause = getattr(e, "cause", None)
+    if isinstance(cause, OkfastError):
+        return cause
+    return e.as_instanceof_cause()  # type: ignore[no-any-return]
+
+
 class Failed:
     """A shard that died or did not answer in time."""
 
@@ -183,7 +194,7 @@ class Pool:
             got = ray.get(list(refs.values()), timeout=wait)
             return out | {i: self._answer(i, sent[i], r) for i, r in zip(refs, got, strict=True)}
         except ray.exceptions.RayTaskError as e:
-            raise e.as_instanceof_cause() from None  # a bug, not a fault
+            raise _raised_by_shard(e) from None
         except ray.exceptions.RayError:
             pass  # a shard failed or is late: which one, below
         left = max(0.0, deadline - time.monotonic())  # the others may still answer in time
@@ -201,7 +212,7 @@ class Pool:
             try:
                 out[i] = self._answer(i, sent[i], ray.get(ref))
             except ray.exceptions.RayTaskError as e:
-                raise e.as_instanceof_cause() from None  # a bug, not a fault
+                raise _raised_by_shard(e) from None
             except ray.exceptions.RayError as e:
                 out[i] = Failed(f"shard {i} failed ({type(e).__name__})")
                 self.replace(i)
