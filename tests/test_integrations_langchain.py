@@ -142,6 +142,40 @@ def test_a_bad_option_is_an_invalid_argument_error(bad: dict[str, Any]) -> None:
         OkfastRetriever(catalog=CATALOG, **bad)
 
 
+def test_model_validate_makes_the_retriever_as_its_constructor_does(tmp_path: Path) -> None:
+    """pydantic's model_validate skipped the constructor: okfast's errors came
+    wrapped in ValidationError, a CatalogError's diagnostics lost
+    (docs/integrations.md)."""
+    bad = tmp_path / "catalog.json"
+    bad.write_text('{"version": 1, "sources": [{"id": "x", "path": "./x", "role": "bogus"}]}')
+    with pytest.raises(CatalogError) as caught:
+        OkfastRetriever.model_validate({"catalog": bad})
+    assert "IllegalRole" in {d.code for d in caught.value.diagnostics}
+    with pytest.raises(InvalidArgumentTypeError):
+        OkfastRetriever.model_validate({"catalog": 5})
+    with pytest.raises(InvalidArgumentError):
+        OkfastRetriever.model_validate({"catalog": CATALOG, "k": 0})
+    with pytest.raises(InvalidArgumentTypeError):
+        OkfastRetriever.model_validate([("catalog", CATALOG)])
+    made = OkfastRetriever.model_validate({"catalog": str(CATALOG), "k": 2})
+    assert keys(made.invoke(QUESTION)) == keys(
+        OkfastRetriever(catalog=CATALOG, k=2).invoke(QUESTION)
+    )
+    assert OkfastRetriever.model_validate(made) is made
+
+
+def test_options_are_fixed_once_made() -> None:
+    """An option changed after the resolver was opened from them would be
+    unused (catalog) or unchecked (k = 0 returned nothing); it is refused."""
+    r = OkfastRetriever(catalog=CATALOG, k=2)
+    for name, value in (("k", 0), ("catalog", CATALOG), ("strategy", "merged")):
+        with pytest.raises(InvalidArgumentError, match="fixed when the retriever is made"):
+            setattr(r, name, value)
+    assert r.k == 2 and len(r.invoke(QUESTION)) == 2
+    r.name = "mine"  # LangChain's own fields stay LangChain's
+    assert r.name == "mine"
+
+
 def test_bad_k_and_query_are_value_errors() -> None:
     with pytest.raises(ValueError):
         OkfastRetriever(catalog=CATALOG, k=0)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Mapping
 from typing import Any
 
 try:
@@ -136,6 +137,30 @@ class OkfastRetriever(BaseRetriever):
         self._resolver = resolver
         if self.scope is not None:
             self._store = FileMemoryStore.from_catalog(self._resolver.catalog)
+
+    @classmethod
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> OkfastRetriever:  # type: ignore[override]
+        # pydantic's way of making a model from a mapping skips __init__, so
+        # its checks and the resolver's opening: a mapping goes through it
+        # (the same errors, never a ValidationError; docs/integrations.md).
+        if isinstance(obj, cls):
+            return obj
+        if not isinstance(obj, Mapping):
+            raise InvalidArgumentTypeError(
+                f"OkfastRetriever.model_validate takes a mapping of options, "
+                f"got {type(obj).__name__}"
+            )
+        return cls(**obj)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # The resolver (and the memory store) are opened from the options
+        # when the retriever is made: one changed afterwards would not be
+        # used, or not checked, so changing one is refused.
+        if name in _OPTIONS:
+            raise InvalidArgumentError(
+                f"OkfastRetriever.{name} is fixed when the retriever is made; make a new one"
+            )
+        super().__setattr__(name, value)
 
     def _k(self, k: Any) -> int:
         return self.k if k is None else count_of("k", k)
