@@ -139,7 +139,7 @@ class OkfastRetriever(BaseRetriever):
             self._store = FileMemoryStore.from_catalog(self._resolver.catalog)
 
     @classmethod
-    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> OkfastRetriever:  # type: ignore[override]
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> OkfastRetriever:
         # pydantic's way of making a model from a mapping skips __init__, so
         # its checks and the resolver's opening: a mapping goes through it
         # (the same errors, never a ValidationError; docs/integrations.md).
