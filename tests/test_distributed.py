@@ -348,6 +348,27 @@ def test_an_unavailable_sources_error_comes_in_source_order(tmp_path: Path) -> N
         assert [d.source_id for d in got.diagnostics] == ["a", "b"]
 
 
+def test_a_link_put_on_a_source_path_later_is_refused_as_locally(tmp_path: Path) -> None:
+    # docs/spec.md §5.10: the driver checks the path for links before it asks
+    # the shards, so the cluster refuses what the local resolver refuses.
+    cat = make_catalog(
+        tmp_path,
+        {"kb/docs": {"one.md": concept("One", "memo")}, "b": {"one.md": concept("One", "memo")}},
+        [{"id": "docs", "path": "kb/docs"}, {"id": "b", "path": "b"}],
+    )
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    (outside / "docs").mkdir(parents=True)
+    (outside / "docs" / "secret.md").write_text(concept("Secret", "memo"))
+    local = Resolver(cat, max_staleness=0, clock=lambda: NOW)
+    remote = RayResolver(cat, max_staleness=0, clock=lambda: NOW)
+    (tmp_path / "kb").rename(tmp_path / "kb-was")
+    (tmp_path / "kb").symlink_to(outside)
+    got = same(local, remote, Query("memo", strategy="merged"))
+    assert [(p.source_id, p.concept_id) for p in got.passages] == [("b", "one")]
+    [d] = got.diagnostics
+    assert d.code == "SourceUnavailable" and "is a symbolic link" in d.message
+
+
 def _wait_dead(actor: Any) -> None:
     for _ in range(200):
         try:

@@ -14,9 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from okfast import Bundle, _native
 from okfast.catalog import Catalog
-from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
+from okfast.errors import BundleNotFoundError, InvalidArgumentError, InvalidArgumentTypeError
 from okfast.query import Query, StalePolicy, Strategy
 from okfast.resolver import Resolver
+from okfast.snapshots import Snapshots
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
 
@@ -348,6 +349,76 @@ def test_refresh_notices_changes(two: Catalog, tmp_path: Path) -> None:
     assert ids(slow.search("order")) == before
     slow.refresh()
     assert ("beta", "new2") in ids(slow.search("order"))
+
+
+@pytest.mark.parametrize("strategy", list(Strategy))
+def test_a_search_takes_one_snapshot_of_a_directory_two_sources_name(
+    tmp_path: Path, strategy: Strategy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # docs/spec.md §5.10: a search keeps the snapshots it started with. A
+    # writer adds a concept right after the search loaded the directory for
+    # its first source; with max_staleness 0 a second load would see it.
+    cat = make(
+        tmp_path,
+        {"a": {"x.md": concept("order")}},
+        [{"id": "one", "path": "a", "priority": 2}, {"id": "two", "path": "./a/"}],
+    )
+    r = Resolver(cat, max_staleness=0)
+    load = Snapshots.get
+    calls = []
+
+    def then_write(self: Snapshots, *args: Any, **kwargs: Any) -> Any:
+        snap = load(self, *args, **kwargs)
+        calls.append(snap)
+        (tmp_path / "a" / f"new{len(calls)}.md").write_text(concept("order"))
+        return snap
+
+    monkeypatch.setattr(Snapshots, "get", then_write)
+    ctx = r.search(Query("order", strategy=strategy))
+    assert len(calls) == 1
+    # grouped searches both sources (no dedup, §5.5): the same concepts in each.
+    by_source: dict[str, list[str]] = {}
+    for s, c in ids(ctx):
+        by_source.setdefault(s, []).append(c)
+    assert by_source["one"] == ["x"]
+    assert by_source.get("two", ["x"]) == ["x"]
+    assert ("two" in by_source) == (strategy is Strategy.GROUPED)
+    # The next search sees the writes.
+    monkeypatch.setattr(Snapshots, "get", load)
+    assert ("one", "new1") in ids(r.search(Query("order", strategy=strategy)))
+
+
+@pytest.mark.parametrize("staleness", [0, 3600])
+def test_a_link_put_on_a_source_path_later_is_not_followed(
+    tmp_path: Path, staleness: float
+) -> None:
+    # docs/spec.md §4.2, §5.10: the catalog checked 'kb/docs' for links when
+    # it was read; a running resolver checks again before it loads or
+    # refreshes, so 'kb' swapped for a link does not serve what it points to.
+    cat = make(
+        tmp_path,
+        {"kb/docs": {"x.md": concept("order")}, "other": {"y.md": concept("order")}},
+        [{"id": "docs", "path": "kb/docs"}, {"id": "other", "path": "other"}],
+    )
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    write_bundle(outside / "docs", {"secret.md": concept("order")})
+    r = Resolver(cat, max_staleness=staleness)
+    assert ("docs", "x") in ids(r.search("order"))
+    (tmp_path / "kb").rename(tmp_path / "kb-was")
+    (tmp_path / "kb").symlink_to(outside)
+    r.refresh()  # the other source is refreshed; the linked one is left to the search
+    fresh = Resolver(cat)
+    for res in (r, fresh):
+        ctx = res.search("order")
+        assert ids(ctx) == [("other", "y")]
+        [d] = [d for d in ctx.diagnostics if d.code == "SourceUnavailable"]
+        assert d.source_id == "docs" and "is a symbolic link" in d.message
+        assert str(tmp_path / "kb") in d.message
+        with pytest.raises(BundleNotFoundError, match="symbolic link"):
+            res.snapshot("docs")
+    (tmp_path / "kb").unlink()
+    (tmp_path / "kb-was").rename(tmp_path / "kb")
+    assert ("docs", "x") in ids(r.search("order"))
 
 
 def test_example_catalog_resolves() -> None:

@@ -75,6 +75,11 @@ class Source:
     language: str | None = None
 
 
+#: A catalog's sources and the generation they belong to, read together
+#: (:meth:`Catalog.snapshot`).
+CatalogView = tuple[tuple[Source, ...], int]
+
+
 @dataclass(frozen=True, slots=True)
 class ReloadResult:
     ok: bool
@@ -134,16 +139,22 @@ def _resolve(
         )
     if not os.path.isdir(full):
         return bad("TargetNotFound", f"source {name}: {full} is not an existing directory")
-    # No symbolic link between the root (which may itself be one) and the target.
+    link = first_link(root, full)
+    if link is not None:
+        return bad("ReparsePointInPath", f"source {name}: {link}")
+    return Path(full), None
+
+
+def first_link(root: str, full: str) -> str | None:
+    """Why ``full`` is not a source directory when a symbolic link lies
+    between the root (which may itself be one) and it (§4.2), the deepest
+    first; ``None`` when none does."""
     cur = full
     while cur != root and len(cur) > len(root):
         if os.path.islink(cur):
-            return bad(
-                "ReparsePointInPath",
-                f"source {name}: {cur} is a symbolic link; okfast does not follow links in source paths",
-            )
+            return f"{cur} is a symbolic link; okfast does not follow links in source paths"
         cur = os.path.dirname(cur)
-    return Path(full), None
+    return None
 
 
 @dataclass(frozen=True)
@@ -316,11 +327,18 @@ def _memory_overlaps(sources: list[Placed]) -> list[CatalogDiagnostic]:
     return out
 
 
+def _root_of(base_dir: str | os.PathLike[str], root: str | os.PathLike[str] | None) -> str:
+    """The root source paths resolve against: ``root`` when given, else the
+    catalog's directory; absolute and normalised (§4.2)."""
+    at = path_text("root", root) if root is not None else path_text("base_dir", base_dir)
+    return os.path.normpath(os.path.abspath(at))
+
+
 def _parse(
     text: str, base_dir: str | os.PathLike[str], root: str | os.PathLike[str] | None
 ) -> tuple[tuple[Source, ...], tuple[CatalogDiagnostic, ...], Path | None]:
     base = os.path.normpath(os.path.abspath(path_text("base_dir", base_dir)))
-    croot = os.path.normpath(os.path.abspath(path_text("root", root))) if root is not None else base
+    croot = _root_of(base, root)
     diags: list[CatalogDiagnostic] = []
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -393,6 +411,10 @@ class Catalog:
     #: :meth:`parse`): what a tuning's provenance names (docs/spec.md §14.3),
     #: even if the file changes afterwards.
     sha256: str | None = None
+    #: The root source paths were resolved against (absolute, normalised),
+    #: checked again for links before each load (docs/spec.md §5.10);
+    #: ``None`` for a catalog made from its sources directly.
+    _resolved_root: str | None = field(default=None, repr=False)
 
     @classmethod
     def load(
@@ -406,7 +428,8 @@ class Catalog:
         if diags:
             raise CatalogError(diags)
         root_path = Path(root) if root is not None else None
-        return cls(sources, p, root_path, 1, p.parent, settings, digest)
+        at = _root_of(p.parent, root)
+        return cls(sources, p, root_path, 1, p.parent, settings, digest, at)
 
     @classmethod
     def parse(
@@ -419,11 +442,19 @@ class Catalog:
         sources, diags, settings = _parse(text, base_dir, root)
         if diags:
             raise CatalogError(diags)
-        return cls(
-            sources, None, Path(root) if root is not None else None, 1, Path(base_dir), settings
-        )
+        root_path = Path(root) if root is not None else None
+        at = _root_of(base_dir, root)
+        return cls(sources, None, root_path, 1, Path(base_dir), settings, None, at)
 
-    def snapshot(self) -> tuple[tuple[Source, ...], int]:
+    def link_on_path(self, source: Source) -> str | None:
+        """Why ``source``'s directory may not be loaded now: a symbolic link
+        put between the catalog root and it since the catalog was read
+        (docs/spec.md §4.2, §5.10); ``None`` when there is none."""
+        if self._resolved_root is None or source.directory is None:
+            return None
+        return first_link(self._resolved_root, str(source.directory))
+
+    def snapshot(self) -> CatalogView:
         """The sources and the generation they belong to, read together: a
         :meth:`reload` running meanwhile gives both before or both after it
         (docs/spec.md §4.3), never one of each."""

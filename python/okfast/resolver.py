@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from okfast import _native, governance
 from okfast.bundle import Bm25fQuery, Bm25fStats, Bundle, Progress, QueryTerms, query_terms
-from okfast.catalog import Catalog, Source
+from okfast.catalog import Catalog, CatalogView, Source
 from okfast.cutoff import cut_depth, cuttable, settled
 from okfast.errors import (
     BundleNotFoundError,
@@ -48,7 +48,7 @@ from okfast.scoring import (
     scorer_of,
 )
 from okfast.settings import ResolverDefaults, Settings, settings_for
-from okfast.snapshots import CachedBundle, Snapshots, source_language
+from okfast.snapshots import CachedBundle, Snapshots, Taken, source_language
 
 Clock = Callable[[], datetime]
 #: An ordering's result: per passage its source index, position, score and
@@ -77,11 +77,12 @@ class _Engine(ABC):
     # -- the steps every strategy takes -------------------------------------------
 
     def select(
-        self, q: Query, diags: list[Diagnostic], excl: list[Exclusion]
+        self, q: Query, view: CatalogView, diags: list[Diagnostic], excl: list[Exclusion]
     ) -> tuple[list[Source], int]:
-        """SPEC §5.3: enabled knowledge sources by priority desc then id, then
-        visibility; and the catalog generation they are of, read with them."""
-        catalog_sources, generation = self.r.catalog.snapshot()
+        """SPEC §5.3: enabled knowledge sources of ``view`` (the catalog's
+        sources and generation, read together) by priority desc then id, then
+        visibility; and the catalog generation they are of."""
+        catalog_sources, generation = view
         enabled = [s for s in catalog_sources if s.enabled and s.role == "knowledge"]
         enabled.sort(key=lambda s: (-s.priority, s.id))
         if q.permitted_source_ids is not None:
@@ -139,7 +140,9 @@ class _Engine(ABC):
             )
         return out
 
-    def search(self, q: Query, how: _Scoring, sources: list[Source], now_us: int) -> _Matches:
+    def search(
+        self, q: Query, how: _Scoring, sources: list[Source], now_us: int, taken: Taken
+    ) -> _Matches:
         f = _Matches([], [], [], [], [], [], [], False)
         loaded: list[tuple[Source, CachedBundle]] = []
         # Each source that could not be loaded, after how many loaded ones:
@@ -150,7 +153,7 @@ class _Engine(ABC):
                 if s.directory is None or not s.directory.is_dir():
                     raise BundleNotFoundError(f"{s.directory} is not a directory")
                 language = source_language(s, how.bm25f.language, self.r.settings)
-                loaded.append((s, self.r._bundles.get(s, language)))
+                loaded.append((s, self.r._bundles.take(taken, s, language)))
             except (OSError, OkfastError) as e:
                 failed.append((len(loaded), s.id, str(e)))
         depth = how.depth
@@ -240,19 +243,28 @@ class _Engine(ABC):
         # docs/spec.md §5.2: the cut first, when it may apply; whole lists
         # when it may not, or turned out to matter.
         cut = cut_depth(q, quota, exclusions)
-        ctx = None if cut is None else self._run(q, exclusions, now_us, quota, cut)
+        # Both passes read one catalog and one snapshot of each directory (§5.10).
+        start: tuple[CatalogView, Taken] = (self.r.catalog.snapshot(), {})
+        ctx = None if cut is None else self._run(q, exclusions, now_us, quota, cut, start)
         if ctx is None:
-            ctx = self._run(q, exclusions, now_us, quota, None)
+            ctx = self._run(q, exclusions, now_us, quota, None, start)
             assert ctx is not None
         return ctx
 
     def _run(
-        self, q: Query, exclusions: bool, now_us: int, quota: int | None, depth: int | None
+        self,
+        q: Query,
+        exclusions: bool,
+        now_us: int,
+        quota: int | None,
+        depth: int | None,
+        start: tuple[CatalogView, Taken],
     ) -> Context | None:
         diags: list[Diagnostic] = []
         excl: list[Exclusion] = []
         runs: list[Run] = []  # passages left out in bulk (docs/spec.md §5.8)
-        selected, generation = self.select(q, diags, excl)
+        view, taken = start
+        selected, generation = self.select(q, view, diags, excl)
         sources = self.deduplicate(selected, diags, excl)
         how = _Scoring(
             scorer_of(q.scorer) if q.scorer is not None else self.r.default_scorer,
@@ -261,7 +273,7 @@ class _Engine(ABC):
             q.rrf_k if q.rrf_k is not None else self.r.default_rrf_k,
             depth,
         )
-        found = self.search(q, how, sources, now_us)
+        found = self.search(q, how, sources, now_us, taken)
         diags.extend(found.diagnostics)
         excl.extend(found.exclusions)
         src, pos, score, fused = self.order(q, found, quota)
@@ -477,7 +489,7 @@ class Resolver:
         self.catalog = catalog
         self.default_visibility = default_visibility
         self.clock: Clock = clock or _system_clock
-        self._bundles = Snapshots(max_staleness, progress)
+        self._bundles = Snapshots(max_staleness, progress, guard=catalog.link_on_path)
         self._count_memo: dict[tuple[Bundle, tuple[str, ...], str | None], Any] | None = None
 
     def configured(self, settings: Settings) -> Resolver:

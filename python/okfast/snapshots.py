@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from okfast.bundle import Bundle, Progress
 from okfast.catalog import Source
+from okfast.errors import BundleNotFoundError
 from okfast.paths import directory_key
 from okfast.scoring import language_of
 from okfast.settings import Settings
@@ -32,15 +33,28 @@ class CachedBundle:
     checked: float
 
 
+#: The snapshots one search took, by (directory key, language): a search
+#: keeps them for all its sources and passes (docs/spec.md §5.10).
+Taken = dict[tuple[str, str | None], CachedBundle]
+
+
 class Snapshots:
     """The resolver's bundle cache. A snapshot is re-checked against the disk
     when it is older than ``max_staleness`` seconds (0: before every search);
     a change swaps in a refreshed snapshot (only changed files re-read), so a
     search in flight keeps the one it started with."""
 
-    def __init__(self, max_staleness: float, progress: Progress | None = None) -> None:
+    def __init__(
+        self,
+        max_staleness: float,
+        progress: Progress | None = None,
+        guard: Callable[[Source], str | None] | None = None,
+    ) -> None:
         self.max_staleness = max_staleness
         self.progress = progress
+        #: Why a source's directory may not be read now, if so
+        #: (Catalog.link_on_path), asked before every load or refresh.
+        self.guard = guard
         self._lock = threading.Lock()
         #: (directory key, language, id range) → its snapshot
         self._snaps: dict[tuple[str, str | None, IdRange], CachedBundle] = {}
@@ -62,6 +76,11 @@ class Snapshots:
         now = time.monotonic()
         if snap is not None and not force and now - snap.checked < self.max_staleness:
             return snap
+        # docs/spec.md §5.10: a link put on the source's path since the
+        # catalog was read is not followed to load or refresh through it.
+        refused = self.guard(source) if self.guard is not None else None
+        if refused is not None:
+            raise BundleNotFoundError(refused)
         if snap is None:
             bundle = Bundle.load(
                 source.directory, progress=self.progress, language=language, id_range=id_range
@@ -77,10 +96,30 @@ class Snapshots:
             self._snaps[key] = fresh
         return fresh
 
+    def take(self, taken: Taken, source: Source, language: str | None) -> CachedBundle:
+        """:meth:`get`, once per directory and language in a search: what
+        ``taken`` holds from the search's earlier sources and passes
+        (docs/spec.md §5.10), else the snapshot now, kept in ``taken``."""
+        assert source.directory is not None
+        key = (directory_key(source.directory), language)
+        snap = taken.get(key)
+        if snap is None:
+            snap = taken[key] = self.get(source, language)
+        return snap
+
     def refresh(self, sources: Sequence[Source], language: Callable[[Source], str | None]) -> None:
         with self._lock:
             languages = {k[1] for k in self._snaps}
         for s in sources:
+            # A source a search would refuse (a link on its path) is not
+            # raised here for all the others: its snapshots are dropped, so
+            # the next search that needs it reports it.
+            if s.directory is not None and self.guard is not None and self.guard(s) is not None:
+                gone = directory_key(s.directory)
+                with self._lock:
+                    for k in [k for k in self._snaps if k[0] == gone]:
+                        del self._snaps[k]
+                continue
             if s.directory is not None and s.directory.is_dir():
                 for lang in languages | {language(s)}:
                     self.get(s, lang, force=True)

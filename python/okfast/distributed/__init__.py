@@ -60,7 +60,7 @@ from okfast.query import Query, Strategy, Visibility, queries_of, query_of
 from okfast.resolver import _CLASSES, Clock, Resolver, _Engine
 from okfast.scoring import BM25FParams, Scorer, count_of, language_of, whole_of
 from okfast.settings import Settings
-from okfast.snapshots import CachedBundle, source_language
+from okfast.snapshots import CachedBundle, Taken, source_language
 
 __all__ = ["RayResolver"]
 
@@ -300,6 +300,11 @@ class RayResolver:
             if s.directory is None:
                 failed[s.id] = f"{s.directory} is not a directory"
                 continue
+            # docs/spec.md §5.10: as a local resolver's snapshots refuse it.
+            refused = self.local.catalog.link_on_path(s)
+            if refused is not None:
+                failed[s.id] = refused
+                continue
             language = source_language(s, how.bm25f.language, self.local.settings)
             where = self._where(s)
             ranges = self._ranges[directory_key(s.directory)]
@@ -520,7 +525,11 @@ def _engine(base: type[_Engine], rr: RayResolver) -> _Engine:
     class Fanned(base):  # type: ignore[valid-type,misc]
         passages = RemotePassages
 
-        def search(self, q: Query, how: _Scoring, sources: list[Source], now_us: int) -> _Matches:
+        def search(
+            self, q: Query, how: _Scoring, sources: list[Source], now_us: int, taken: Taken
+        ) -> _Matches:
+            # The shards keep their own versions (docs/spec.md §15.2): the
+            # local snapshots a search takes are not theirs.
             return rr.fan_out(self, q, how, sources, now_us)
 
     e: _Engine = Fanned(rr.local)

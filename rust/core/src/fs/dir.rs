@@ -78,6 +78,27 @@ mod by_descriptor {
             Ok(Dir(rfs::open(path, flags, Mode::empty())?))
         }
 
+        /// The directory at `rel` below this one, no symbolic link followed
+        /// on the way (docs/spec.md §1.3): a directory the walk saw, swapped
+        /// for a link since (or one of its parents), fails with `ELOOP` or
+        /// `ENOTDIR` instead of listing what the link points to.
+        pub fn open_below(&self, rel: &Path) -> std::io::Result<Dir> {
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+            Ok(Dir(super::open_beneath(&self.0, rel, flags)?))
+        }
+
+        /// A second handle on this same open directory.
+        pub fn try_clone(&self) -> std::io::Result<Dir> {
+            Ok(Dir(self.0.try_clone()?))
+        }
+
+        /// The open directory itself, to watch (not whatever its path now
+        /// names).
+        pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+            use std::os::fd::AsFd;
+            self.0.as_fd()
+        }
+
         pub fn stamp(&self) -> Option<DirStamp> {
             let (_, m, c, dev, ino) = fields(&rfs::fstat(&self.0).ok()?);
             Some([dev, ino, ns(m.0, m.1), ns(c.0, c.1)])
@@ -120,6 +141,66 @@ mod by_descriptor {
     }
 }
 
+/// `openat` of `rel` below `dir` with `flags`, no symbolic link followed on
+/// the way, nor out of `dir`: one `openat2` with `RESOLVE_NO_SYMLINKS` and
+/// `RESOLVE_BENEATH` on Linux; where that call is missing (an older kernel,
+/// a filter refusing it), one directory at a time, each opened with
+/// `O_NOFOLLOW`.
+#[cfg(unix)]
+pub fn open_beneath(
+    dir: &std::os::fd::OwnedFd,
+    rel: &std::path::Path,
+    flags: rustix::fs::OFlags,
+) -> rustix::io::Result<std::os::fd::OwnedFd> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = flags | OFlags::NOFOLLOW;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        use rustix::fs::ResolveFlags;
+        let how = ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH;
+        match rustix::fs::openat2(dir, rel, flags, Mode::empty(), how) {
+            Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => {}
+            r => return r,
+        }
+    }
+    open_by_parts(dir, rel, flags)
+}
+
+/// [`open_beneath`] one directory at a time. `rel` is a path the walk
+/// built from listed names: no `.`, `..` or root among its components.
+#[cfg(unix)]
+pub(crate) fn open_by_parts(
+    dir: &std::os::fd::OwnedFd,
+    rel: &std::path::Path,
+    flags: rustix::fs::OFlags,
+) -> rustix::io::Result<std::os::fd::OwnedFd> {
+    use rustix::fs::{Mode, OFlags};
+    use std::path::Component;
+    let mut parts = Vec::new();
+    for c in rel.components() {
+        match c {
+            Component::Normal(p) => parts.push(p),
+            // Nothing the walk builds; refused rather than resolved.
+            _ => return Err(rustix::io::Errno::INVAL),
+        }
+    }
+    let Some(last) = parts.pop() else {
+        return Err(rustix::io::Errno::INVAL);
+    };
+    let mut held: Option<std::os::fd::OwnedFd> = None;
+    for part in parts {
+        let at = held.as_ref().unwrap_or(dir);
+        let next = rustix::fs::openat(
+            at,
+            part,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        held = Some(next);
+    }
+    rustix::fs::openat(held.as_ref().unwrap_or(dir), last, flags, Mode::empty())
+}
+
 /// The walk's directories elsewhere than on Unix, by path through `std::fs`:
 /// no stamp, so no listing is reused. Built in tests on Unix too, so it is
 /// compiled and compared with the descriptor-based one there.
@@ -136,6 +217,19 @@ mod by_path {
         pub fn open(path: &Path) -> std::io::Result<Dir> {
             std::fs::read_dir(path)?;
             Ok(Dir(path.to_path_buf()))
+        }
+
+        /// The directory at `rel` below this one. There is no descriptor to
+        /// resolve it against here: the listing's own link check (§1.3) is
+        /// all that stands between the walk and a link swapped in since.
+        #[cfg_attr(all(unix, test), allow(dead_code))]
+        pub fn open_below(&self, rel: &Path) -> std::io::Result<Dir> {
+            Dir::open(&self.0.join(rel))
+        }
+
+        #[cfg_attr(all(unix, test), allow(dead_code))]
+        pub fn try_clone(&self) -> std::io::Result<Dir> {
+            Ok(Dir(self.0.clone()))
         }
 
         pub fn stamp(&self) -> Option<DirStamp> {

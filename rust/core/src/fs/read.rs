@@ -65,56 +65,14 @@ impl<'a> RootDir<'a> {
     fn open_file(&self, rel: &str) -> std::io::Result<fs::File> {
         #[cfg(unix)]
         if let Some(dir) = &self.dir {
-            return open_beneath(dir, rel)
+            use rustix::fs::OFlags;
+            let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+            return super::dir::open_beneath(dir, Path::new(rel), flags)
                 .map(fs::File::from)
                 .map_err(std::io::Error::from);
         }
         open_concept_file(&self.path.join(rel))
     }
-}
-
-/// `openat` of `rel` below `dir`, no link followed: one `openat2` with
-/// `RESOLVE_NO_SYMLINKS` on Linux; where that call is missing (an older
-/// kernel, a filter refusing it), one directory at a time, each opened with
-/// `O_NOFOLLOW`.
-#[cfg(unix)]
-fn open_beneath(dir: &rustix::fd::OwnedFd, rel: &str) -> rustix::io::Result<rustix::fd::OwnedFd> {
-    use rustix::fs::{Mode, OFlags};
-    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOFOLLOW;
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    {
-        use rustix::fs::ResolveFlags;
-        let how = ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH;
-        match rustix::fs::openat2(dir, rel, flags, Mode::empty(), how) {
-            Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => {}
-            r => return r,
-        }
-    }
-    open_by_parts(dir, rel, flags)
-}
-
-/// [`open_beneath`] one directory at a time.
-#[cfg(unix)]
-fn open_by_parts(
-    dir: &rustix::fd::OwnedFd,
-    rel: &str,
-    flags: rustix::fs::OFlags,
-) -> rustix::io::Result<rustix::fd::OwnedFd> {
-    use rustix::fs::{Mode, OFlags};
-    let mut parts = rel.split('/');
-    let last = parts.next_back().unwrap_or(rel);
-    let mut held: Option<rustix::fd::OwnedFd> = None;
-    for part in parts {
-        let at = held.as_ref().unwrap_or(dir);
-        let next = rustix::fs::openat(
-            at,
-            part,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
-        held = Some(next);
-    }
-    rustix::fs::openat(held.as_ref().unwrap_or(dir), last, flags, Mode::empty())
 }
 
 /// [`read_found`] under an opened root.
@@ -297,6 +255,8 @@ pub fn read_some<T: From<FileOutcome> + Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(unix)]
+    use crate::fs::dir::open_by_parts;
     use crate::fs::stamp::stamp;
 
     fn scratch(name: &str) -> crate::testing::Scratch {
@@ -446,7 +406,8 @@ mod tests {
             // Where `openat2` is missing: one directory at a time.
             let root = RootDir::open(&d);
             let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NOFOLLOW;
-            let e = open_by_parts(root.dir.as_ref().unwrap(), &format!("{id}.md"), flags);
+            let rel = format!("{id}.md");
+            let e = open_by_parts(root.dir.as_ref().unwrap(), Path::new(&rel), flags);
             assert!(
                 matches!(e, Err(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR)),
                 "{id}: {e:?}"
@@ -455,7 +416,7 @@ mod tests {
         fs::write(d.join("ok.md"), "x").unwrap();
         let root = RootDir::open(&d);
         let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NOFOLLOW;
-        assert!(open_by_parts(root.dir.as_ref().unwrap(), "ok.md", flags).is_ok());
+        assert!(open_by_parts(root.dir.as_ref().unwrap(), Path::new("ok.md"), flags).is_ok());
     }
 
     /// A file read relative to the opened root is the file its path names,

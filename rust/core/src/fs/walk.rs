@@ -172,6 +172,10 @@ impl Item {
 /// What one walk shares: the change watch, the progress, the listings it may
 /// reuse.
 struct Ctx<'a> {
+    /// The bundle's root, open: every directory below it is opened
+    /// relative to it, no link followed (docs/spec.md §1.3).
+    root: &'a Dir,
+    root_path: &'a Path,
     watch: &'a Watch,
     progress: &'a Progress,
     prior: Option<&'a Prior<'a>>,
@@ -229,14 +233,17 @@ pub fn walk_range(
     if !meta.is_dir() {
         return Err(not_found("not a directory".into()));
     }
+    let base = Dir::open(root).map_err(|e| not_found(e.to_string()))?;
+    let dir = base.try_clone().map_err(|e| not_found(e.to_string()))?;
     let ctx = Ctx {
+        root: &base,
+        root_path: root,
         watch,
         progress,
         prior,
         stamps,
         range,
     };
-    let dir = Dir::open(root).map_err(|e| not_found(e.to_string()))?;
     let part = walk_open(dir, root, "", None, &ctx);
     progress.check()?;
     let mut found = Vec::with_capacity(part.runs.iter().map(Vec::len).sum());
@@ -258,8 +265,10 @@ pub fn walk_range(
     Ok(w)
 }
 
-/// Walk a pending directory (watching it first, so no change can fall
-/// between the watch and what the walk sees).
+/// Walk a pending directory: opened below the root, no link followed, then
+/// watched (the open directory, not what its path names by then) before it
+/// is listed, so no change can fall between the watch and what the walk
+/// sees.
 fn walk_dir((path, prefix, bad): Pending, ctx: &Ctx<'_>) -> Part {
     // A directory not walked is still one directory of the walk, with
     // nothing to record.
@@ -276,10 +285,22 @@ fn walk_dir((path, prefix, bad): Pending, ctx: &Ctx<'_>) -> Part {
     if ctx.progress.cancelled() {
         return unwalked(Vec::new());
     }
-    ctx.watch.add_dir(&path);
-    match Dir::open(&path) {
-        Ok(dir) => walk_open(dir, &path, &prefix, bad, ctx),
-        Err(e) => unwalked(vec![unlistable(&prefix, &e)]),
+    let rel = path.strip_prefix(ctx.root_path).unwrap_or(&path);
+    match ctx.root.open_below(rel) {
+        Ok(dir) => {
+            #[cfg(unix)]
+            ctx.watch.add_open_dir(dir.fd(), &path);
+            #[cfg(not(unix))]
+            ctx.watch.add_dir(&path);
+            walk_open(dir, &path, &prefix, bad, ctx)
+        }
+        Err(e) => {
+            // Watched by path (no link followed) as before: a directory
+            // that cannot be listed cannot be watched either, which turns
+            // the fast check off rather than missing its changes.
+            ctx.watch.add_dir(&path);
+            unwalked(vec![unlistable(&prefix, &e)])
+        }
     }
 }
 
@@ -658,19 +679,33 @@ mod tests {
         d
     }
 
+    /// A walk's context with no recorded listings, stamping every file.
+    fn plain_ctx<'a>(
+        root: &'a Dir,
+        root_path: &'a Path,
+        (watch, progress): (&'a Watch, &'a Progress),
+        range: &'a IdRange,
+    ) -> Ctx<'a> {
+        Ctx {
+            root,
+            root_path,
+            watch,
+            progress,
+            prior: None,
+            stamps: Stamps::All,
+            range,
+        }
+    }
+
     #[test]
     fn a_directory_that_cannot_be_listed_is_reported_and_the_rest_walked() {
         let d = scratch("gone");
         fs::create_dir_all(d.join("ok")).unwrap();
         fs::write(d.join("ok/a.md"), "---\ntype: T\n---\n").unwrap();
         let (watch, progress) = (Watch::new(&d), Progress::default());
-        let ctx = Ctx {
-            watch: &watch,
-            progress: &progress,
-            prior: None,
-            stamps: Stamps::All,
-            range: &IdRange::default(),
-        };
+        let root = Dir::open(&d).unwrap();
+        let range = IdRange::default();
+        let ctx = plain_ctx(&root, &d, (&watch, &progress), &range);
         let ok = walk_dir((d.join("ok"), "ok/".into(), None), &ctx);
         let gone = walk_dir((d.join("gone"), "gone/".into(), None), &ctx);
         let files = |p: &Part| p.runs.iter().map(Vec::len).sum::<usize>();
@@ -686,6 +721,36 @@ mod tests {
         // Still one directory of the walk, with nothing to record.
         assert_eq!(gone.dirs.len(), 1);
         assert!(!gone.dirs[0].plain && gone.dirs[0].stamp.is_none());
+    }
+
+    /// docs/spec.md §1.3: a directory the walk listed, swapped for a link
+    /// (itself or a parent) before the walk reaches it, is not listed
+    /// through the link: names outside the bundle never reach the walk.
+    #[cfg(unix)]
+    #[test]
+    fn a_directory_swapped_for_a_link_before_it_is_walked_is_not_followed() {
+        let d = scratch("swapped");
+        let outside = scratch("swapped-outside");
+        fs::create_dir_all(outside.join("q")).unwrap();
+        fs::write(outside.join("secret.md"), "---\ntype: T\n---\n").unwrap();
+        fs::write(outside.join("q/secret.md"), "---\ntype: T\n---\n").unwrap();
+        // As the walk left them: `sub` and `p/q` listed as directories,
+        // then each (or its parent) replaced by a link to `outside`.
+        std::os::unix::fs::symlink(&*outside, d.join("sub")).unwrap();
+        std::os::unix::fs::symlink(&*outside, d.join("p")).unwrap();
+        let (watch, progress) = (Watch::new(&d), Progress::default());
+        let root = Dir::open(&d).unwrap();
+        let range = IdRange::default();
+        let ctx = plain_ctx(&root, &d, (&watch, &progress), &range);
+        for (rel, prefix) in [("sub", "sub/"), ("p/q", "p/q/")] {
+            let part = walk_dir((d.join(rel), prefix.into(), None), &ctx);
+            assert_eq!(part.runs.iter().map(Vec::len).sum::<usize>(), 0, "{rel}");
+            assert_eq!(part.diagnostics.len(), 1, "{rel}");
+            assert_eq!(part.diagnostics[0].code, Code::UnreadableDirectory);
+            assert_eq!(part.diagnostics[0].path, prefix.trim_end_matches('/'));
+        }
+        // Through the path, as the walk once opened it, both list `outside`.
+        assert!(Dir::open(&d.join("sub")).is_ok() && Dir::open(&d.join("p/q")).is_ok());
     }
 
     #[test]

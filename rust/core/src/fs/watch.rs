@@ -38,6 +38,7 @@ mod imp {
     use super::{Changes, MAX_LISTED};
     use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
     use std::io::ErrorKind;
+    use std::os::fd::{AsRawFd, BorrowedFd};
     use std::path::{Path, PathBuf};
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Mutex;
@@ -80,8 +81,29 @@ mod imp {
             })
         }
 
+        /// Watch the directory at `dir` below the root, its last component
+        /// not followed should it be a link by now.
         pub fn add_dir(&self, dir: &Path) {
-            match self.watches.clone().add(dir, mask()) {
+            let added = self
+                .watches
+                .clone()
+                .add(dir, mask() | WatchMask::DONT_FOLLOW);
+            self.record(added, dir);
+        }
+
+        /// Watch the open directory `fd`, whose path in the bundle is `dir`:
+        /// through `/proc/self/fd`, which names the directory opened, not
+        /// whatever `dir` names by now; by path where `/proc` is missing.
+        pub fn add_open_dir(&self, fd: BorrowedFd<'_>, dir: &Path) {
+            let own = format!("/proc/self/fd/{}", fd.as_raw_fd());
+            match self.watches.clone().add(&own, mask()) {
+                Ok(wd) => self.record(Ok(wd), dir),
+                Err(_) => self.add_dir(dir),
+            }
+        }
+
+        fn record(&self, added: std::io::Result<WatchDescriptor>, dir: &Path) {
+            match added {
                 Ok(wd) => match self.dirs.lock() {
                     Ok(mut d) => d.push((wd, dir.to_path_buf())),
                     Err(_) => self.failed.store(true, Ordering::Relaxed),
@@ -177,6 +199,8 @@ mod imp {
             None
         }
         pub fn add_dir(&self, _dir: &Path) {}
+        #[cfg(unix)]
+        pub fn add_open_dir(&self, _fd: std::os::fd::BorrowedFd<'_>, _dir: &Path) {}
         pub fn dirs(&self) -> Option<Vec<std::path::PathBuf>> {
             None
         }
@@ -207,6 +231,15 @@ impl Watch {
         }
     }
 
+    /// Watch the open directory `fd` below the root, at `dir` (before
+    /// listing it). Thread-safe.
+    #[cfg(unix)]
+    pub fn add_open_dir(&self, fd: std::os::fd::BorrowedFd<'_>, dir: &Path) {
+        if let Some(w) = &self.0 {
+            w.add_open_dir(fd, dir);
+        }
+    }
+
     /// Drain the queue: what changed since the watch began (every drain so
     /// far included, so concurrent refreshes of one snapshot each see all of
     /// it).
@@ -226,5 +259,38 @@ impl Watch {
         }
         w.0.as_ref()?.dirs()?;
         Some(w)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[cfg(target_os = "linux")]
+    use super::*;
+    #[cfg(target_os = "linux")]
+    use crate::fs::dir::Dir;
+    #[cfg(target_os = "linux")]
+    use std::fs;
+
+    /// An open directory is watched, not what its path names by then: a
+    /// directory swapped for a link to one outside the bundle between its
+    /// open and its watch still has the bundle's directory watched
+    /// (docs/spec.md §1.3, §1.9).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_open_directory_is_watched_not_what_its_path_names_by_then() {
+        let d = crate::testing::scratch_dir("watch", "open-dir");
+        let outside = crate::testing::scratch_dir("watch", "open-dir-outside");
+        fs::create_dir_all(d.join("sub")).unwrap();
+        let dir = Dir::open(&d.join("sub")).unwrap();
+        fs::rename(d.join("sub"), d.join("moved")).unwrap();
+        std::os::unix::fs::symlink(&*outside, d.join("sub")).unwrap();
+        let w = Watch::new(&d);
+        assert_eq!(w.drain(), Changes::Quiet);
+        w.add_open_dir(dir.fd(), &d.join("sub"));
+        fs::write(outside.join("x.md"), "outside").unwrap();
+        assert_eq!(w.drain(), Changes::Quiet, "nothing outside is watched");
+        fs::write(d.join("moved/y.md"), "inside").unwrap();
+        // Reported at the path the walk knew it by.
+        assert_eq!(w.drain(), Changes::Files(vec![d.join("sub/y.md")]));
     }
 }
