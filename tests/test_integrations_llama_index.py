@@ -89,6 +89,24 @@ def test_a_bad_option_is_refused_when_the_retriever_is_made(
         OkfastRetriever(**source, **bad)
 
 
+def test_options_are_fixed_once_made() -> None:
+    """As the LangChain retriever's: an option assigned afterwards would
+    skip the checks it was made with (similarity_top_k = 0 failing only at
+    the next query), so it is refused and the retriever is unchanged."""
+    r = OkfastRetriever(CATALOG, similarity_top_k=2, strategy="merged")
+    for name, value in (
+        ("similarity_top_k", 0),
+        ("similarity_top_k", 5),
+        ("strategy", "sideways"),
+        ("tag", "sourdough"),
+        ("scorer", "bm25f"),
+    ):
+        with pytest.raises(InvalidArgumentError, match="fixed when the retriever is made"):
+            setattr(r, name, value)
+    assert (r.similarity_top_k, r.strategy, r.tag, r.scorer) == (2, "merged", None, None)
+    assert len(r.retrieve(QUESTION)) == 2
+
+
 def test_needs_exactly_one_of_catalog_and_resolver() -> None:
     with pytest.raises(InvalidArgumentError, match="either catalog"):
         OkfastRetriever()

@@ -26,6 +26,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
         "okfast.integrations.llama_index needs llama-index-core: pip install 'okfast[llama-index]'"
     ) from e
 
+from okfast.errors import InvalidArgumentError
 from okfast.integrations.records import PassageRecord, passage_record
 from okfast.integrations.searching import CatalogLike, make_query, open_resolver, ranked
 from okfast.model import Passage
@@ -48,6 +49,10 @@ def _node(p: Passage) -> NodeWithScore:
         excluded_embed_metadata_keys=list(_HIDDEN),
     )
     return NodeWithScore(node=node, score=float(p.score))
+
+
+#: The options a retriever is made with, fixed from then on.
+_OPTIONS = frozenset({"similarity_top_k", "strategy", "tag", "scorer"})
 
 
 class OkfastRetriever(BaseRetriever):
@@ -88,6 +93,18 @@ class OkfastRetriever(BaseRetriever):
         self.strategy = strategy
         self.tag = tag
         super().__init__(callback_manager=callback_manager, verbose=verbose)
+        self._made = True
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # As the LangChain retriever's (docs/integrations.md): the options are
+        # checked when the retriever is made, and the resolver opened from
+        # them; one assigned afterwards would skip that check (a bad one
+        # failing at some later query) or disagree with the resolver.
+        if name in _OPTIONS and getattr(self, "_made", False):
+            raise InvalidArgumentError(
+                f"OkfastRetriever.{name} is fixed when the retriever is made; make a new one"
+            )
+        super().__setattr__(name, value)
 
     def _nodes(self, text: str) -> list[NodeWithScore]:
         q = make_query(
