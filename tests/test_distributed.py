@@ -740,6 +740,50 @@ def test_a_source_that_cannot_be_loaded_when_a_shard_starts_leaves_the_shard_ali
         shard._current(unit)
 
 
+def test_a_shard_searches_one_snapshot_of_a_directory_two_sources_name(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """docs/spec.md §5.10: grouped asks for both sources of one directory in
+    one request; a writer adding a concept between their loads (max
+    staleness 0) must not give them two snapshots of it."""
+    from okfast.distributed.shard import Request, Shard
+    from okfast.query import StalePolicy
+    from okfast.snapshots import Snapshots
+
+    cat = make_catalog(
+        tmp_path,
+        {"a": {"one.md": concept("One", "memo")}},
+        [{"id": "a", "path": "a"}, {"id": "b", "path": "./a"}],
+    )
+    units = {k: Unit(s, None, 0, 1, None, None) for k, s in enumerate(cat.sources)}
+    shard = Shard(units, 0.0)
+    load, writes = Snapshots.get, []
+
+    def then_write(self: Snapshots, *args: Any, **kwargs: Any) -> Any:
+        snap = load(self, *args, **kwargs)
+        writes.append(1)
+        (tmp_path / "a" / f"new{len(writes)}.md").write_text(concept("New", "memo"))
+        return snap
+
+    monkeypatch.setattr(Snapshots, "get", then_write)
+    request = Request(
+        "memo",
+        None,
+        None,
+        (None, None),
+        StalePolicy.parse("use"),
+        0,
+        None,
+        (),
+        (0, 1),
+        (None, None),
+    )
+    found = shard.search(request)
+    assert len(writes) == 1
+    assert [f.ids for f in found] == ["one", "one"]  # type: ignore[union-attr]
+    assert found[0].version == found[1].version  # type: ignore[union-attr]
+
+
 def test_ray_shut_down_is_source_unavailable_not_a_bare_exception(tmp_path: Path) -> None:
     """docs/spec.md §15.4: never a bare exception, and no cluster started again.
     Kept last in the module: the module's resolvers die with the cluster."""

@@ -344,11 +344,17 @@ class Shard:
 
     def search(self, r: Request) -> list[Found | Stale | Unavailable]:
         out: list[Found | Stale | Unavailable] = []
+        # docs/spec.md §5.10: one snapshot of a unit per search, however
+        # many of its sources name one directory (grouped searches each).
+        taken: dict[tuple[str, str | None, str | None, str | None], tuple[str, CachedBundle]] = {}
         for n, want, stats in zip(r.units, r.versions, r.stats, strict=True):
             u = self._units[n]
             try:
                 if want is None or want[1]:
-                    version, snap = self._current(u)
+                    k = self._key(u)
+                    if k not in taken:
+                        taken[k] = self._current(u)
+                    version, snap = taken[k]
                 else:
                     version, snap = want[0], self._at(u, want[0])
             except (OSError, OkfastError) as e:
