@@ -140,6 +140,36 @@ def test_a_section_from_a_closed_stdin_is_a_usage_error(
     assert (code, err) == (2, "okfast: --section -: standard input is closed\n")
 
 
+@pytest.mark.parametrize("encoding", ["utf-8", "ascii"])
+def test_a_section_from_stdin_is_read_as_utf8_whatever_the_locale(
+    catalog: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    encoding: str,
+) -> None:
+    """docs/spec.md §10.1, §10.4: ``--section -`` reads UTF-8 bytes, whatever
+    stdin's text encoding; bytes that are not UTF-8 are bad usage (one line,
+    status 2), never a UnicodeDecodeError traceback."""
+    import io
+
+    args = (
+        "memory", "write", "--catalog", catalog, "--tenant", "acme", "--user", "alice",
+        "--name", "n", "--title", "T", "--description", "D", "--section", "-",
+    )  # fmt: skip
+    bad = io.TextIOWrapper(io.BytesIO(b"abc\xff\n"), encoding=encoding)
+    monkeypatch.setattr("sys.stdin", bad)
+    code, _, err = run(capsys, *args)
+    assert code == 2 and err.startswith("okfast: --section -: standard input is not UTF-8 text (")
+    assert err.count("\n") == 1
+    good = io.TextIOWrapper(io.BytesIO("café\n".encode()), encoding=encoding)
+    monkeypatch.setattr("sys.stdin", good)
+    code, out, err = run(capsys, *args)
+    assert (code, err) == (0, "")
+    [written] = [p for p in (tmp_path / "mem-user").rglob("n.md")]
+    assert written.read_text(encoding="utf-8").endswith("café\n")
+
+
 def test_a_catalog_without_memory_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import pytest
+from okfast.errors import InvalidArgumentTypeError
 from okfast.memory import Scope, Tier, memory_path
 from okfast.memory.scope import applies, below_path, own_tier
 
@@ -59,6 +61,16 @@ def test_scopes_are_immutable_values() -> None:
 
 def _enc(x: str) -> str:
     return x.lower() + "-" + hashlib.sha256(x.encode()).hexdigest()[:16]
+
+
+@pytest.mark.parametrize("bad", [None, "A", ("A",)])
+def test_memory_path_of_no_scope_is_a_type_error(bad: Any) -> None:
+    # docs/spec.md §6.2, §8: okfast's own type error, not an AttributeError.
+    for tier in Tier:
+        with pytest.raises(InvalidArgumentTypeError, match="scope must be a Scope"):
+            memory_path(tier, bad)
+        with pytest.raises(InvalidArgumentTypeError, match="scope must be a Scope"):
+            below_path(tier, bad)
 
 
 def test_memory_path_is_the_spec_form() -> None:

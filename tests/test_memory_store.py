@@ -534,22 +534,38 @@ def test_a_scope_swapped_for_a_link_during_a_read_is_not_followed(
     assert store.read(alice, "bobmark").passages == ()
 
 
+@pytest.mark.parametrize(
+    ("read", "tier", "erased", "cascade"),
+    [
+        (Scope("A", "alice"), Tier.USER, Scope("A", "alice"), False),
+        (Scope("A", "alice", "s1"), Tier.SESSION, Scope("A", "alice"), True),
+        (Scope("A", "alice"), Tier.USER, Scope("A"), True),
+    ],
+    ids=["own", "user-cascade", "tenant-cascade"],
+)
 def test_a_read_waits_for_no_delete_to_finish_half_way(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    read: Scope,
+    tier: Tier,
+    erased: Scope,
+    cascade: bool,
 ) -> None:
     """A delete that starts while a read loads the scope waits for the read:
-    the reader sees the whole scope, then the delete erases it."""
+    the reader sees the whole scope, then the delete erases it — a cascade
+    delete of a scope above it too (docs/spec.md §6.3)."""
     import threading
     import time
 
     from okfast.memory import store as store_module
 
     store = make_store(tmp_path)
-    alice = Scope("A", "alice")
     for k in range(20):
-        assert store.write(alice, entry("alicemark", f"n{k}"), Tier.USER).written
+        assert store.write(read, entry("mark", f"n{k}"), tier).written
     real = store_module.Bundle.load
-    deleter = threading.Thread(target=lambda: make_store(tmp_path).delete_scope(alice))
+    deleter = threading.Thread(
+        target=lambda: make_store(tmp_path).delete_scope(erased, cascade=cascade)
+    )
 
     def load_while_deleting(path: str, **kwargs: Any) -> Any:
         deleter.start()
@@ -558,11 +574,138 @@ def test_a_read_waits_for_no_delete_to_finish_half_way(
         return real(path, **kwargs)
 
     monkeypatch.setattr(store_module.Bundle, "load", staticmethod(load_while_deleting))
-    assert len(store.read(alice, "alicemark", limit=100).passages) == 20
+    r = store.read(read, "mark", limit=100)
+    assert len(r.passages) == 20 and r.diagnostics == ()
     deleter.join(timeout=60)
     assert not deleter.is_alive()
     monkeypatch.setattr(store_module.Bundle, "load", staticmethod(real))
-    assert store.read(alice, "alicemark").passages == ()
+    assert store.read(read, "mark").passages == ()
+
+
+def test_lock_only_directories_are_no_tier_deleted(tmp_path: Path) -> None:
+    """docs/spec.md §6.3: what writers below leave above them (directories
+    holding a lock file) is removed by a cascade but is no memory deleted."""
+    store = make_store(tmp_path)
+    assert store.write(Scope("A", "alice", "s1"), entry("x"), Tier.SESSION).written
+    assert store.write(Scope("A", "alice"), entry("x"), Tier.USER).written
+    assert store.delete_scope(Scope("A", "alice", "s1")).tiers_deleted == (Tier.SESSION,)
+    assert store.delete_scope(Scope("A", "alice")).tiers_deleted == (Tier.USER,)
+    assert store.delete_scope(Scope("A"), cascade=True).tiers_deleted == ()
+    assert not (
+        tmp_path
+        / "session"
+        / "memory-session"
+        / memory_path(Tier.SESSION, Scope("A", "alice", "s1")).split("/")[1]
+    ).exists()
+    # A file put there by hand is something that existed.
+    assert store.write(Scope("A", "bob", "s1"), entry("x"), Tier.SESSION).written
+    bob = tmp_path / "session" / memory_path(Tier.SESSION, Scope("A", "bob", "s1"))
+    (bob.parent / "by-hand.txt").write_text("x")
+    assert store.delete_scope(Scope("A", "bob", "s1")).tiers_deleted == (Tier.SESSION,)
+    assert store.delete_scope(Scope("A"), cascade=True).tiers_deleted == (Tier.SESSION,)
+
+
+def test_a_scope_erased_by_another_store_is_dropped_from_memory(tmp_path: Path) -> None:
+    """docs/spec.md §6.3: a store that read a scope keeps nothing of it once
+    a read has seen it erased by another store (or process)."""
+    reader, deleter = make_store(tmp_path), make_store(tmp_path)
+    alice = Scope("A", "alice")
+    assert reader.write(alice, entry("secret"), Tier.USER).written
+    assert reader.read(alice, "secret").passages
+    assert len(reader._cache) == 1
+    assert deleter.delete_scope(alice).tiers_deleted == (Tier.USER,)
+    assert reader.read(alice, "secret").passages == ()
+    assert len(reader._cache) == 0
+
+
+def test_a_scope_made_by_another_writer_is_fsynced_before_a_write_below_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/spec.md §6.3: a directory another writer made (and may not have
+    made durable yet) is fsynced into its parent before a write is
+    acknowledged."""
+    store = make_store(tmp_path)
+    assert store.write(Scope("A", "alice"), entry("x"), Tier.USER).written
+    synced: list[str] = []
+    real = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(files.os, "fsync", spy)
+    assert store.write(Scope("A", "alice"), entry("y", "other"), Tier.USER).written
+    user_dir = tmp_path / "user" / memory_path(Tier.USER, Scope("A", "alice"))
+    # The tenant's and the user's directories existed: each is synced into
+    # its parent all the same.
+    assert str(user_dir.parent) in synced and str(user_dir.parent.parent) in synced
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_process_forked_during_a_write_holds_no_lock_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/spec.md §6.3: a child forked while a thread writes does not keep
+    the scope locked (its copy of the lock file closed) and its own write
+    does not wait for the parent's thread, which it does not have."""
+    import multiprocessing
+    import subprocess
+    import sys
+    import threading
+
+    store = make_store(tmp_path)
+    alice = Scope("A", "alice")
+    assert store.write(alice, entry("first"), Tier.USER).written
+    real = files.replace_file
+    inside, go_on = threading.Event(), threading.Event()
+
+    parent = os.getpid()
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        if os.getpid() == parent:  # the forked child writes at once
+            inside.set()
+            assert go_on.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(files, "replace_file", slow)
+    writer = threading.Thread(target=lambda: store.write(alice, entry("parent"), Tier.USER))
+    writer.start()
+    assert inside.wait(30)
+    ctx = multiprocessing.get_context("fork")
+    done, release = ctx.Event(), ctx.Event()
+    child = ctx.Process(target=_write_in_child, args=(tmp_path, done, release), daemon=True)
+    child.start()
+    go_on.set()
+    writer.join(30)
+    monkeypatch.setattr(files, "replace_file", real)
+    try:
+        assert done.wait(30), "the forked child's own write waited forever"
+        # The child lives on, holding its copies of the parent's files.
+        script = (
+            "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[2]);"
+            "from test_memory_store import make_store, entry; from okfast.memory import Scope, Tier;"
+            "print(make_store(Path(sys.argv[1])).write(Scope('A', 'alice'),"
+            " entry('other', 'other'), Tier.USER).written)"
+        )
+        here = str(Path(__file__).parent)
+        out = subprocess.run(
+            [sys.executable, "-c", script, str(tmp_path), here],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.stdout.strip() == "True", out.stderr
+    finally:
+        release.set()
+        child.join(30)
+    assert child.exitcode == 0
+
+
+def _write_in_child(base: Path, done: Any, release: Any) -> None:
+    ok = make_store(base).write(Scope("A", "alice"), entry("child", "child"), Tier.USER).written
+    if ok:
+        done.set()
+    release.wait(60)
 
 
 def test_tenant_cascade_removes_every_user_and_session(tmp_path: Path) -> None:

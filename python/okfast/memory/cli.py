@@ -108,6 +108,18 @@ def _read(args: argparse.Namespace, store: FileMemoryStore, scope: Scope, out: P
     return _report(result.diagnostics)
 
 
+def _stdin_text() -> str | None:
+    """Standard input as UTF-8 text, whatever the locale's encoding (a memory
+    file is UTF-8, docs/spec.md §1.3); ``None``, with one line on stderr, when
+    it is not UTF-8 (bad usage, §10.4), never a traceback."""
+    raw = getattr(sys.stdin, "buffer", None)
+    try:
+        return raw.read().decode("utf-8") if raw is not None else sys.stdin.read()
+    except UnicodeDecodeError as e:
+        print(f"okfast: --section -: standard input is not UTF-8 text ({e})", file=sys.stderr)
+        return None
+
+
 def _write(args: argparse.Namespace, store: FileMemoryStore, scope: Scope, out: PrintJson) -> int:
     captured = args.user_text is not None or args.agent_text is not None
     given = [
@@ -143,7 +155,9 @@ def _write(args: argparse.Namespace, store: FileMemoryStore, scope: Scope, out: 
         if args.section == "-" and sys.stdin is None:
             print("okfast: --section -: standard input is closed", file=sys.stderr)
             return 2
-        section = sys.stdin.read() if args.section == "-" else args.section
+        section = _stdin_text() if args.section == "-" else args.section
+        if section is None:
+            return 2
         fm = {
             "type": "Note" if args.type is None else args.type,
             "title": args.title,

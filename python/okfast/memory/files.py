@@ -119,6 +119,11 @@ def open_chain(root_fd: int, parts: Sequence[str], *, create: bool) -> int | Non
             shown = "/".join(parts[: i + 1])
             try:
                 nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                if create:
+                    # Found made, maybe by a writer that has not made it
+                    # durable yet: a write below it is acknowledged only
+                    # once its entry is on disk (docs/spec.md §6.3).
+                    os.fsync(fd)
             except FileNotFoundError:
                 if not create:
                     return None
@@ -146,7 +151,10 @@ def _make(parent: int, name: str, shown: str) -> int:
     for _ in range(8):
         with contextlib.suppress(FileExistsError):
             os.mkdir(name, 0o700, dir_fd=parent)
-            os.fsync(parent)
+        # Made here, or by a writer that may not have made it durable yet
+        # (killed between its mkdir and its fsync): a write acknowledged
+        # below it must not hang on an entry still only in memory (§6.3).
+        os.fsync(parent)
         try:
             return os.open(name, _DIR_FLAGS, dir_fd=parent)
         except FileNotFoundError:
@@ -181,6 +189,39 @@ class _Locks:
 
 _LOCKS = _Locks()
 
+#: The lock files this process holds open (locked or being locked): a
+#: child forked meanwhile closes its copies, since a ``flock`` belongs to the
+#: open file and would be held for as long as the child lives, and starts
+#: with in-process locks of its own, since one a parent's thread held would
+#: be held forever in a child without that thread (docs/spec.md §6.3).
+_HELD: set[int] = set()
+
+
+def _forked() -> None:
+    global _LOCKS
+    _LOCKS = _Locks()
+    for fd in list(_HELD):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _HELD.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
+
+
+def _open_lock(dir_fd: int, flags: int) -> int:
+    """The directory's lock file opened with ``flags`` (``_LOCK_FLAGS`` added),
+    counted as held until :func:`_close_lock`."""
+    fd = os.open(LOCK_NAME, flags | _LOCK_FLAGS, 0o600, dir_fd=dir_fd)
+    _HELD.add(fd)
+    return fd
+
+
+def _close_lock(fd: int) -> None:
+    _HELD.discard(fd)
+    os.close(fd)
+
 
 @contextlib.contextmanager
 def locked(dir_fd: int, *, shared: bool = False) -> Iterator[bool]:
@@ -196,17 +237,12 @@ def locked(dir_fd: int, *, shared: bool = False) -> Iterator[bool]:
             st = os.fstat(dir_fd)
             stack.enter_context(_LOCKS.get((st.st_dev, st.st_ino)))
         try:
-            fd = os.open(
-                LOCK_NAME,
-                os.O_RDWR | os.O_CREAT | _LOCK_FLAGS,
-                0o600,
-                dir_fd=dir_fd,
-            )
+            fd = _open_lock(dir_fd, os.O_RDWR | os.O_CREAT)
         except FileNotFoundError:
             yield False
             return
         # Closing releases the flock.
-        stack.callback(os.close, fd)
+        stack.callback(_close_lock, fd)
         fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         yield True
 
@@ -220,7 +256,7 @@ def read_locked(dir_fd: int) -> Iterator[None]:
     okfast, or removed last by a delete that emptied the directory) the read
     goes on unlocked."""
     try:
-        fd = os.open(LOCK_NAME, os.O_RDONLY | _LOCK_FLAGS, dir_fd=dir_fd)
+        fd = _open_lock(dir_fd, os.O_RDONLY)
     except FileNotFoundError:
         yield
         return
@@ -228,7 +264,7 @@ def read_locked(dir_fd: int) -> Iterator[None]:
         fcntl.flock(fd, fcntl.LOCK_SH)
         yield
     finally:
-        os.close(fd)
+        _close_lock(fd)
 
 
 def lock_chain(root_fd: int, parts: Sequence[str], held: contextlib.ExitStack) -> int | None:
@@ -347,7 +383,7 @@ def sweep_aside(parent_fd: int) -> None:
                     remove_tree(parent_fd, n)
                 finally:
                     if lock >= 0:
-                        os.close(lock)
+                        _close_lock(lock)
             finally:
                 os.close(fd)
 
@@ -356,26 +392,35 @@ def _probe_lock(dir_fd: int) -> int | None:
     """The directory's lock file, locked without waiting (``-1``: it has
     none); ``None`` when someone holds it."""
     try:
-        lock = os.open(LOCK_NAME, os.O_RDWR | _LOCK_FLAGS, dir_fd=dir_fd)
+        lock = _open_lock(dir_fd, os.O_RDWR)
     except FileNotFoundError:
         return -1
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        os.close(lock)
+        _close_lock(lock)
         return None
     return lock
 
 
-def remove_tree(parent_fd: int, name: str) -> None:
+def remove_tree(parent_fd: int, name: str, *, held: bool = True) -> None:
     """Remove a directory tree by fds; links inside are unlinked, never
     followed. Its lock file goes last, so a delete's lock is held while it
     empties the directory; one made meanwhile by a writer that had the
     directory open before the rename (and starts again once it sees it
     moved) is removed on another pass. What another remover removed first
-    is not missed."""
+    is not missed. The caller holds the top directory's lock (``held``);
+    each directory below is locked before it is emptied, so a read of a
+    scope below (a tenant's user, a user's session) that began before the
+    rename finishes first: it sees the scope whole, or, once the remover
+    has it, nothing (docs/spec.md §6.3)."""
     fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    lock = -1
     try:
+        if not held:
+            with contextlib.suppress(FileNotFoundError):
+                lock = _open_lock(fd, os.O_RDWR)
+                fcntl.flock(lock, fcntl.LOCK_EX)
         for _ in range(_REMOVE_PASSES):
             with os.scandir(fd) as it:
                 entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
@@ -383,7 +428,7 @@ def remove_tree(parent_fd: int, name: str) -> None:
             for n, is_dir in entries:
                 with contextlib.suppress(FileNotFoundError):
                     if is_dir:
-                        remove_tree(fd, n)
+                        remove_tree(fd, n, held=False)
                     else:
                         os.unlink(n, dir_fd=fd)
             try:
@@ -396,11 +441,38 @@ def remove_tree(parent_fd: int, name: str) -> None:
                     raise
         os.rmdir(name, dir_fd=parent_fd)
     finally:
+        if lock >= 0:
+            _close_lock(lock)
         os.close(fd)
 
 
 #: Passes of :func:`remove_tree` over a directory that entries reappear in.
 _REMOVE_PASSES = 16
+
+
+def holds_files(dir_fd: int) -> bool:
+    """Whether the tree below ``dir_fd`` holds anything but directories,
+    lock files and what killed writers or deletes left (temporary files,
+    directories renamed aside): memory, or a file put there by hand."""
+    with os.scandir(dir_fd) as it:
+        entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+    for name, is_dir in entries:
+        if name.startswith(DELETED_PREFIX) or (name.startswith(".") and TMP_MARK in name):
+            continue
+        if not is_dir:
+            if name != LOCK_NAME:
+                return True
+            continue
+        try:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+        except FileNotFoundError:
+            continue
+        try:
+            if holds_files(fd):
+                return True
+        finally:
+            os.close(fd)
+    return False
 
 
 def delete_aside(parent_fd: int, name: str) -> bool:

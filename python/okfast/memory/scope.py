@@ -119,11 +119,19 @@ def _seg(x: str | None) -> str:
     return x.lower() + "-" + hashlib.sha256(x.encode()).hexdigest()[:16]
 
 
+def _check_scope(scope: object) -> None:
+    """A wrong type is an argument error (docs/spec.md §8), not an
+    ``AttributeError`` from reading its ids."""
+    if not isinstance(scope, Scope):
+        raise InvalidArgumentTypeError(f"scope must be a Scope, got {type(scope).__name__}")
+
+
 def below_path(tier: Tier, owner: Scope) -> str:
     """The directory of a lower tier that holds the memory of every scope below
     ``owner`` (a tenant's users, a user's sessions): ``memory_path`` cut after
     ``owner``'s own ids."""
     tier = tier_of(tier)
+    _check_scope(owner)
     parts = [f"memory-{tier.value}", _seg(owner.tenant)]
     if owner.user is not None:
         parts.append(_seg(owner.user))
@@ -136,6 +144,7 @@ def memory_path(tier: Tier, scope: Scope) -> str:
     ``memory-session/{seg(t)}/{seg(u)}/{seg(s)}``, where ``seg(x)`` is
     ``x.lower() + "-" + sha256(x)[:16]`` and ``_local`` for an absent id."""
     tier = tier_of(tier)
+    _check_scope(scope)
     parts = [f"memory-{tier.value}", _seg(scope.tenant)]
     if tier in (Tier.USER, Tier.SESSION):
         parts.append(_seg(scope.user))

@@ -220,9 +220,10 @@ class FileMemoryStore:
                 fd = files.open_chain(root_fd, rel.split("/"), create=False)
             finally:
                 os.close(root_fd)
-            if fd is None:
-                return None, None
             path = os.path.join(self._roots[tier], *rel.split("/"))
+            if fd is None:
+                self._forget(path)
+                return None, None
             try:
                 here = files.DirHandle(fd, path)
             except BaseException:
@@ -254,9 +255,19 @@ class FileMemoryStore:
         except UnsafePathError as e:
             return None, _unavailable(tier, f"{rel}: {e}")
         except FileNotFoundError:
-            return None, None  # deleted while we looked: empty, as if never there
+            # Deleted while we looked: empty, as if never there.
+            self._forget(os.path.join(self._roots[tier], *rel.split("/")))
+            return None, None
         except OSError as e:
             return None, _unavailable(tier, f"{rel}: {e.strerror or e}")
+
+    def _forget(self, path: str) -> None:
+        """Drop the snapshots of a scope directory found gone (erased by
+        another store or process): nothing of an erased scope is kept, in
+        memory either, once a read has seen it go (docs/spec.md §6.3)."""
+        with self._lock:
+            for slot in [k for k in self._cache if k.split("\0", 1)[0] == path]:
+                del self._cache[slot]
 
     def _bundles(
         self, scope: Scope, diags: list[Diagnostic], language: str | None = None
@@ -493,7 +504,10 @@ class FileMemoryStore:
                             # renamed must be the one locked (docs/spec.md §6.3).
                             if not held or not files.still_at(parent, parts[-1], target):
                                 continue
-                            return files.delete_aside(parent, parts[-1])
+                            # Directories holding only the lock files that
+                            # writers below leave are no memory (§6.3).
+                            existed = files.holds_files(target)
+                            return files.delete_aside(parent, parts[-1]) and existed
                     finally:
                         os.close(target)
                 raise EntryError("the scope directory kept being replaced during the delete")
