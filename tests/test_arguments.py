@@ -104,6 +104,49 @@ def test_a_min_score_too_large_for_a_float_is_refused() -> None:
     assert Query("oven", min_score=10**300).min_score == 10**300
 
 
+def test_a_min_score_is_any_real_number(tmp_path: Path) -> None:
+    """docs/spec.md §5.1, §12.7: numpy's and the standard library's real
+    numbers are numbers (stored as int or float); a string is a type error."""
+    import fractions
+
+    import numpy as np
+    from okfast import BM25FParams
+
+    for given, kept in (
+        (np.int64(1), 1),
+        (np.uint8(2), 2),
+        (np.float32(0.5), 0.5),
+        (fractions.Fraction(1, 2), 0.5),
+        (np.float64(0.25), 0.25),
+    ):
+        q = Query("oven", min_score=given)
+        assert q.min_score == kept and type(q.min_score) is type(kept)
+    for bad in ("1", b"1", [1], True):
+        with pytest.raises(InvalidArgumentTypeError, match="min_score must be a finite number"):
+            Query("oven", min_score=bad)
+    with pytest.raises(InvalidArgumentError, match="min_score"):
+        Query("oven", min_score=fractions.Fraction(10**400))
+    # A search with each is the search with its int or float.
+    from conftest import make_catalog
+    from okfast import Resolver
+
+    cat = make_catalog(
+        tmp_path,
+        {"b": {f"c{i}.md": PAGE.format(i=i) for i in range(3)}},
+        [{"id": "b", "path": "b"}],
+    )
+    r = Resolver(cat)
+    for scorer in ("weighted_count", "bm25f"):
+        ctx = r.search(Query("oven", scorer=scorer, min_score=fractions.Fraction(1, 10**6)))
+        same = r.search(Query("oven", scorer=scorer, min_score=1e-6))
+        assert ctx.passages and list(ctx.passages) == list(same.passages)
+        assert ctx.digest == same.digest
+    # The BM25F parameters take the same numbers, stored as int or float.
+    p = BM25FParams(k1=np.float32(1.5), title_b=fractions.Fraction(1, 2), body_weight=np.int64(2))
+    assert (p.k1, p.title_b, p.body_weight) == (1.5, 0.5, 2)
+    assert p == BM25FParams(k1=1.5, title_b=0.5, body_weight=2)
+
+
 def test_the_command_line_refuses_bytes_that_are_not_utf8(tmp_path: Path) -> None:
     root = write_bundle(tmp_path / "b", {"c.md": PAGE.format(i=0)})
     for scorer in ("weighted_count", "bm25f", "fusion"):

@@ -388,6 +388,34 @@ def test_a_search_takes_one_snapshot_of_a_directory_two_sources_name(
     assert ("one", "new1") in ids(r.search(Query("order", strategy=strategy)))
 
 
+def test_a_directory_gone_after_a_search_took_it_is_still_read_by_that_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # docs/spec.md §5.10: the second source naming the directory reads the
+    # snapshot the search took, even once the directory has moved away.
+    cat = make(
+        tmp_path,
+        {"a": {"x.md": concept("order"), "y.md": concept("order")}},
+        [{"id": "one", "path": "a", "priority": 2}, {"id": "two", "path": "./a/"}],
+    )
+    r = Resolver(cat)
+    take = Snapshots.take
+
+    def take_then_move(self: Snapshots, *args: Any) -> Any:
+        snap = take(self, *args)
+        if (tmp_path / "a").exists():
+            (tmp_path / "a").rename(tmp_path / "moved")
+        return snap
+
+    monkeypatch.setattr(Snapshots, "take", take_then_move)
+    ctx = r.search(Query("order", strategy="grouped"))
+    assert ids(ctx) == [("one", "x"), ("one", "y"), ("two", "x"), ("two", "y")]
+    assert [d.code for d in ctx.diagnostics if d.code == "SourceUnavailable"] == []
+    # The next search finds it gone.
+    ctx = r.search(Query("order", strategy="grouped"))
+    assert ids(ctx) == [] and {d.source_id for d in ctx.diagnostics} == {"one", "two"}
+
+
 @pytest.mark.parametrize("staleness", [0, 3600])
 def test_a_link_put_on_a_source_path_later_is_not_followed(
     tmp_path: Path, staleness: float

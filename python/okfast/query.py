@@ -23,7 +23,7 @@ from okfast.catalog import AUTHORITIES
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.memory.scope import Scope
 from okfast.numerals import ascii_float
-from okfast.scoring import BM25FParams, Scorer, count_of, rrf_k_of, scorer_of
+from okfast.scoring import BM25FParams, Scorer, count_of, real_of, rrf_k_of, scorer_of
 
 if TYPE_CHECKING:
     from okfast.catalog import Source
@@ -293,15 +293,14 @@ class Query:
             raise InvalidArgumentError(
                 f"min_authority must be one of {', '.join(AUTHORITIES)}, got {self.min_authority!r}"
             )
-        if self.min_score is not None and (
-            isinstance(self.min_score, bool)
-            or not isinstance(self.min_score, int | float)
-            or not self.min_score >= 0
-            or not self.min_score <= sys.float_info.max
-        ):
-            raise InvalidArgumentError(
-                f"min_score must be a finite number >= 0, got {self.min_score!r}"
-            )
+        if self.min_score is not None:
+            score = real_of(self.min_score)
+            why = f"min_score must be a finite number >= 0, got {self.min_score!r}"
+            if score is None:
+                raise InvalidArgumentTypeError(why)
+            if not (score >= 0 and score <= sys.float_info.max):
+                raise InvalidArgumentError(why)
+            object.__setattr__(self, "min_score", score)
         if self.scorer is not None:
             object.__setattr__(self, "scorer", scorer_of(self.scorer))
         if self.bm25f is not None and not isinstance(self.bm25f, BM25FParams):

@@ -150,7 +150,7 @@ class _Engine(ABC):
         failed: list[tuple[int, str, str]] = []
         for s in sources:
             try:
-                if s.directory is None or not s.directory.is_dir():
+                if s.directory is None:
                     raise BundleNotFoundError(f"{s.directory} is not a directory")
                 language = source_language(s, how.bm25f.language, self.r.settings)
                 loaded.append((s, self.r._bundles.take(taken, s, language)))
@@ -293,7 +293,7 @@ class _Engine(ABC):
         pinned = None
         if q.pin_exact_title and len(pos):
             perm, pinned = governance.pin_order(found.searched, src, pos, q.text)
-            src, pos, score = src[perm], pos[perm], score[perm]
+            src, pos, score, at = src[perm], pos[perm], score[perm], at[perm]
             fused = None if fused is None else fused[perm]
         if q.min_score is not None:
             keep = score >= q.min_score

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import enum
 import math
+import numbers
 import operator
 from dataclasses import dataclass, field, fields
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -75,6 +77,24 @@ def whole_of(value: object) -> int | None:
         return operator.index(value)  # type: ignore[arg-type]
     except TypeError:
         return None
+
+
+def real_of(value: object) -> int | float | None:
+    """``value`` as an ``int`` or a ``float`` when it is a real number —
+    Python's, numpy's (``numpy.int64``, ``numpy.float32``) or a ``Fraction``
+    — never a ``bool``; else ``None`` (docs/spec.md §5.1). A whole number
+    stays an ``int``; one past the floats' range is an infinity, so a range
+    check refuses it as a value, not as a type."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    n = whole_of(value)
+    if n is not None:
+        return n
+    try:
+        return float(value)
+    except OverflowError:
+        # A Real compares with 0 (numbers.Real's contract; its stub says less).
+        return math.inf if cast(float, value) > 0 else -math.inf
 
 
 def count_of(name: str, value: object) -> int:
@@ -146,20 +166,22 @@ class BM25FParams:
 
     def __post_init__(self) -> None:
         for name in ("k1", "title_weight", "tags_weight", "description_weight", "body_weight"):
-            v = getattr(self, name)
-            if (
-                isinstance(v, bool)
-                or not isinstance(v, int | float)
-                or not _finite(v)
-                or not 0 <= v <= MAX_BM25F_PARAM
-            ):
+            given = getattr(self, name)
+            v = real_of(given)
+            if v is None or not _finite(v) or not 0 <= v <= MAX_BM25F_PARAM:
                 raise InvalidArgumentError(
-                    f"BM25FParams.{name} must be a number from 0 to {MAX_BM25F_PARAM:g}, got {v!r}"
+                    f"BM25FParams.{name} must be a number from 0 to {MAX_BM25F_PARAM:g}, "
+                    f"got {given!r}"
                 )
+            object.__setattr__(self, name, v)
         for name in ("title_b", "tags_b", "description_b", "body_b"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1:
-                raise InvalidArgumentError(f"BM25FParams.{name} must be between 0 and 1, got {v!r}")
+            given = getattr(self, name)
+            v = real_of(given)
+            if v is None or not 0 <= v <= 1:
+                raise InvalidArgumentError(
+                    f"BM25FParams.{name} must be between 0 and 1, got {given!r}"
+                )
+            object.__setattr__(self, name, v)
         object.__setattr__(self, "language", language_of(self.language))
         if not isinstance(self.stop_words, bool):
             raise InvalidArgumentError(

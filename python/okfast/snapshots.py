@@ -104,6 +104,10 @@ class Snapshots:
         key = (directory_key(source.directory), language)
         snap = taken.get(key)
         if snap is None:
+            # Checked here, not before: a directory that went after this
+            # search took it is still the one the search reads.
+            if not source.directory.is_dir():
+                raise BundleNotFoundError(f"{source.directory} is not a directory")
             snap = taken[key] = self.get(source, language)
         return snap
 
