@@ -77,6 +77,15 @@ def test_unicode_folding_and_white_space(make_bundle: MakeBundle) -> None:
     assert [h.concept_id for h in b.search("foo\u2003bar")] == ["nb"]  # two terms, NBSP splits
 
 
+def test_the_unicode_data_is_the_pinned_one_not_pythons(make_bundle: MakeBundle) -> None:
+    """docs/spec.md, text terms: fold uses Unicode 17.0 on every machine.
+    U+A7DB (assigned in Unicode 16) folds to U+A7DA here; Python 3.11's
+    Unicode 14 leaves it as it is, so its str.upper is no reference there."""
+    b = Bundle.load(make_bundle({"c.md": concept("lambda \ua7db")}))
+    for scorer in ("weighted_count", "bm25f"):
+        assert [h.concept_id for h in b.search("\ua7da", scorer=scorer)] == ["c"]
+
+
 def test_excerpt(make_bundle: MakeBundle) -> None:
     body = "\n   \n# Title line\n  second LINE with Needle  \nthird needle"
     b = Bundle.load(make_bundle({"e.md": concept("t", body=body)}))
