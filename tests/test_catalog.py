@@ -253,6 +253,73 @@ def test_reload_keeps_last_good(tmp: Path) -> None:
     assert [s.id for s in cat.sources] == ["docs", "more"]
 
 
+def test_reloads_take_turns_so_the_newest_file_is_installed_last(
+    tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/spec.md §4.3: a reload that read the older file cannot install
+    it after one that read the newer."""
+    import threading
+    import time
+
+    import okfast.catalog as catalog_module
+
+    p = write(tmp, {"version": 1, "sources": [src()]})
+    cat = Catalog.load(p)
+    real = catalog_module._read_and_parse
+    read_old, go_on = threading.Event(), threading.Event()
+
+    def slow_first(*args: Any) -> Any:
+        out = real(*args)
+        if not read_old.is_set():
+            read_old.set()
+            assert go_on.wait(30)
+        return out
+
+    monkeypatch.setattr(catalog_module, "_read_and_parse", slow_first)
+    first = threading.Thread(target=cat.reload)
+    first.start()
+    assert read_old.wait(30)
+    write(tmp, {"version": 1, "sources": [src(), {"id": "more", "path": "more"}]})
+    second = threading.Thread(target=cat.reload)
+    second.start()
+    time.sleep(0.3)
+    assert second.is_alive()  # waits for the first reload to install
+    go_on.set()
+    first.join(30)
+    second.join(30)
+    assert cat.generation == 3 and [s.id for s in cat.sources] == ["docs", "more"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_catalog_read_from_a_fifo_is_not_reloaded(tmp: Path) -> None:
+    """docs/spec.md §4.3: `--catalog <(...)` reads once; a reload would wait
+    for a writer that never comes."""
+    import threading
+
+    fifo = tmp / "catalog.json"
+    os.mkfifo(fifo)
+    text = json.dumps({"version": 1, "sources": [src()]})
+    writer = threading.Thread(target=lambda: fifo.write_text(text))
+    writer.start()
+    cat = Catalog.load(fifo)
+    writer.join(30)
+    r = cat.reload()
+    assert not r.ok and r.generation == 1
+    assert [d.message for d in r.diagnostics] == [
+        f"catalog {fifo} is not a regular file; nothing to reload"
+    ]
+
+
+def test_a_settings_path_naming_the_catalog_itself_is_malformed(tmp: Path) -> None:
+    # docs/spec.md §4.1: `tune --apply` would write settings over the catalog.
+    for spelled in ("catalog.json", "./catalog.json", "docs/../catalog.json"):
+        p = write(tmp, {"version": 1, "sources": [src()], "settings": spelled})
+        with pytest.raises(CatalogError) as e:
+            Catalog.load(p)
+        assert [d.code for d in e.value.diagnostics] == ["MalformedSettings"]
+        assert "names the catalog file itself" in e.value.diagnostics[0].message
+
+
 def test_the_digest_is_of_the_bytes_parsed(tmp: Path) -> None:
     import hashlib
 

@@ -601,3 +601,26 @@ def test_a_scope_needs_memory_sources_and_a_catalog_must_be_good(
     assert "bad catalog" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["mcp", "--catalog", str(tmp_path / "kb.json"), "--port", "70000"])
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_settings_from_a_pipe_are_read_once(catalog: Path, tmp_path: Path) -> None:
+    """docs/spec.md §13.3: `--settings <(...)` is a pipe that reads once; the
+    server uses what it read (a second read found it empty: status 2)."""
+    import threading
+
+    fifo = tmp_path / "settings.fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text('{"version": 1, "scorer": "bm25f"}'))
+    writer.start()
+    # stdin at its end: the stdio server starts, meets the end, and stops.
+    done = subprocess.run(
+        [sys.executable, *okfast_mcp(catalog, "--settings", str(fifo))],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=server_env(),
+        timeout=120,
+    )
+    writer.join(30)
+    assert (done.returncode, done.stderr) == (0, "")

@@ -492,3 +492,31 @@ def test_parse_takes_text_and_the_names_are_exported() -> None:
             Settings.parse(bad)  # type: ignore[arg-type]
     for name in ("Settings", "SettingsError", "SettingsDiagnostic", "Explanation", "TermMatch"):
         assert name in okfast.__all__ and hasattr(okfast, name)
+
+
+def test_a_provenance_too_deep_to_write_back_is_dropped(tmp_path: Path) -> None:
+    # docs/spec.md §13.2: save() could not write it (its JSON writer recurses).
+    deep = "[" * 201 + "]" * 201
+    s = Settings.parse(f'{{"version": 1, "provenance": {{"x": {deep}}}}}')
+    assert [d.code for d in s.diagnostics] == ["IllegalValue"]
+    assert "nested deeper than 200 levels" in s.diagnostics[0].message
+    assert s.provenance is None
+    kept = Settings.parse(f'{{"version": 1, "provenance": {{"x": {"[" * 199 + "]" * 199}}}}}')
+    assert kept.diagnostics == () and kept.provenance is not None
+    kept.save(tmp_path / "s.json")
+    assert Settings.load(tmp_path / "s.json") == kept
+
+
+def test_equal_settings_write_equal_bytes() -> None:
+    # docs/spec.md §13.2: 2 and 2.0 are one k1; tune tells candidates apart by the bytes.
+    a = Settings(bm25f=BM25FParams(k1=2, title_weight=3, body_b=1))
+    b = Settings(bm25f=BM25FParams(k1=2.0, title_weight=3.0, body_b=1.0))
+    assert a == b and a.to_json() == b.to_json()
+    assert '"k1": 2.0' in a.to_json()
+
+
+def test_with_choices_refuses_as_the_constructor_does() -> None:
+    for bad in ({"scorer": "bm26"}, {"strategy": "sideways"}, {"rrf_k": 0}):
+        with pytest.raises(InvalidArgumentError):
+            Settings().with_choices(**bad)
+    assert Settings().with_choices(scorer="bm25f", strategy=None).scorer is Scorer.BM25F

@@ -165,3 +165,106 @@ def test_a_settings_file_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path)
     with pytest.raises(InvalidArgumentError, match="not a regular file"):
         apply(Settings(), target)
     assert not history_path(target).exists()
+
+
+def test_a_revert_refuses_to_lose_an_edit_made_since_the_apply(tmp_path: Path) -> None:
+    """docs/spec.md §14.4: a file edited since the apply is not restored over
+    (the edit is in no file and no history line); once moved aside, or put
+    back as the apply wrote it, the revert goes on."""
+    target = tmp_path / "s.json"
+    first, second = Settings(scorer=Scorer.BM25F), Settings(scorer=Scorer.FUSION)
+    apply(first, target)
+    apply(second, target)
+    edited = second.to_json().replace('"fusion"', '"weighted_count"')
+    target.write_text(edited)
+    with pytest.raises(InvalidArgumentError, match="was changed since okfast tune applied it"):
+        revert(target)
+    assert target.read_text() == edited
+    target.rename(tmp_path / "aside.json")
+    assert revert(target) and Settings.load(target) == first
+    events = [json.loads(x) for x in history_path(target).read_text().splitlines()]
+    # The revert records what it replaced: nothing (the file was aside).
+    assert events[-1] == {**events[-1], "action": "revert", "before": None}
+
+
+def test_an_apply_that_cannot_write_is_not_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/spec.md §14.4: the history never claims an apply that did not
+    happen, so a revert undoes the last one that did."""
+    import okfast.tune_history as history
+
+    target = tmp_path / "s.json"
+    first = Settings(scorer=Scorer.BM25F)
+    apply(first, target)
+    size = history_path(target).stat().st_size
+
+    def full(path: Path, text: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(history, "write_atomically", full)
+    with pytest.raises(InvalidArgumentError, match="No space left"):
+        apply(Settings(scorer=Scorer.FUSION), target)
+    assert history_path(target).stat().st_size == size
+    monkeypatch.undo()
+    assert Settings.load(target) == first
+    assert revert(target) and not target.exists()
+
+
+def test_check_apply_needs_the_folder_writable_and_the_file_readable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Checked before a search (docs/spec.md §14.4): the file is replaced by
+    a new one beside it, so its folder must be writable, not only the file;
+    and its text is recorded, so it must read."""
+    import okfast.tune_history as history
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    target = folder / "s.json"
+    target.write_text('{"version": 1}\n')
+    check_apply(target)
+    # A folder this user cannot write (root writes any: the answer is faked).
+    real = os.access
+    monkeypatch.setattr(history.os, "access", lambda p, m: Path(p) != folder and real(p, m))
+    with pytest.raises(InvalidArgumentError, match=f"{folder} is not writable"):
+        check_apply(target)
+    monkeypatch.undo()
+    target.write_bytes(b'{"version": 1, "x": "\xe9"}\n')
+    with pytest.raises(InvalidArgumentError, match="apply records the text it replaces"):
+        check_apply(target)
+
+
+def test_a_settings_file_of_the_longest_name_is_written(tmp_path: Path) -> None:
+    # The temporary file beside it is not named after it (docs/spec.md §13.2).
+    target = tmp_path / ("s" * 220 + ".json")
+    apply(Settings(scorer=Scorer.BM25F), target)
+    assert Settings.load(target) == Settings(scorer=Scorer.BM25F)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [target.name, history_path(target).name]
+    )
+
+
+def test_applies_and_reverts_take_turns(tmp_path: Path) -> None:
+    """docs/spec.md §14.4: each holds the history's lock, so a second apply
+    records as replaced what the first wrote."""
+    import threading
+    import time
+
+    import okfast.tune_history as history
+
+    target = tmp_path / "s.json"
+    first, second = Settings(scorer=Scorer.BM25F), Settings(scorer=Scorer.FUSION)
+    with history._locked(history_path(target)):
+        late = threading.Thread(target=apply, args=(second, target))
+        late.start()
+        time.sleep(0.3)
+        assert late.is_alive()  # waits for the lock
+        assert not target.exists()
+    late.join(30)
+    apply(first, target)
+    events = [json.loads(x) for x in history_path(target).read_text().splitlines()]
+    assert [(e["before"], e["after"]) for e in events] == [
+        (None, second.to_json()),
+        (second.to_json(), first.to_json()),
+    ]

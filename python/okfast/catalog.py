@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -393,6 +394,17 @@ def _parse(
 #: one (:meth:`Catalog.snapshot`): one lock for all catalogs (reloads are
 #: rare and reads short), so a catalog holds none and pickles as it is.
 _RELOAD = threading.Lock()
+#: Held by a reload from its read to its install (searches never take it).
+_RELOADING = threading.Lock()
+
+
+def _is_regular(path: Path) -> bool:
+    """Whether ``path`` is a regular file (following links), or is missing
+    or unreadable: a reload then reports what reading it says."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return True
 
 
 @dataclass
@@ -477,15 +489,23 @@ class Catalog:
                     ),
                 ),
             )
-        sources, diags, settings, digest = _read_and_parse(self.path, self.root)
-        if diags:
-            return ReloadResult(False, self.generation, diags)
-        with _RELOAD:
-            self.sources = sources
-            self.settings_path = settings
-            self.sha256 = digest
-            self.generation += 1
-            return ReloadResult(True, self.generation)
+        if not _is_regular(self.path):
+            # A FIFO (`--catalog <(...)`) was read once; a second read would
+            # wait for a writer that never comes (docs/spec.md §4.3).
+            why = f"catalog {self.path} is not a regular file; nothing to reload"
+            return ReloadResult(False, self.generation, (CatalogDiagnostic("ParseError", why),))
+        # One reload at a time, read to installed: one that read an older
+        # file must not install it after one that read the newer (§4.3).
+        with _RELOADING:
+            sources, diags, settings, digest = _read_and_parse(self.path, self.root)
+            if diags:
+                return ReloadResult(False, self.generation, diags)
+            with _RELOAD:
+                self.sources = sources
+                self.settings_path = settings
+                self.sha256 = digest
+                self.generation += 1
+                return ReloadResult(True, self.generation)
 
 
 def _read_and_parse(
@@ -509,4 +529,9 @@ def _read_and_parse(
         why = f"catalog {p} is not UTF-8 (byte {e.start})"
         return (), (CatalogDiagnostic("ParseError", why),), None, None
     digest = "sha256:" + hashlib.sha256(data).hexdigest()
-    return (*_parse(text, p.parent, root), digest)
+    sources, diags, settings = _parse(text, p.parent, root)
+    if settings is not None and directory_key(settings) == directory_key(p):
+        # `tune --apply` would write settings over the catalog (§4.1).
+        why = f"'settings' path names the catalog file itself ({p})"
+        diags = (CatalogDiagnostic("MalformedSettings", why), *diags)
+    return sources, diags, settings, digest

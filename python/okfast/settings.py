@@ -195,10 +195,12 @@ class Settings:
             out["rrf_k"] = self.rrf_k
         if self.bm25f is not None:
             p = self.bm25f
+            # As floats, however given: equal settings write equal bytes
+            # (2 and 2.0 are one k1), and tune tells candidates apart by them.
             out["bm25f"] = {
-                "k1": p.k1,
-                "weights": dict(zip(BM25F_FIELDS, p.weights, strict=True)),
-                "b": dict(zip(BM25F_FIELDS, p.b, strict=True)),
+                "k1": float(p.k1),
+                "weights": {f: float(v) for f, v in zip(BM25F_FIELDS, p.weights, strict=True)},
+                "b": {f: float(v) for f, v in zip(BM25F_FIELDS, p.b, strict=True)},
                 "language": p.language,
                 "stop_words": p.stop_words,
             }
@@ -238,9 +240,7 @@ class Settings:
         """These settings with the choices that are not ``None`` in ``choices``
         replaced (command-line flags over a file)."""
         given = {k: v for k, v in choices.items() if v is not None}
-        for key, kind in (("scorer", Scorer), ("strategy", Strategy)):
-            if key in given:
-                given[key] = kind(given[key])
+        # __post_init__ converts and checks them (InvalidArgumentError).
         return dataclasses.replace(self, **given)
 
     def language_of(self, source_id: str, catalog_language: str | None) -> str | None:
@@ -267,6 +267,10 @@ def _language_problem(sid: object, lang: object) -> str | None:
     return None
 
 
+#: The deepest nesting a kept part (``provenance``) may have (docs/spec.md §13.2).
+MAX_KEPT_DEPTH = 200
+
+
 def _unkeepable(value: Any) -> str | None:
     """What in ``value`` (a part kept as read: ``provenance``) cannot be
     written back by :meth:`Settings.save` and read back equal (docs/spec.md
@@ -276,9 +280,12 @@ def _unkeepable(value: Any) -> str | None:
     a JSON value (:meth:`Settings.from_dict` may be given any mapping)."""
     # A stack, not recursion: the document may be nested as deeply as the
     # reader allowed, with this call's frames on top of the reader's.
-    stack = [value]
+    stack = [(value, 0)]
     while stack:
-        v = stack.pop()
+        v, depth = stack.pop()
+        if depth > MAX_KEPT_DEPTH:
+            # save()'s json.dumps recurses: deeper could not be written back.
+            return f"values nested deeper than {MAX_KEPT_DEPTH} levels"
         if v is None or isinstance(v, bool | int):
             continue
         if isinstance(v, strict_json.OversizedInteger):
@@ -295,9 +302,9 @@ def _unkeepable(value: Any) -> str | None:
                     return f"the key {k!r}, not text"
                 if (why := _unwritable_text(k)) is not None:
                     return f"a key of {why}"
-            stack.extend(reversed(list(v.values())))
+            stack.extend((x, depth + 1) for x in reversed(list(v.values())))
         elif isinstance(v, list):
-            stack.extend(reversed(v))
+            stack.extend((x, depth + 1) for x in reversed(v))
         else:
             return f"a {type(v).__name__}, not a JSON value"
     return None
@@ -437,7 +444,8 @@ def write_atomically(path: Path, text: str) -> None:
     if path.is_symlink():
         path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    # Not derived from the name: any name the system takes can be written.
+    tmp = path.with_name(f".okfast-{secrets.token_hex(8)}.tmp")
     # Created as open() creates a file (mode 0o666 less the umask), not
     # mkstemp's 0o600; a file replaced keeps its mode.
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)

@@ -7,9 +7,11 @@ what is still there rather than a change that cannot be undone.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,11 @@ from okfast.arguments import surrogate_in
 from okfast.errors import InvalidArgumentError
 from okfast.settings import Settings, write_atomically
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: one process at a time
+    fcntl = None  # type: ignore[assignment]
+
 
 def history_path(settings_path: Path) -> Path:
     """The tune history beside a settings file: one JSON object a line."""
@@ -27,27 +34,76 @@ def history_path(settings_path: Path) -> Path:
 
 def apply(settings: Settings, target: Path) -> None:
     """Write ``settings`` to ``target`` and append the change to the history
-    (what was there before, so :func:`revert` can restore it)."""
+    (what was there before, so :func:`revert` can restore it). One apply or
+    revert at a time: each holds the history's lock throughout."""
     _check_files(target)
+    with _locked(history_path(target)):
+        before = _current(target)
+        after = settings.to_json()
+        at = _append(history_path(target), {"action": "apply", "before": before, "after": after})
+        try:
+            _write(target, after)
+        except BaseException:
+            # Not written, so not recorded: a revert must not "undo" it.
+            _truncate(history_path(target), at)
+            raise
+
+
+def _current(target: Path) -> str | None:
+    """The settings file's text now, ``None`` when there is none."""
     try:
         # Bytes, decoded: read_text would turn CRLF into LF, and a revert
         # would then not restore the file as it was (docs/spec.md §14.4).
-        before = target.read_bytes().decode("utf-8") if target.exists() else None
+        return target.read_bytes().decode("utf-8") if target.exists() else None
     except (OSError, UnicodeDecodeError) as e:
         raise InvalidArgumentError(f"cannot read the settings file {target}: {_why(e)}") from None
-    after = settings.to_json()
-    _append(history_path(target), {"action": "apply", "before": before, "after": after})
-    _write(target, after)
+
+
+@contextlib.contextmanager
+def _locked(history: Path) -> Iterator[None]:
+    """An exclusive ``flock`` of the history file (made when missing): two
+    applies or reverts at once would each record what the other replaced."""
+    try:
+        history.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(history, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o666)
+    except OSError as e:
+        raise InvalidArgumentError(f"cannot write the tune history {history}: {_why(e)}") from None
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _truncate(history: Path, size: int) -> None:
+    """The history cut back to ``size`` bytes, durably."""
+    fd = os.open(history, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def check_apply(target: Path) -> None:
     """What would stop :func:`apply` after a search, checked before it: the
     settings file and its history must be files okfast can write (or make)."""
     _check_files(target)
-    for path, what in ((target, "settings file"), (history_path(target), "tune history")):
-        where = path if path.exists() else _existing_parent(path)
+    # The settings file is replaced through a new file beside it: its folder
+    # must be writable, whether or not the file is; the history is appended.
+    real = Path(os.path.realpath(target)) if target.is_symlink() else target
+    history = history_path(target)
+    for path, what, where in (
+        (target, "settings file", _existing_parent(real)),
+        (history, "tune history", history if history.exists() else _existing_parent(history)),
+    ):
         if not os.access(where, os.W_OK):
             raise InvalidArgumentError(f"cannot write the {what} {path}: {where} is not writable")
+    try:
+        _current(target)
+    except InvalidArgumentError as e:
+        raise InvalidArgumentError(f"{e}; apply records the text it replaces") from None
 
 
 def _check_files(target: Path) -> None:
@@ -82,6 +138,13 @@ def revert(target: Path) -> bool:
     fails is not recorded (the apply can still be reverted), and one cut
     short between the two is done again, writing the same text."""
     _check_files(target)
+    if not history_path(target).exists():
+        return False
+    with _locked(history_path(target)):
+        return _revert(target)
+
+
+def _revert(target: Path) -> bool:
     stack: list[dict[str, Any]] = []
     for e in _read_history(history_path(target)):
         if e["action"] == "apply":
@@ -92,6 +155,14 @@ def revert(target: Path) -> bool:
         return False
     last = stack[-1]
     before = last["before"]
+    now = _current(target)
+    if now is not None and now not in (last["after"], before):
+        # Edited since the apply (docs/spec.md §14.4): restoring would lose
+        # the edit, which no file or history line holds.
+        raise InvalidArgumentError(
+            f"the settings file {target} was changed since okfast tune applied it; "
+            "a revert would lose that change: move the file aside to revert"
+        )
     if before is None:
         # The file apply made: through a symbolic link, its target, as
         # write_atomically wrote it; the link stays, as it was before.
@@ -104,7 +175,7 @@ def revert(target: Path) -> bool:
             ) from None
     else:
         _write(target, before)
-    _append(history_path(target), {"action": "revert", "before": last["after"], "after": before})
+    _append(history_path(target), {"action": "revert", "before": now, "after": before})
     return True
 
 
@@ -119,12 +190,14 @@ def _write(target: Path, text: str) -> None:
         raise InvalidArgumentError(f"cannot write the settings file {target}: {_why(e)}") from None
 
 
-def _append(path: Path, event: dict[str, Any]) -> None:
+def _append(path: Path, event: dict[str, Any]) -> int:
+    """Append ``event`` as one line, synced; the history's size before it."""
     event = {"time": datetime.now(timezone.utc).isoformat(timespec="seconds"), **event}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a+b") as f:
             f.seek(0, os.SEEK_END)
+            size = f.tell()
             torn = f.tell() > 0 and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n"
             # A line torn by a crash is closed first, so this event is a line of its own.
             line = json.dumps(event, sort_keys=True, ensure_ascii=False) + "\n"
@@ -133,6 +206,7 @@ def _append(path: Path, event: dict[str, Any]) -> None:
             os.fsync(f.fileno())
     except OSError as e:
         raise InvalidArgumentError(f"cannot write the tune history {path}: {_why(e)}") from None
+    return size
 
 
 def _read_history(path: Path) -> list[dict[str, Any]]:

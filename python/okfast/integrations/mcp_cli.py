@@ -63,14 +63,16 @@ def _run(args: argparse.Namespace, load: LoadCatalog) -> int:
         return 2
     try:
         # Stdout carries the protocol: the settings' problems go to stderr.
-        command_settings(catalog, args.settings)
+        given = command_settings(catalog, args.settings)
         # Over stdio one client waits for each answer: tools run on the event
         # loop, without a thread switch; over HTTP each gets a worker thread.
         server = okfast_mcp.build_server(
             catalog,
             scope=scope,
             capture=args.capture,
-            settings=args.settings,
+            # What was read, not the path again: `--settings <(...)` is a
+            # pipe that reads once (docs/spec.md §13.3).
+            settings=given if args.settings is not None else None,
             threads=args.transport != "stdio",
         )
     except ValueError as e:
