@@ -117,6 +117,7 @@ def test_a_min_score_is_any_real_number(tmp_path: Path) -> None:
         (np.uint8(2), 2),
         (np.float32(0.5), 0.5),
         (fractions.Fraction(1, 2), 0.5),
+        (fractions.Fraction(4, 2), 2),
         (np.float64(0.25), 0.25),
     ):
         q = Query("oven", min_score=given)

@@ -162,12 +162,13 @@ def test_a_section_from_stdin_is_read_as_utf8_whatever_the_locale(
     code, _, err = run(capsys, *args)
     assert code == 2 and err.startswith("okfast: --section -: standard input is not UTF-8 text (")
     assert err.count("\n") == 1
-    good = io.TextIOWrapper(io.BytesIO("café\n".encode()), encoding=encoding)
+    # Line ends as text mode reads them: CRLF and CR are LF.
+    good = io.TextIOWrapper(io.BytesIO("café\r\nbar\rbaz\n".encode()), encoding=encoding)
     monkeypatch.setattr("sys.stdin", good)
     code, out, err = run(capsys, *args)
     assert (code, err) == (0, "")
     [written] = [p for p in (tmp_path / "mem-user").rglob("n.md")]
-    assert written.read_text(encoding="utf-8").endswith("café\n")
+    assert written.read_bytes().decode("utf-8").endswith("café\nbar\nbaz\n")
 
 
 def test_a_catalog_without_memory_is_a_usage_error(

@@ -618,27 +618,47 @@ def test_a_scope_erased_by_another_store_is_dropped_from_memory(tmp_path: Path) 
     assert len(reader._cache) == 0
 
 
-def test_a_scope_made_by_another_writer_is_fsynced_before_a_write_below_it(
+def test_a_scope_made_by_a_racing_writer_is_fsynced_before_a_write_below_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """docs/spec.md §6.3: a directory another writer made (and may not have
-    made durable yet) is fsynced into its parent before a write is
-    acknowledged."""
+    """docs/spec.md §6.3: a directory another writer made while this one was
+    making it (and may not have made durable yet) is fsynced into its
+    parent before the write is acknowledged, as one this writer made is."""
     store = make_store(tmp_path)
-    assert store.write(Scope("A", "alice"), entry("x"), Tier.USER).written
     synced: list[str] = []
-    real = os.fsync
+    real_fsync, real_mkdir = os.fsync, os.mkdir
 
     def spy(fd: int) -> None:
         synced.append(os.readlink(f"/proc/self/fd/{fd}"))
-        real(fd)
+        real_fsync(fd)
+
+    def raced(name: str, mode: int = 0o777, *, dir_fd: int | None = None) -> None:
+        real_mkdir(name, mode, dir_fd=dir_fd)  # the other writer's
+        raise FileExistsError(17, "File exists", name)
 
     monkeypatch.setattr(files.os, "fsync", spy)
-    assert store.write(Scope("A", "alice"), entry("y", "other"), Tier.USER).written
+    monkeypatch.setattr(files.os, "mkdir", raced)
+    assert store.write(Scope("A", "alice"), entry("y"), Tier.USER).written
     user_dir = tmp_path / "user" / memory_path(Tier.USER, Scope("A", "alice"))
-    # The tenant's and the user's directories existed: each is synced into
-    # its parent all the same.
     assert str(user_dir.parent) in synced and str(user_dir.parent.parent) in synced
+
+
+def test_a_lock_that_is_no_file_does_not_stop_an_erasure(tmp_path: Path) -> None:
+    """docs/spec.md §6.3: a cascade delete locks each scope below; a lock
+    name that is a directory or a link (no reader can hold it) is removed
+    with the rest, not an error that leaves the memory renamed aside."""
+    store = make_store(tmp_path)
+    for k, s in enumerate((Scope("A", "alice", "s1"), Scope("A", "bob", "s2"))):
+        assert store.write(s, entry("m"), Tier.SESSION).written
+        d = tmp_path / "session" / memory_path(Tier.SESSION, s)
+        (d / files.LOCK_NAME).unlink()
+        if k == 0:
+            (d / files.LOCK_NAME).mkdir()
+        else:
+            (d / files.LOCK_NAME).symlink_to(tmp_path / "elsewhere")
+    r = store.delete_scope(Scope("A"), cascade=True)
+    assert (r.tiers_deleted, r.error) == ((Tier.SESSION,), None)
+    assert [p.name for p in (tmp_path / "session" / "memory-session").iterdir()] == []
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")

@@ -416,6 +416,37 @@ def test_a_directory_gone_after_a_search_took_it_is_still_read_by_that_search(
     assert ids(ctx) == [] and {d.source_id for d in ctx.diagnostics} == {"one", "two"}
 
 
+def test_both_passes_of_the_cut_read_the_snapshot_the_search_took(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # docs/spec.md §5.2, §5.10: the best passages are stale, so the cut pass
+    # does not settle and the search runs again over whole lists: from the
+    # snapshot the first pass took, though the directory went meanwhile.
+    files = {
+        f"c{i}.md": concept("data", "data " * (6 - i), "2026-01-01" if i < 2 else None)
+        for i in range(6)
+    }
+    cat = make(tmp_path, {"b": files}, [{"id": "one", "path": "b"}])
+    q = Query("data", scorer="bm25f", limit=2, stale_policy="strict")
+    whole = ids(Resolver(cat, clock=lambda: NOW).search(q, exclusions=False))
+    assert whole == [("one", "c2"), ("one", "c3")]
+    r = Resolver(cat, clock=lambda: NOW)
+    take, calls = Snapshots.take, []
+
+    def take_then_move(self: Snapshots, *args: Any) -> Any:
+        snap = take(self, *args)
+        calls.append(1)
+        if (tmp_path / "b").exists():
+            (tmp_path / "b").rename(tmp_path / "moved")
+        return snap
+
+    monkeypatch.setattr(Snapshots, "take", take_then_move)
+    ctx = r.search(q, exclusions=False)
+    assert len(calls) == 2  # one per pass: the cut did not settle
+    assert ids(ctx) == whole
+    assert "SourceUnavailable" not in {d.code for d in ctx.diagnostics}
+
+
 @pytest.mark.parametrize("staleness", [0, 3600])
 def test_a_link_put_on_a_source_path_later_is_not_followed(
     tmp_path: Path, staleness: float

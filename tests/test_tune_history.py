@@ -268,3 +268,16 @@ def test_applies_and_reverts_take_turns(tmp_path: Path) -> None:
         (None, second.to_json()),
         (second.to_json(), first.to_json()),
     ]
+
+
+def test_a_history_that_is_a_link_is_written_through(tmp_path: Path) -> None:
+    # docs/spec.md §14.4: as the settings file is (a history kept elsewhere).
+    target = tmp_path / "s.json"
+    (tmp_path / "kept").mkdir()
+    elsewhere = tmp_path / "kept" / "history.jsonl"
+    history_path(target).symlink_to(elsewhere)
+    check_apply(target)
+    apply(Settings(scorer=Scorer.BM25F), target)
+    assert history_path(target).is_symlink()
+    assert [json.loads(x)["action"] for x in elsewhere.read_text().splitlines()] == ["apply"]
+    assert revert(target) and not target.exists()

@@ -90,6 +90,8 @@ def real_of(value: object) -> int | float | None:
     n = whole_of(value)
     if n is not None:
         return n
+    if isinstance(value, numbers.Rational) and value.denominator == 1:
+        return int(value.numerator)  # Fraction(4, 2): whole
     try:
         return float(value)
     except OverflowError:

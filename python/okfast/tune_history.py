@@ -43,9 +43,11 @@ def apply(settings: Settings, target: Path) -> None:
         at = _append(history_path(target), {"action": "apply", "before": before, "after": after})
         try:
             _write(target, after)
-        except BaseException:
-            # Not written, so not recorded: a revert must not "undo" it.
-            _truncate(history_path(target), at)
+        except InvalidArgumentError:
+            # Not written (write_atomically raised before its rename), so
+            # not recorded: a revert must not "undo" it.
+            with contextlib.suppress(OSError):
+                _truncate(history_path(target), at)
             raise
 
 
@@ -65,7 +67,8 @@ def _locked(history: Path) -> Iterator[None]:
     applies or reverts at once would each record what the other replaced."""
     try:
         history.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(history, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o666)
+        # Through a link, as the appends write (a history kept elsewhere).
+        fd = os.open(history, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
     except OSError as e:
         raise InvalidArgumentError(f"cannot write the tune history {history}: {_why(e)}") from None
     try:
@@ -78,7 +81,7 @@ def _locked(history: Path) -> Iterator[None]:
 
 def _truncate(history: Path, size: int) -> None:
     """The history cut back to ``size`` bytes, durably."""
-    fd = os.open(history, os.O_WRONLY | os.O_CLOEXEC)
+    fd = os.open(history, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
     try:
         os.ftruncate(fd, size)
         os.fsync(fd)

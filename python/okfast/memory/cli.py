@@ -114,7 +114,11 @@ def _stdin_text() -> str | None:
     it is not UTF-8 (bad usage, §10.4), never a traceback."""
     raw = getattr(sys.stdin, "buffer", None)
     try:
-        return raw.read().decode("utf-8") if raw is not None else sys.stdin.read()
+        if raw is None:
+            return str(sys.stdin.read())
+        # Line ends as text mode reads them (universal newlines).
+        data: bytes = raw.read()
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as e:
         print(f"okfast: --section -: standard input is not UTF-8 text ({e})", file=sys.stderr)
         return None

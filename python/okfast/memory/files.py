@@ -119,11 +119,6 @@ def open_chain(root_fd: int, parts: Sequence[str], *, create: bool) -> int | Non
             shown = "/".join(parts[: i + 1])
             try:
                 nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
-                if create:
-                    # Found made, maybe by a writer that has not made it
-                    # durable yet: a write below it is acknowledged only
-                    # once its entry is on disk (docs/spec.md §6.3).
-                    os.fsync(fd)
             except FileNotFoundError:
                 if not create:
                     return None
@@ -151,9 +146,9 @@ def _make(parent: int, name: str, shown: str) -> int:
     for _ in range(8):
         with contextlib.suppress(FileExistsError):
             os.mkdir(name, 0o700, dir_fd=parent)
-        # Made here, or by a writer that may not have made it durable yet
-        # (killed between its mkdir and its fsync): a write acknowledged
-        # below it must not hang on an entry still only in memory (§6.3).
+        # Made here, or by a writer racing this one, which may not have made
+        # it durable yet: a write acknowledged below it must not rest on an
+        # entry still only in memory (§6.3).
         os.fsync(parent)
         try:
             return os.open(name, _DIR_FLAGS, dir_fd=parent)
@@ -195,11 +190,15 @@ _LOCKS = _Locks()
 #: with in-process locks of its own, since one a parent's thread held would
 #: be held forever in a child without that thread (docs/spec.md §6.3).
 _HELD: set[int] = set()
+#: Held while a lock file is opened and counted, or uncounted and closed,
+#: and across a fork: a child never inherits one open but not yet counted.
+_COUNTING = threading.Lock()
 
 
 def _forked() -> None:
-    global _LOCKS
+    global _LOCKS, _COUNTING
     _LOCKS = _Locks()
+    _COUNTING = threading.Lock()
     for fd in list(_HELD):
         with contextlib.suppress(OSError):
             os.close(fd)
@@ -207,20 +206,26 @@ def _forked() -> None:
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forked)
+    os.register_at_fork(
+        before=lambda: _COUNTING.acquire(),
+        after_in_parent=lambda: _COUNTING.release(),
+        after_in_child=_forked,
+    )
 
 
 def _open_lock(dir_fd: int, flags: int) -> int:
     """The directory's lock file opened with ``flags`` (``_LOCK_FLAGS`` added),
     counted as held until :func:`_close_lock`."""
-    fd = os.open(LOCK_NAME, flags | _LOCK_FLAGS, 0o600, dir_fd=dir_fd)
-    _HELD.add(fd)
+    with _COUNTING:
+        fd = os.open(LOCK_NAME, flags | _LOCK_FLAGS, 0o600, dir_fd=dir_fd)
+        _HELD.add(fd)
     return fd
 
 
 def _close_lock(fd: int) -> None:
-    _HELD.discard(fd)
-    os.close(fd)
+    with _COUNTING:
+        _HELD.discard(fd)
+        os.close(fd)
 
 
 @contextlib.contextmanager
@@ -418,8 +423,13 @@ def remove_tree(parent_fd: int, name: str, *, held: bool = True) -> None:
     lock = -1
     try:
         if not held:
-            with contextlib.suppress(FileNotFoundError):
+            try:
                 lock = _open_lock(fd, os.O_RDWR)
+            except OSError:
+                # None, or not a file (a directory, a link): no reader can
+                # hold it (readers open it as this does); it is removed below.
+                lock = -1
+            if lock >= 0:
                 fcntl.flock(lock, fcntl.LOCK_EX)
         for _ in range(_REMOVE_PASSES):
             with os.scandir(fd) as it:

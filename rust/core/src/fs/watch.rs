@@ -82,7 +82,8 @@ mod imp {
         }
 
         /// Watch the directory at `dir` below the root, its last component
-        /// not followed should it be a link by now.
+        /// not followed should it be a link by now (the components above
+        /// it are resolved as the path names them).
         pub fn add_dir(&self, dir: &Path) {
             let added = self
                 .watches
