@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import REPO, MakeBundle, write_bundle
@@ -541,3 +542,43 @@ def test_a_bm25f_explanation_marks_a_token_found_in_no_field_with_a_dash(
     terms = [line for line in capsys.readouterr().out.splitlines() if "terms: " in line]
     assert terms and all("ZEBRA (idf " in t and ", - → 0.0000)" in t for t in terms)
     assert all("REFUND (idf " in t and "body 1 → " in t for t in terms)
+
+
+def test_a_load_stopped_mid_way_erases_its_progress_bar(
+    make_bundle: MakeBundle, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/spec.md §10.1: the bar is erased when the load ends — one
+    stopped by Ctrl-C or an error too, which never reports "done" (§1.8)."""
+    import time
+
+    from okfast import cli
+
+    root = make_bundle({"a.md": "---\ntype: T\ntitle: A\n---\nx\n"})
+
+    def slow_bar() -> cli._ProgressBar:
+        bar = cli._ProgressBar()
+        bar.start = time.monotonic() - 5  # past the first second: shown
+        return bar
+
+    def interrupted(path: str, *, progress: Any, **kwargs: Any) -> Any:
+        progress("read", 1, 2)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli._ProgressBar, "maybe", staticmethod(slow_bar))
+    monkeypatch.setattr(cli.Bundle, "load", staticmethod(interrupted))
+    assert main(["validate", str(root)]) == 130
+    err = capsys.readouterr().err
+    assert err.startswith("\rokfast: read ") and err.endswith("\r\033[Kokfast: interrupted\n")
+
+
+def test_help_to_a_full_disk_is_one_line_not_a_traceback() -> None:
+    # docs/spec.md §10.4: --help is output like any other.
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "okfast", "--help"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    assert (done.returncode, done.stderr) == (1, "okfast: No space left on device\n")

@@ -180,6 +180,19 @@ def test_a_catalog_without_memory_is_a_usage_error(
     assert code == 2 and "no enabled memory sources" in err
 
 
+def test_a_catalog_path_in_a_message_is_escaped_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # docs/spec.md §10.1: every message on a terminal's stderr is escaped.
+    (tmp_path / "kb").mkdir()
+    named = tmp_path / "c\x1b[2J.json"
+    named.write_text('{"version": 1, "sources": [{"id": "kb", "path": "kb"}]}')
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True)
+    code, _, err = run(capsys, "memory", "list", "--catalog", str(named))
+    assert code == 2 and "no enabled memory sources" in err
+    assert "\x1b" not in err and "\\x1b[2J" in err
+
+
 # -- bad input: status 2, never a traceback (docs/spec.md §10.4) -------------------
 
 

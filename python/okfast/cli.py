@@ -74,9 +74,23 @@ class _ProgressBar:
     """A one-line progress bar on stderr for loads that take over a second;
     silent when stderr is not a terminal."""
 
+    #: The bar on screen, if one is: a load stopped by an error or Ctrl-C
+    #: never reaches "done", so main() erases it before its message.
+    showing: _ProgressBar | None = None
+
     def __init__(self) -> None:
         self.start = time.monotonic()
         self.shown = False
+
+    @classmethod
+    def erase(cls) -> None:
+        bar = cls.showing
+        if bar is not None and bar.shown:
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.write("\r\033[K")
+                sys.stderr.flush()
+            bar.shown = False
+        cls.showing = None
 
     @classmethod
     def maybe(cls) -> _ProgressBar | None:
@@ -99,6 +113,7 @@ class _ProgressBar:
         sys.stderr.write(f"\rokfast: {phase:<5} {bar}\033[K")
         sys.stderr.flush()
         self.shown = True
+        _ProgressBar.showing = self
 
 
 def _bundle_path(path: str) -> str:
@@ -482,13 +497,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if sys.stdout is None:
         print("okfast: standard output is closed", file=sys.stderr)
         return 1
-    args = build_parser().parse_args(argv)
     try:
+        # Inside: --help written to a full disk or a closed pipe is handled
+        # below, as any output is (§10.4).
+        args = build_parser().parse_args(argv)
         with safe_stdout():
             code: int = args.run(args)
             # Flushed here, so a failed write is handled below, not at exit.
             sys.stdout.flush()
     except OkfastError as e:
+        _ProgressBar.erase()
         # Bad input is one line and status 2, never a traceback (docs/spec.md
         # §10.4); a message that spans lines is joined onto one. Only at its
         # newlines: a file name it quotes may hold U+0085 or U+2028, which
@@ -497,6 +515,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_err(line)
         return 2
     except BrokenPipeError:
+        _ProgressBar.erase()
         # The reader went away (`okfast resolve ... | head`): stop quietly
         # with status 1, as Python's documentation advises, instead of a
         # traceback and an "Exception ignored" line when stdout is flushed
@@ -506,6 +525,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.dup2(devnull, sys.stdout.fileno())
         return 1
     except UnicodeEncodeError as e:
+        _ProgressBar.erase()
         # Text the output's encoding cannot hold (PYTHONIOENCODING=ascii, a
         # C locale): one line and status 1, never a traceback (§10.4).
         bad = e.object[e.start : e.end]
@@ -513,11 +533,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"okfast: cannot encode {bad!r} as {e.encoding}{hint}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        _ProgressBar.erase()
         # Ctrl-C where no command catches it (a load, a search): one line and
         # the shell's status for SIGINT, not a traceback (§10.4).
         print("okfast: interrupted", file=sys.stderr)
         return 130
     except OSError as e:
+        _ProgressBar.erase()
         # An output that cannot be written (a full disk, /dev/full) or another
         # I/O failure: one line and status 1, never a traceback (§10.4); the
         # unwritten rest is dropped so the exit's flush does not fail again.

@@ -36,7 +36,7 @@ def _open(args: argparse.Namespace, load: LoadCatalog) -> tuple[FileMemoryStore,
     scope = Scope(args.tenant, args.user, args.session)  # a bad id: InvalidArgumentError
     store = FileMemoryStore.from_catalog(catalog)
     if not store.roots:
-        print(f"okfast: {args.catalog} has no enabled memory sources", file=sys.stderr)
+        print_err(f"okfast: {args.catalog} has no enabled memory sources")
         return None
     return store, scope
 
