@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from conftest import write_bundle
 from eval_extra import requires_eval_extra
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from okfast import Catalog, InvalidArgumentError, JudgedSet, Resolver, Scorer, Strategy
 from okfast.cli import main
@@ -564,3 +564,65 @@ def test_the_provenance_names_the_catalog_that_was_measured(tmp_path: Path) -> N
     assert prov["catalog_sha256"] == "sha256:" + hashlib.sha256(measured).hexdigest()
     by_path = with_provenance(report, catalog=catalog, qrels=None).provenance or {}
     assert by_path["catalog_sha256"] != prov["catalog_sha256"]
+
+
+@given(
+    st.lists(
+        st.lists(st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0]), min_size=10, max_size=10),
+        min_size=3,
+        max_size=3,
+    )
+)
+@example(
+    [
+        [0.5, 0.5, 0.5, 0.0, 0.5, 0.75, 0.75, 0.5, 0.5, 0.75],  # current: 0.525
+        [0.75, 0.25, 0.5, 0.0, 1.0, 0.25, 0.5, 0.25, 1.0, 0.25],  # BM25F defaults: 0.475
+        [0.5, 1.0, 1.0, 1.0, 0.75, 0.75, 0.75, 0.75, 0.5, 0.75],  # best: 0.775
+    ]
+)
+def test_the_choice_never_scores_below_the_current_settings(values: list[list[float]]) -> None:
+    """docs/spec.md §14.2: an anchor below the current settings is passed
+    over, so neither a fold's choice nor the proposal is below them on the
+    queries it was chosen on (a noisy anchor used to pass the margin)."""
+    queries = [JudgedQuery(f"q{i}", "t", {"d": 1}) for i in range(10)]
+    configs = [Settings(), Settings(scorer=Scorer.BM25F), Settings(scorer=Scorer.FUSION)]
+    trials = [Trial(c, tuple(v)) for c, v in zip(configs, values, strict=True)]
+    for qs in (range(10), [i for i in range(10) if i % 5 != 0]):
+        chosen = _choose(trials, qs, [0, 1], 2.0)
+        assert trials[chosen].mean_over(qs) >= trials[0].mean_over(qs)
+    report = _decide(
+        queries, trials, "ndcg@10", 5, 0, 3, 3, False, anchored=[0, 1], standard_errors=2.0
+    )
+    if report.proposed is not None:
+        assert trials[report.proposed].mean > trials[0].mean
+
+
+@requires_eval_extra
+def test_every_trial_measures_one_corpus_though_the_bundle_changes(tmp_path: Path) -> None:
+    """docs/spec.md §14.1: the snapshots every trial reads (each analyzer
+    language too) are loaded before the first; an edit while tune runs
+    changes no trial."""
+    from okfast.evaluation import evaluate
+
+    words = ["lamination", "proofing", "scoring", "retarding", "glazing"]
+    page = "---\ntype: T\ntitle: {t}\n---\nabout {t}\n"
+    write_bundle(tmp_path / "docs", {f"{w}.md": page.format(t=w) for w in words})
+    (tmp_path / "catalog.json").write_text(
+        json.dumps({"version": 1, "sources": [{"id": "docs", "path": "docs"}]})
+    )
+    lines = [json.dumps({"qid": w, "query": w, "relevant": {w: 1}}) for w in words]
+    (tmp_path / "q.jsonl").write_text("\n".join(lines) + "\n")
+    judged = JudgedSet.load(tmp_path / "q.jsonl")
+    r = Resolver(Catalog.load(tmp_path / "catalog.json"), max_staleness=math.inf)
+
+    def edit(done: int, total: int, best: float) -> None:
+        if done == 1:
+            for w in words:
+                (tmp_path / "docs" / f"{w}.md").write_text(page.format(t="other"))
+
+    report = tune(r, judged, budget=6, workers=1, progress=edit)
+    assert {t.mean for t in report.trials} == {1.0}
+    # The corpus did change: a refreshing evaluate sees it; one that does
+    # not reads the snapshots as they are (how eval compares with a baseline).
+    assert evaluate(r, judged, refresh=False).metrics["ndcg@10"] == 1.0
+    assert evaluate(r, judged).metrics["ndcg@10"] == 0.0

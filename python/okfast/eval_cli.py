@@ -73,7 +73,15 @@ def _run(args: argparse.Namespace, load: LoadCatalog, out: PrintJson) -> int:
     baseline: EvalReport | None = None
     if has_baseline:
         baseline = evaluate(resolver.configured(base), judged, query=make, depth=args.limit)
-    report = evaluate(resolver, judged, query=make, depth=args.limit, baseline=baseline)
+    # The baseline's snapshots, not refreshed between the two (§11.5).
+    report = evaluate(
+        resolver,
+        judged,
+        query=make,
+        depth=args.limit,
+        baseline=baseline,
+        refresh=baseline is None,
+    )
     if args.run_out is not None:
         try:
             # Missing folders are made, as for tune's --out and --plot.

@@ -25,7 +25,12 @@ import numpy as np
 
 from okfast.bundle import Bundle
 from okfast.comparison import Comparison, compare
-from okfast.errors import InvalidArgumentError, MissingDependencyError, OkfastError
+from okfast.errors import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    MissingDependencyError,
+    OkfastError,
+)
 from okfast.model import Diagnostic, DiagnosticCode
 from okfast.qrels import JudgedQuery, JudgedSet, encode_id
 from okfast.query import Query
@@ -134,6 +139,7 @@ def evaluate(
     depth: int = DEFAULT_DEPTH,
     baseline: EvalReport | None = None,
     workers: int | None = None,
+    refresh: bool = True,
 ) -> EvalReport:
     """Search every judged query with ``resolver`` and measure the rankings
     (docs/spec.md §11.2–§11.3).
@@ -145,7 +151,9 @@ def evaluate(
     report of another configuration on the same judged set) the report carries
     a :class:`~okfast.comparison.Comparison`. ``workers`` threads search the
     queries (default one per core; ``okfast tune``, which runs configurations
-    side by side, uses one).
+    side by side, uses one). ``refresh=False`` searches the snapshots the
+    resolver holds as they are: a caller measuring several configurations on
+    one corpus refreshes once, before the first.
     """
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
         raise InvalidArgumentError(f"depth must be a whole number >= 1, got {depth!r}")
@@ -172,7 +180,10 @@ def evaluate(
     qrels_by_qid = ids.judgements(judged, diagnostics)
 
     make: QueryMaker = query or (lambda q: Query(q.text, limit=depth))
-    resolver.refresh()  # every source loaded before the clock starts
+    if not isinstance(refresh, bool):
+        raise InvalidArgumentTypeError(f"refresh must be True or False, got {refresh!r}")
+    if refresh:
+        resolver.refresh()  # every source loaded before the clock starts
     rankings, latencies, found = _search_all(
         resolver, [make(q) for q in judged.queries], depth, workers or os.cpu_count() or 1
     )

@@ -394,6 +394,16 @@ def tune(
     # which thread finished first.
     pool = ThreadPoolExecutor(max_workers=workers or min(4, os.cpu_count() or 1))
     futures: list[Any] = []
+    # Every snapshot a trial reads (one per source and analyzer language)
+    # loaded now, before the first trial: the trials all measure one corpus,
+    # however the bundles change while they run (docs/spec.md §14.1).
+    resolver.refresh()
+    loaded = set()
+    for c in configs:
+        analyzer = (c.bm25f.language if c.bm25f is not None else None, tuple(c.languages.items()))
+        if analyzer not in loaded:
+            loaded.add(analyzer)
+            resolver.configured(c).refresh()
     with resolver.reusing_counts():
         try:
             futures = [
@@ -454,7 +464,11 @@ def _measure(
     # The configuration's own defaults, never the resolver's: a choice it
     # leaves open (no fairness quota) is the built-in one, as when applied.
     # One search thread: the trials already run side by side.
-    report = evaluate(resolver.configured(config), judged, query=make, depth=depth, workers=1)
+    # The corpus tune() refreshed once: every trial measures the same one
+    # (docs/spec.md §14.1).
+    report = evaluate(
+        resolver.configured(config), judged, query=make, depth=depth, workers=1, refresh=False
+    )
     return Trial(config, tuple(q.metrics[objective] for q in report.per_query)), report.diagnostics
 
 
@@ -520,7 +534,12 @@ def _choose(
     standard errors of the per-query differences; else the best. Ties go to
     the earlier trial, so the current settings win a tie."""
     best = max(range(len(trials)), key=lambda t: (trials[t].mean_over(queries), -t))
+    floor = trials[0].mean_over(queries)
     for a in sorted(anchored, key=lambda t: (-trials[t].mean_over(queries), t)):
+        if trials[a].mean_over(queries) < floor:
+            # Never an anchor below the current settings (docs/spec.md
+            # §14.2): a noisier one could pass the margin the best failed.
+            break
         # The best itself leads by 0: an anchor that is the best is kept.
         lead, se = _lead(trials[best], trials[a], queries)
         if lead <= z * se:
