@@ -344,3 +344,14 @@ def test_a_loaded_set_carries_the_digest_of_the_bytes_it_read(tmp_path: Path) ->
     assert judged.sha256 == "sha256:" + hashlib.sha256(data).hexdigest()
     assert [q.qid for q in judged] == ["q"]
     assert JudgedSet.parse_jsonl(data).sha256 is None
+
+
+def test_a_numpy_grade_is_a_whole_number() -> None:
+    # docs/spec.md §5.1: numpy's integers are whole numbers, kept as int.
+    import numpy as np
+
+    q = JudgedQuery("q", "text", {"d": np.int64(2), "e": np.uint8(0)})
+    assert dict(q.judgements) == {"d": 2, "e": 0}
+    assert all(type(g) is int for g in q.judgements.values())
+    with pytest.raises(InvalidArgumentError, match="grade"):
+        JudgedQuery("q", "text", {"d": np.float64(2.0)})

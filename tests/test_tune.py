@@ -626,3 +626,27 @@ def test_every_trial_measures_one_corpus_though_the_bundle_changes(tmp_path: Pat
     # not reads the snapshots as they are (how eval compares with a baseline).
     assert evaluate(r, judged, refresh=False).metrics["ndcg@10"] == 1.0
     assert evaluate(r, judged).metrics["ndcg@10"] == 0.0
+
+
+@requires_eval_extra
+def test_numpy_integers_are_whole_numbers_for_tune_and_evaluate(tmp_path: Path) -> None:
+    # docs/spec.md §5.1: numpy's integers are whole numbers everywhere.
+    import numpy as np
+    from okfast.evaluation import evaluate
+
+    write_bundle(
+        tmp_path / "docs", {f"{w}.md": f"---\ntype: T\ntitle: {w}\n---\n{w}\n" for w in "abc"}
+    )
+    (tmp_path / "catalog.json").write_text(
+        json.dumps({"version": 1, "sources": [{"id": "docs", "path": "docs"}]})
+    )
+    lines = [json.dumps({"qid": w, "query": w, "relevant": {w: 1}}) for w in "abc"]
+    (tmp_path / "q.jsonl").write_text("\n".join(lines) + "\n")
+    judged = JudgedSet.load(tmp_path / "q.jsonl")
+    r = Resolver(Catalog.load(tmp_path / "catalog.json"))
+    report = evaluate(r, judged, depth=np.int64(10), workers=np.int32(1))
+    assert report.depth == 10 and type(report.depth) is int
+    t = tune(r, judged, budget=np.int64(3), folds=np.int64(2), seed=np.int64(1), workers=np.int8(1))
+    assert (t.budget, t.seed) == (3, 1) and type(t.seed) is int
+    with pytest.raises(InvalidArgumentError, match="budget must be a whole number >= 1"):
+        tune(r, judged, budget=np.float64(3))

@@ -34,6 +34,7 @@ from okfast.errors import (
 from okfast.model import Diagnostic, DiagnosticCode
 from okfast.qrels import JudgedQuery, JudgedSet, encode_id
 from okfast.query import Query
+from okfast.scoring import whole_at_least
 
 if TYPE_CHECKING:
     from okfast.catalog import Source
@@ -155,12 +156,9 @@ def evaluate(
     resolver holds as they are: a caller measuring several configurations on
     one corpus refreshes once, before the first.
     """
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-        raise InvalidArgumentError(f"depth must be a whole number >= 1, got {depth!r}")
-    if workers is not None and (
-        isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
-    ):
-        raise InvalidArgumentError(f"workers must be a whole number >= 1, got {workers!r}")
+    depth = whole_at_least("depth", depth, 1)
+    if workers is not None:
+        workers = whole_at_least("workers", workers, 1)
     judged = qrels if isinstance(qrels, JudgedSet) else JudgedSet.load(qrels)
     if not judged.queries:
         first = next((f" ({d.path}: {d.message})" for d in judged.diagnostics), "")

@@ -27,6 +27,7 @@ from okfast import _native, strict_json
 from okfast.arguments import surrogate_in
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.model import Diagnostic, DiagnosticCode, Severity
+from okfast.scoring import whole_of
 
 #: The white space of docs/spec.md (not Python's ``str.split`` set).
 _WHITE_SPACE: str = _native.WHITE_SPACE
@@ -122,14 +123,18 @@ class JudgedQuery:
                 continue
             raise InvalidArgumentError(f"a judged query's {what} {s!r} {why}")
         # A copy, read-only: the checks below must hold for what is measured.
-        object.__setattr__(self, "judgements", MappingProxyType(dict(self.judgements)))
         # Grades go to C as an `int` too: a larger one is wrapped (wrong
         # metrics) or crashes the interpreter, as a file's would (§11.1).
+        # A numpy integer is a whole number (§5.1), kept as an int.
+        grades = {}
         for doc, grade in self.judgements.items():
-            if not _is_grade(grade):
+            whole = whole_of(grade)
+            if whole is None or not _is_grade(whole):
                 raise InvalidArgumentError(
                     f"a judged query's grade of {doc!r} must be {_GRADE_RANGE}, got {grade!r}"
                 )
+            grades[doc] = whole
+        object.__setattr__(self, "judgements", MappingProxyType(grades))
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,16 @@ def real_of(value: object) -> int | float | None:
         return math.inf if cast(float, value) > 0 else -math.inf
 
 
+def whole_at_least(name: str, value: object, low: int | None) -> int:
+    """``value`` as an ``int`` if it is a whole number (:func:`whole_of`:
+    numpy's integers too) of at least ``low`` (any, for ``None``)."""
+    n = whole_of(value)
+    if n is None or (low is not None and n < low):
+        floor = "" if low is None else f" >= {low}"
+        raise InvalidArgumentError(f"{name} must be a whole number{floor}, got {value!r}")
+    return n
+
+
 def count_of(name: str, value: object) -> int:
     """``value`` as an ``int`` if it is a whole number from 1 to :data:`MAX_COUNT`."""
     n = whole_of(value)

@@ -53,7 +53,7 @@ from okfast.model import Diagnostic
 from okfast.qrels import JudgedQuery, JudgedSet
 from okfast.query import Query, Strategy
 from okfast.resolver import Resolver
-from okfast.scoring import DEFAULT_BM25F, BM25FParams, Scorer
+from okfast.scoring import DEFAULT_BM25F, BM25FParams, Scorer, whole_at_least
 from okfast.settings import ResolverDefaults, Settings
 
 #: What ``okfast tune`` can maximise (docs/spec.md §14.1).
@@ -359,11 +359,10 @@ def tune(
         raise InvalidArgumentError(
             f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}"
         )
-    for name, v, low in (("budget", budget, 1), ("folds", folds, 2)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < low:
-            raise InvalidArgumentError(f"{name} must be a whole number >= {low}, got {v!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise InvalidArgumentError(f"seed must be a whole number, got {seed!r}")
+    # Whole numbers as everywhere (docs/spec.md §5.1): numpy's too, kept as int.
+    budget = whole_at_least("budget", budget, 1)
+    folds = whole_at_least("folds", folds, 2)
+    seed = whole_at_least("seed", seed, None)
     if (
         isinstance(standard_errors, bool)
         or not isinstance(standard_errors, (int, float))
@@ -373,10 +372,8 @@ def tune(
         huge = isinstance(standard_errors, int) and not _finite(standard_errors)
         shown = "an integer past the largest float" if huge else repr(standard_errors)
         raise InvalidArgumentError(f"standard_errors must be a finite number >= 0, got {shown}")
-    if workers is not None and (
-        isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
-    ):
-        raise InvalidArgumentError(f"workers must be a whole number >= 1, got {workers!r}")
+    if workers is not None:
+        workers = whole_at_least("workers", workers, 1)
     if len(judged.queries) < folds:
         raise InvalidArgumentError(
             f"{folds} folds need at least {folds} judged queries, got {len(judged.queries)}"
