@@ -119,6 +119,8 @@ def test_diagnostics_of_the_set_the_catalog_and_the_searches(single: Resolver) -
         "such concept); it counts as relevant and never retrieved."
     )
     assert report.diagnostics[2].source_id == "kb"
+    zero = evaluate(single, judged(("q1", "alpha", {"d1": 1, "ghost": 0})))
+    assert zero.diagnostics[0].message.endswith("; it is judged not relevant and never retrieved.")
     # `kb:d1` named the same document as `d1`: the first grade (1) was kept.
     assert report.query("q1").metrics["ndcg@10"] == pytest.approx(
         (1 / math.log2(2)) / (1 / math.log2(2) + 1 / math.log2(3))

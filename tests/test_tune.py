@@ -650,3 +650,20 @@ def test_numpy_integers_are_whole_numbers_for_tune_and_evaluate(tmp_path: Path) 
     assert (t.budget, t.seed) == (3, 1) and type(t.seed) is int
     with pytest.raises(InvalidArgumentError, match="budget must be a whole number >= 1"):
         tune(r, judged, budget=np.float64(3))
+
+
+def test_a_search_stopped_short_ends_its_progress_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # docs/spec.md §14.5: after Ctrl-C the report starts on a line of its own.
+    from okfast.tune_cli import _Bar
+
+    bar = _Bar()
+    bar(1, 3, 0.5)
+    bar.end()
+    bar.end()  # once only
+    err = capsys.readouterr().err
+    assert err.startswith("\rtune [") and err.endswith("s\n") and err.count("\n") == 1
+    bar(3, 3, 0.5)
+    bar.end()
+    assert capsys.readouterr().err.count("\n") == 1  # the full bar ended its line itself

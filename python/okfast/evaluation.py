@@ -336,7 +336,12 @@ class _DocIds:
                         _warning(
                             DiagnosticCode.UNKNOWN_DOC_ID,
                             f"Judged document '{doc}' of query '{qid}' is not in the catalog "
-                            f"({problem}); it counts as relevant and never retrieved.",
+                            f"({problem}); "
+                            + (
+                                "it counts as relevant and never retrieved."
+                                if grade > 0
+                                else "it is judged not relevant and never retrieved."
+                            ),
                             where,
                         )
                     )

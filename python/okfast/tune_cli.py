@@ -40,6 +40,14 @@ class _Bar:
 
     def __init__(self) -> None:
         self.start = time.monotonic()
+        self.open = False
+
+    def end(self) -> None:
+        """End a line the search left unfinished (a Ctrl-C stops it short
+        of the last configuration), so the report starts on its own line."""
+        if self.open:
+            print(file=sys.stderr, flush=True)
+            self.open = False
 
     def __call__(self, done: int, total: int, best: float) -> None:
         spent = time.monotonic() - self.start
@@ -53,6 +61,7 @@ class _Bar:
             file=sys.stderr,
             flush=True,
         )
+        self.open = done < total
 
 
 def _run(args: argparse.Namespace, load: Any, out: Any) -> int:
@@ -109,6 +118,8 @@ def _run(args: argparse.Namespace, load: Any, out: Any) -> int:
         progress=bar,
         standard_errors=args.standard_errors,
     )
+    if bar is not None:
+        bar.end()
     report = with_provenance(
         report,
         catalog=catalog,
