@@ -84,13 +84,13 @@ class _ProgressBar:
 
     @classmethod
     def erase(cls) -> None:
-        bar = cls.showing
-        if bar is not None and bar.shown:
+        """Erase the bar on screen, if one is."""
+        bar, cls.showing = cls.showing, None
+        if bar is not None:
+            bar.shown = False
             with contextlib.suppress(OSError, ValueError):
                 sys.stderr.write("\r\033[K")
                 sys.stderr.flush()
-            bar.shown = False
-        cls.showing = None
 
     @classmethod
     def maybe(cls) -> _ProgressBar | None:
@@ -99,9 +99,7 @@ class _ProgressBar:
     def __call__(self, phase: str, done: int, total: int) -> None:
         if phase == "done":
             if self.shown:
-                sys.stderr.write("\r\033[K")
-                sys.stderr.flush()
-                self.shown = False
+                _ProgressBar.erase()
             return
         if time.monotonic() - self.start < 1.0:
             return
@@ -501,12 +499,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Inside: --help written to a full disk or a closed pipe is handled
         # below, as any output is (§10.4).
         args = build_parser().parse_args(argv)
-        with safe_stdout():
-            code: int = args.run(args)
-            # Flushed here, so a failed write is handled below, not at exit.
-            sys.stdout.flush()
+        try:
+            with safe_stdout():
+                code: int = args.run(args)
+                # Flushed here, so a failed write is handled below, not at exit.
+                sys.stdout.flush()
+        except BaseException:
+            # A load stopped by an error or Ctrl-C never reports "done"
+            # (§1.8): its bar goes before the message below.
+            _ProgressBar.erase()
+            raise
     except OkfastError as e:
-        _ProgressBar.erase()
         # Bad input is one line and status 2, never a traceback (docs/spec.md
         # §10.4); a message that spans lines is joined onto one. Only at its
         # newlines: a file name it quotes may hold U+0085 or U+2028, which
@@ -515,7 +518,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_err(line)
         return 2
     except BrokenPipeError:
-        _ProgressBar.erase()
         # The reader went away (`okfast resolve ... | head`): stop quietly
         # with status 1, as Python's documentation advises, instead of a
         # traceback and an "Exception ignored" line when stdout is flushed
@@ -525,7 +527,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.dup2(devnull, sys.stdout.fileno())
         return 1
     except UnicodeEncodeError as e:
-        _ProgressBar.erase()
         # Text the output's encoding cannot hold (PYTHONIOENCODING=ascii, a
         # C locale): one line and status 1, never a traceback (§10.4).
         bad = e.object[e.start : e.end]
@@ -533,13 +534,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"okfast: cannot encode {bad!r} as {e.encoding}{hint}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        _ProgressBar.erase()
         # Ctrl-C where no command catches it (a load, a search): one line and
         # the shell's status for SIGINT, not a traceback (§10.4).
         print("okfast: interrupted", file=sys.stderr)
         return 130
     except OSError as e:
-        _ProgressBar.erase()
         # An output that cannot be written (a full disk, /dev/full) or another
         # I/O failure: one line and status 1, never a traceback (§10.4); the
         # unwritten rest is dropped so the exit's flush does not fail again.

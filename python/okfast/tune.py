@@ -33,6 +33,7 @@ for choosing among models that the data cannot tell apart.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import math
@@ -47,7 +48,7 @@ from typing import Any
 
 from okfast import __version__
 from okfast.catalog import Catalog
-from okfast.errors import InvalidArgumentError
+from okfast.errors import InvalidArgumentError, OkfastError
 from okfast.evaluation import DEFAULT_DEPTH, evaluate
 from okfast.model import Diagnostic
 from okfast.qrels import JudgedQuery, JudgedSet
@@ -391,16 +392,15 @@ def tune(
     # which thread finished first.
     pool = ThreadPoolExecutor(max_workers=workers or min(4, os.cpu_count() or 1))
     futures: list[Any] = []
-    # Every snapshot a trial reads (one per source and analyzer language)
-    # loaded now, before the first trial: the trials all measure one corpus,
-    # however the bundles change while they run (docs/spec.md §14.1).
+    # Every snapshot a trial reads (per source and analyzer) refreshed or
+    # loaded once, before the first trial: all measure one corpus (§14.1).
+    # One that cannot be loaded is reported by the trials' searches.
     resolver.refresh()
-    loaded = set()
-    for c in configs:
-        analyzer = (c.bm25f.language if c.bm25f is not None else None, tuple(c.languages.items()))
-        if analyzer not in loaded:
-            loaded.add(analyzer)
-            resolver.configured(c).refresh()
+    analyzers = {(c.bm25f.language if c.bm25f else None, *c.languages.items()): c for c in configs}
+    for trial in map(resolver.configured, analyzers.values()):
+        for s in knowledge:
+            with contextlib.suppress(OSError, OkfastError):
+                trial.snapshot(s)
     with resolver.reusing_counts():
         try:
             futures = [

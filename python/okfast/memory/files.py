@@ -393,15 +393,17 @@ def sweep_aside(parent_fd: int) -> None:
                 os.close(fd)
 
 
-def _probe_lock(dir_fd: int) -> int | None:
-    """The directory's lock file, locked without waiting (``-1``: it has
-    none); ``None`` when someone holds it."""
+def _probe_lock(dir_fd: int, *, wait: bool = False) -> int | None:
+    """The directory's lock file, locked exclusively (``-1``: it has none, or
+    its name is no file — a directory, a link — which no reader can hold, as
+    readers open it as this does); without ``wait``, ``None`` when someone
+    holds it."""
     try:
         lock = _open_lock(dir_fd, os.O_RDWR)
-    except FileNotFoundError:
+    except OSError:
         return -1
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(lock, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         _close_lock(lock)
         return None
@@ -423,14 +425,8 @@ def remove_tree(parent_fd: int, name: str, *, held: bool = True) -> None:
     lock = -1
     try:
         if not held:
-            try:
-                lock = _open_lock(fd, os.O_RDWR)
-            except OSError:
-                # None, or not a file (a directory, a link): no reader can
-                # hold it (readers open it as this does); it is removed below.
-                lock = -1
-            if lock >= 0:
-                fcntl.flock(lock, fcntl.LOCK_EX)
+            taken = _probe_lock(fd, wait=True)  # waiting: never None
+            lock = -1 if taken is None else taken
         for _ in range(_REMOVE_PASSES):
             with os.scandir(fd) as it:
                 entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
