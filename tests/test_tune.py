@@ -5,11 +5,13 @@ apply/revert with a history, the CLI, Ctrl-C, the plot."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 from pathlib import Path
 from typing import Any
 
+import okfast.tune as tune_module
 import pytest
 from conftest import write_bundle
 from eval_extra import requires_eval_extra
@@ -84,6 +86,34 @@ def test_candidates_are_distinct_deterministic_and_start_with_the_current() -> N
     multi = candidates(Settings(), multi_source=True, budget=200, seed=0)
     assert len({c.strategy for c in multi}) == len(Strategy)
     assert space_size(True) > space_size(False) > 10**5
+
+
+def test_the_grid_is_used_when_its_union_with_the_leading_ones_fits_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A small space holding every scorer's defaults: the leading
+    # configurations are all in the grid, so the union is the space itself
+    # and a budget of its size takes the whole grid, in grid order.
+    for name, values in [
+        ("K1", (2.0, 1.2)),
+        ("SHORT_B", (0.8, 0.2)),
+        ("BODY_B", (0.6,)),
+        ("TITLE_WEIGHT", (3.0,)),
+        ("SIDE_WEIGHT", (2.0,)),
+        ("ANALYZERS", ((None, False),)),
+        ("RRF_K", (60,)),
+    ]:
+        monkeypatch.setattr(tune_module, name, values)
+    n = space_size(False)
+    assert n == 1 + 8 * 2
+    got = [c.to_json() for c in candidates(Settings(), multi_source=False, budget=n, seed=0)]
+    grid = [
+        tune_module._settings_of(v, Settings()).to_json()
+        for v in itertools.product(*tune_module._space(False))
+    ]
+    leading = got[:3]
+    assert set(leading) <= set(grid)
+    assert got == leading + [g for g in dict.fromkeys(grid) if g not in leading]
 
 
 def trial(*values: float) -> Trial:

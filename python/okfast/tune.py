@@ -311,9 +311,12 @@ def candidates(current: Settings, *, multi_source: bool, budget: int, seed: int)
     for s in anchors(current, multi_source=multi_source):
         add(s)
     dims = _space(multi_source)
-    if space_size(multi_source) + len(out) <= budget:
-        for values in itertools.product(*dims):
-            add(_settings_of(values, base))
+    fits = space_size(multi_source) <= budget  # the product is built only when it might fit
+    grid = [_settings_of(values, base) for values in itertools.product(*dims)] if fits else []
+    # The leading ones the grid holds too count once (docs/spec.md §14.2).
+    if fits and len(out.keys() | {s.to_json() for s in grid}) <= budget:
+        for s in grid:
+            add(s)
     else:
         rng = random.Random(seed)
         tries = 0
