@@ -320,6 +320,21 @@ def test_a_settings_path_naming_the_catalog_itself_is_malformed(tmp: Path) -> No
         assert "names the catalog file itself" in e.value.diagnostics[0].message
 
 
+def test_a_settings_path_that_is_another_name_of_the_catalog_is_malformed(tmp: Path) -> None:
+    # docs/spec.md §4.1: the same file by a symbolic or a hard link.
+    p = write(tmp, {"version": 1, "sources": [src()], "settings": "alias.json"})
+    for make in (os.symlink, os.link):
+        (tmp / "alias.json").unlink(missing_ok=True)
+        make(p, tmp / "alias.json")
+        with pytest.raises(CatalogError) as e:
+            Catalog.load(p)
+        assert [d.code for d in e.value.diagnostics] == ["MalformedSettings"]
+        assert "names the catalog file itself" in e.value.diagnostics[0].message
+    (tmp / "alias.json").unlink()
+    (tmp / "alias.json").write_text("{}")
+    assert Catalog.load(p).settings_path == tmp / "alias.json"
+
+
 def test_the_digest_is_of_the_bytes_parsed(tmp: Path) -> None:
     import hashlib
 

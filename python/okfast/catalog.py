@@ -530,8 +530,17 @@ def _read_and_parse(
         return (), (CatalogDiagnostic("ParseError", why),), None, None
     digest = "sha256:" + hashlib.sha256(data).hexdigest()
     sources, diags, settings = _parse(text, p.parent, root)
-    if settings is not None and directory_key(settings) == directory_key(p):
-        # `tune --apply` would write settings over the catalog (§4.1).
+    if settings is not None and (directory_key(settings) == directory_key(p) or _same(settings, p)):
+        # `tune --apply` would write settings over the catalog (§4.1); a
+        # link or a second name of it is the same file, whatever the spelling.
         why = f"'settings' path names the catalog file itself ({p})"
         diags = (CatalogDiagnostic("MalformedSettings", why), *diags)
     return sources, diags, settings, digest
+
+
+def _same(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` are one file now (a missing ``a``: no)."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
