@@ -3,9 +3,10 @@ malformed files left alone, deletion, and the knowledge scorer on memory."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -616,6 +617,34 @@ def test_a_scope_erased_by_another_store_is_dropped_from_memory(tmp_path: Path) 
     assert deleter.delete_scope(alice).tiers_deleted == (Tier.USER,)
     assert reader.read(alice, "secret").passages == ()
     assert len(reader._cache) == 0
+
+
+def test_a_read_racing_a_delete_does_not_keep_what_it_erased(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/spec.md §6.3: a snapshot loaded while a delete of the same store
+    ran is served to its read, not kept after the delete cleared the rest."""
+    store = make_store(tmp_path)
+    alice = Scope("A", "alice")
+    assert store.write(alice, entry("secret"), Tier.USER).written
+    real = files.read_locked
+    erased: list[bool] = []
+
+    @contextlib.contextmanager
+    def then_erased(fd: int) -> Iterator[None]:
+        with real(fd):
+            yield
+        # The delete runs once the read let go of the lock, before the read
+        # keeps its snapshot: the window a concurrent delete can fall in.
+        if not erased:
+            erased.append(store.delete_scope(alice).tiers_deleted == (Tier.USER,))
+
+    monkeypatch.setattr(files, "read_locked", then_erased)
+    assert store.read(alice, "secret").passages
+    assert erased == [True]
+    assert len(store._cache) == 0
+    monkeypatch.undo()
+    assert store.read(alice, "secret").passages == ()
 
 
 def test_a_scope_made_by_a_racing_writer_is_fsynced_before_a_write_below_it(

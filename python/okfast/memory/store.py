@@ -179,6 +179,9 @@ class FileMemoryStore:
             self._roots[t] = _root_of(t, root)
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, tuple[files.DirHandle, Bundle]] = OrderedDict()
+        #: How many deletes this store has finished: a snapshot loaded while
+        #: one ran is served but not kept (docs/spec.md §6.3).
+        self._erasures = 0
 
     @classmethod
     def from_catalog(cls, catalog: Catalog) -> FileMemoryStore:
@@ -212,6 +215,8 @@ class FileMemoryStore:
         rel = memory_path(tier, scope)
         if not files.SUPPORTED:
             return None, _unavailable(tier, "memory needs a POSIX file system API")
+        with self._lock:
+            erasures = self._erasures
         try:
             root_fd = files.open_root(self._roots[tier])
             if root_fd is None:
@@ -247,8 +252,11 @@ class FileMemoryStore:
                 with files.read_locked(here.fd):
                     bundle = Bundle.load(here.path, cache=False, language=language)
             with self._lock:
-                self._cache[slot] = (here, bundle)
-                self._cache.move_to_end(slot)
+                # A delete that finished meanwhile cleared the snapshots: this
+                # one may be of what it erased, so it is not put back.
+                if self._erasures == erasures:
+                    self._cache[slot] = (here, bundle)
+                    self._cache.move_to_end(slot)
                 while len(self._cache) > _CACHE_SIZE:
                     self._cache.popitem(last=False)
             return bundle, None
@@ -478,6 +486,7 @@ class FileMemoryStore:
             except OSError as e:
                 errors.append(f"{t.value}: I/O error: {e}")
         with self._lock:
+            self._erasures += 1
             self._cache.clear()
         deleted.sort(key=READ_ORDER.index)
         return MemoryDeleteResult(tuple(deleted), "; ".join(errors) or None)
