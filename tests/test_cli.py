@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -102,6 +103,21 @@ def test_a_one_line_error_keeps_a_name_holding_a_line_separator(
         (["tune", "--catalog", "c.json", "--folds", "-1"], "must be >= 2: -1"),
         (["tune", "--catalog", "c.json", "--folds", "1"], "must be >= 2: 1"),
         (["eval", "--catalog", "c.json", "--qrels", "q", "--limit", "-1"], "must be >= 1: -1"),
+        # A fairness quota is a count (docs/spec.md §5.1, §10.1): refused past
+        # 2**32 - 1 by the parser, naming that bound, not later by Query.
+        (
+            ["resolve", "--catalog", "c.json", "q", "--fairness-quota", "4294967296"],
+            "must be <= 4294967295: 4294967296",
+        ),
+        (
+            ["eval", "--catalog", "c.json", "--qrels", "q", "--fairness-quota", "4294967296"],
+            "must be <= 4294967295: 4294967296",
+        ),
+        (
+            ["eval", "--catalog", "c.json", "--qrels", "q"]
+            + ["--baseline-fairness-quota", "4294967296"],
+            "must be <= 4294967295: 4294967296",
+        ),
     ],
 )
 def test_a_usage_error_names_the_options_own_bound(
@@ -309,6 +325,40 @@ def test_a_closed_pipe_ends_the_output_quietly() -> None:
     assert (r.returncode, r.stderr) == (1, "")
 
 
+@pytest.mark.parametrize(
+    ("argv", "status"),
+    [
+        (["resolve", "--catalog", str(EXAMPLES / "catalog.json"), ""], 2),  # a blank query
+        (["resolve", "--catalog", str(EXAMPLES / "catalog.json"), "q", "--limit", "-1"], 2),
+        (["resolve", "--catalog", str(EXAMPLES / "no-such-catalog.json"), "q"], 2),
+        # Done, with its diagnostics summary on stderr.
+        (["search", "{bundle}", "hello"], 0),
+    ],
+)
+def test_a_stderr_whose_reader_left_keeps_the_commands_status(
+    make_bundle: MakeBundle, argv: list[str], status: int
+) -> None:
+    """`okfast resolve … 2>&1 | head -0` for bad input: a message stderr
+    cannot take is dropped, the status is the command's own (docs/spec.md
+    §10.4), not the 1 of a failed write."""
+    bundle = make_bundle({"a.md": "---\ntype: T\n---\nhello\n", "b.md": "---\ntype: T\n"})
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "okfast", *(a.format(bundle=bundle) for a in argv)],
+            stdout=subprocess.PIPE,
+            stderr=write_end,
+            text=True,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert r.returncode == status
+    if status == 0:
+        assert r.stdout.split()[1] == "a"
+
+
 def _resolve_with_closed(fd: int) -> subprocess.CompletedProcess[str]:
     """``okfast resolve`` started with file descriptor ``fd`` closed (``>&-``)."""
     return subprocess.run(
@@ -400,6 +450,68 @@ def run_bad(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int | 
     return code, capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("command", "option"),
+    [
+        (["resolve", "--catalog", CATALOG_JSON, "q"], "--fairness-quota"),
+        (["eval", "--catalog", CATALOG_JSON, "--qrels", "q"], "--fairness-quota"),
+        (["eval", "--catalog", CATALOG_JSON, "--qrels", "q"], "--baseline-fairness-quota"),
+    ],
+)
+def test_a_fairness_quota_takes_the_bound_its_help_states(
+    command: list[str], option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/spec.md §10.1: the help's bound is the one the parser enforces."""
+    from okfast.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([command[0], "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    bounds = re.search(re.escape(option) + r" K [^(]*\(1 to (\d+)\)", help_text)
+    assert bounds is not None, help_text
+    most = int(bounds.group(1))
+    args = build_parser().parse_args([*command, option, str(most)])
+    assert getattr(args, option[2:].replace("-", "_")) == most
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([*command, option, str(most + 1)])
+    assert capsys.readouterr().err.rstrip().endswith(f"must be <= {most}: {most + 1}")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["search", GLOSSARY, "q", "--settings", ""],
+        ["resolve", "--catalog", "", "q"],
+        ["resolve", "--catalog", CATALOG_JSON, "q", "--settings", ""],
+        ["memory", "list", "--catalog", ""],
+        ["eval", "--catalog", "", "--qrels", "q.jsonl"],
+        ["eval", "--catalog", CATALOG_JSON, "--qrels", ""],
+        ["eval", "--catalog", CATALOG_JSON, "--qrels", "q", "--queries", ""],
+        ["eval", "--catalog", CATALOG_JSON, "--qrels", "q", "--settings", ""],
+        ["eval", "--catalog", CATALOG_JSON, "--qrels", "q", "--baseline", ""],
+        ["eval", "--catalog", CATALOG_JSON, "--qrels", "q", "--run-out", ""],
+        ["tune", "--catalog", ""],
+        ["tune", "--catalog", CATALOG_JSON, "--qrels", ""],
+        ["tune", "--catalog", CATALOG_JSON, "--queries", ""],
+        ["tune", "--catalog", CATALOG_JSON, "--settings", ""],
+        ["tune", "--catalog", CATALOG_JSON, "--out", ""],
+        ["tune", "--catalog", CATALOG_JSON, "--plot", ""],
+        ["mcp", "--catalog", ""],
+        ["mcp", "--catalog", CATALOG_JSON, "--settings", ""],
+    ],
+)
+def test_an_empty_file_name_is_a_usage_error_naming_the_option(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/spec.md §10.1: an empty path names no file (an unset variable),
+    never the working directory a message would then name."""
+    code, err = run_bad(argv, capsys)
+    option = argv[argv.index("") - 1]
+    assert code == 2
+    assert err.rstrip().endswith(f"argument {option}: the path is empty"), err
+    assert os.getcwd() not in err
+
+
 def check_refused(code: int | str | None, err: str, kind: str) -> None:
     assert code == 2, err
     assert "Traceback" not in err
@@ -430,7 +542,8 @@ BAD_INPUT = {
     # resolve
     "resolve blank query": ([*RESOLVE, ""], ONE_LINE),
     "resolve white-space query": ([*RESOLVE, "   "], ONE_LINE),
-    "resolve blank catalog": (["resolve", "--catalog", "", "x"], CATALOG),
+    # An empty file name is a usage error, never the working directory (§10.1).
+    "resolve blank catalog": (["resolve", "--catalog", "", "x"], USAGE),
     "resolve unknown catalog": (
         ["resolve", "--catalog", "/definitely/not/here.json", "x"],
         CATALOG,

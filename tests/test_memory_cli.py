@@ -171,6 +171,32 @@ def test_a_section_from_stdin_is_read_as_utf8_whatever_the_locale(
     assert written.read_bytes().decode("utf-8").endswith("café\nbar\nbaz\n")
 
 
+def test_a_section_from_stdin_drops_one_leading_byte_order_mark(
+    catalog: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """docs/spec.md §10.3: stdin is read as ``utf-8-sig``: a BOM (a Windows
+    editor's) is not an invisible U+FEFF at the section's start; only one."""
+    import io
+
+    args = (
+        "memory", "write", "--catalog", catalog, "--tenant", "acme", "--user", "alice",
+        "--name", "n", "--title", "T", "--description", "D", "--section", "-",
+    )  # fmt: skip
+    stdin = io.TextIOWrapper(io.BytesIO(b"\xef\xbb\xbfone\n"), encoding="utf-8")
+    monkeypatch.setattr("sys.stdin", stdin)
+    assert run(capsys, *args)[0] == 0
+    [written] = [p for p in (tmp_path / "mem-user").rglob("n.md")]
+    body = written.read_text(encoding="utf-8").split("---\n", 2)[2]
+    assert "\ufeff" not in body and body.endswith("one\n")
+    stdin = io.TextIOWrapper(io.BytesIO(b"\xef\xbb\xbf\xef\xbb\xbftwo\n"), encoding="utf-8")
+    monkeypatch.setattr("sys.stdin", stdin)
+    assert run(capsys, *args)[0] == 0
+    assert written.read_text(encoding="utf-8").endswith("\n\ufefftwo\n")
+
+
 def test_a_catalog_without_memory_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -210,7 +236,7 @@ def _bad_input_cases(catalog: str) -> dict[str, tuple[list[str], str]]:
         "list blank tenant": (["list", *c, "--tenant", ""], "one line"),
         "list negative tenant": (["list", *c, "--tenant", "-1"], "one line"),
         "list user without tenant": (["list", *c, "--user", "alice"], "one line"),
-        "list blank catalog": (["list", "--catalog", ""], "catalog"),
+        "list blank catalog": (["list", "--catalog", ""], "usage"),  # §10.1
         "list unknown catalog": (["list", "--catalog", "/definitely/not/here.json"], "catalog"),
         "list unknown option": (["list", *c, "--all"], "usage"),
         # read

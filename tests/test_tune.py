@@ -8,6 +8,8 @@ import hashlib
 import itertools
 import json
 import math
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -463,6 +465,23 @@ def test_seed_and_margin_are_ascii_numbers(
             run(capsys, *base, option, text)
         err = capsys.readouterr().err
         assert exited.value.code == 2 and f"argument {option}: not a" in err, (option, text)
+
+
+@requires_eval_extra
+@pytest.mark.skipif(sys.platform != "linux", reason="a file name that is not UTF-8")
+def test_an_out_file_named_in_bytes_that_are_not_utf8_is_written_and_shown_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/spec.md §10.1: `written to FILE` spells a byte of the name that is
+    not UTF-8 as its escape, so a strict UTF-8 output (capsys's, a UTF-8
+    locale's) takes it: status 0, not a failed write after the file was made."""
+    catalog, qrels = corpus(tmp_path)
+    out = os.fsdecode(os.fsencode(str(tmp_path)) + b"/p\xff.json")
+    base = ["--catalog", str(catalog), "--qrels", str(qrels), "--budget", "6"]
+    code, text, err = run(capsys, *base, "--out", out)
+    assert (code, err) == (0, "")
+    assert f"written to {tmp_path}/p\\udcff.json\n" in text
+    assert Settings.load(out).provenance is not None
 
 
 @requires_eval_extra

@@ -28,11 +28,12 @@ from okfast.integrations import mcp_cli
 from okfast.memory import cli as memory_cli
 from okfast.model import Diagnostic, Explanation, Passage
 from okfast.numerals import ascii_float, ascii_int
+from okfast.paths import option_file
 from okfast.query import Query, StalePolicy, Strategy
 from okfast.resolver import Resolver
-from okfast.scoring import DEFAULT_BM25F, Scorer
+from okfast.scoring import DEFAULT_BM25F, MAX_COUNT, Scorer
 from okfast.settings import load_settings, print_diagnostics
-from okfast.terminal import escape, print_err, safe_stdout, score_text
+from okfast.terminal import escape, print_err, quiet_stderr, safe_stdout, score_text
 
 
 def _diag_json(d: Diagnostic) -> dict[str, Any]:
@@ -371,6 +372,13 @@ def _positive(text: str) -> int:
     return _whole(text, 1)
 
 
+def _count(text: str) -> int:
+    """An argparse type: a count, a whole number from 1 to 2**32 - 1 (a
+    fairness quota, docs/spec.md §5.1), refused here with the bound the
+    search itself enforces."""
+    return _whole(text, 1, MAX_COUNT)
+
+
 # The largest whole number an option takes: the native core reads counts as
 # 64-bit integers, so a larger one would fail to convert instead of being
 # refused here as bad usage.
@@ -397,8 +405,8 @@ def _non_negative(text: str) -> int:
     return _whole(text, 0)
 
 
-def _whole(text: str, least: int) -> int:
-    """A whole number from ``least`` to 2**63 - 1; the message names the
+def _whole(text: str, least: int, most: int = _MAX_WHOLE) -> int:
+    """A whole number from ``least`` to ``most``; the message names the
     bound the option has (docs/spec.md §10.1)."""
     try:
         n = ascii_int(text)
@@ -407,14 +415,13 @@ def _whole(text: str, least: int) -> int:
         if digits.isascii() and digits.isdigit():
             # A whole number past Python's conversion limit, not a typo.
             raise argparse.ArgumentTypeError(
-                f"must be a whole number from {least} to {_MAX_WHOLE}, "
-                f"got one of {len(digits)} digits"
+                f"must be a whole number from {least} to {most}, got one of {len(digits)} digits"
             ) from None
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if n < least:
         raise argparse.ArgumentTypeError(f"must be >= {least}: {n}")
-    if n > _MAX_WHOLE:
-        raise argparse.ArgumentTypeError(f"must be <= {_MAX_WHOLE}: {n}")
+    if n > most:
+        raise argparse.ArgumentTypeError(f"must be <= {most}: {n}")
     return n
 
 
@@ -444,15 +451,23 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="default: the settings', else weighted_count",
     )
-    s.add_argument("--settings", default=None, metavar="FILE", help="a settings file (§13)")
+    s.add_argument(
+        "--settings", type=option_file, default=None, metavar="FILE", help="a settings file (§13)"
+    )
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.set_defaults(run=_cmd_search)
 
     r = sub.add_parser("resolve", help="search every source of a catalog into one ordered list")
-    r.add_argument("--catalog", required=True, help="catalog.json")
+    r.add_argument("--catalog", type=option_file, required=True, help="catalog.json")
     r.add_argument("query", help="query text")
     r.add_argument("--strategy", choices=[s.value for s in Strategy], default=None)
-    r.add_argument("--fairness-quota", type=_positive, default=None, metavar="K")
+    r.add_argument(
+        "--fairness-quota",
+        type=_count,
+        default=None,
+        metavar="K",
+        help=f"at most K passages in a row from one source (1 to {MAX_COUNT})",
+    )
     r.add_argument(
         "--stale", type=_stale, default=StalePolicy.use(), metavar="use|strict|tolerate:DAYS"
     )
@@ -460,7 +475,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--min-score", type=_non_negative_number, default=None, help="drop lower scores")
     r.add_argument("--scorer", choices=[x.value for x in Scorer], default=None)
     r.add_argument(
-        "--settings", default=None, metavar="FILE", help="default: the file the catalog names"
+        "--settings",
+        type=option_file,
+        default=None,
+        metavar="FILE",
+        help="default: the file the catalog names",
     )
     r.add_argument("--min-authority", choices=AUTHORITIES, default=None)
     r.add_argument("--include-historical", action="store_true", help="keep superseded concepts")
@@ -481,7 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(run=_cmd_validate)
 
     memory_cli.register(sub, _load_catalog, _print_json, _non_negative)
-    eval_cli.register(sub, _load_catalog, _print_json, _positive)
+    eval_cli.register(sub, _load_catalog, _print_json, _positive, _count)
     tune_cli.register(sub, _load_catalog, _print_json, _whole)
     mcp_cli.register(sub, _load_catalog)
     return p
@@ -492,6 +511,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Started with stderr closed (`2>&-`): messages and progress go
         # nowhere, the output still to stdout (docs/spec.md §10.4).
         sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+    # A stderr that cannot be written (its reader gone, `2>&1 | head -0`) is
+    # as a closed one: a message lost there is not the command failing, so
+    # the status stays the command's own (§10.4).
+    with quiet_stderr():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     if sys.stdout is None:
         print("okfast: standard output is closed", file=sys.stderr)
         return 1

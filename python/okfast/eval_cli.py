@@ -19,10 +19,11 @@ from okfast.catalog import Catalog
 from okfast.comparison import TESTS
 from okfast.errors import InvalidArgumentError
 from okfast.evaluation import DEFAULT_DEPTH, METRICS, EvalReport, diagnostic_line, evaluate
+from okfast.paths import option_file
 from okfast.qrels import JudgedQuery, JudgedSet
 from okfast.query import Query, Strategy
 from okfast.resolver import Resolver
-from okfast.scoring import Scorer
+from okfast.scoring import MAX_COUNT, Scorer
 from okfast.settings import Settings, command_settings, load_settings
 
 LoadCatalog = Callable[[str], "Catalog | None"]
@@ -154,20 +155,32 @@ def _p(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
-def register(sub: Any, load: LoadCatalog, out: PrintJson, positive: WholeNumber) -> None:
+def register(
+    sub: Any, load: LoadCatalog, out: PrintJson, positive: WholeNumber, count: WholeNumber
+) -> None:
     """Add ``eval`` to the top-level parser (``positive``: the argparse type of
-    a whole number >= 1, shared with the other commands)."""
+    a whole number >= 1, ``count`` of a fairness quota, 1 to 2**32 - 1 (§5.1),
+    both shared with the other commands)."""
     e = sub.add_parser("eval", help="measure a catalog's rankings on judged queries")
-    e.add_argument("--catalog", required=True, help="catalog.json")
+    e.add_argument("--catalog", type=option_file, required=True, help="catalog.json")
     e.add_argument(
         "--qrels",
+        type=option_file,
         required=True,
         help="judged queries: JSON Lines, or TREC qrels when --queries is given",
     )
-    e.add_argument("--queries", default=None, help="qid<TAB>query lines for TREC qrels")
+    e.add_argument(
+        "--queries", type=option_file, default=None, help="qid<TAB>query lines for TREC qrels"
+    )
     strategies = [s.value for s in Strategy]
     e.add_argument("--strategy", choices=strategies, default=None)
-    e.add_argument("--fairness-quota", type=positive, default=None, metavar="K")
+    e.add_argument(
+        "--fairness-quota",
+        type=count,
+        default=None,
+        metavar="K",
+        help=f"at most K passages in a row from one source (1 to {MAX_COUNT})",
+    )
     scorers = [x.value for x in Scorer]
     e.add_argument("--scorer", choices=scorers, default=None)
     e.add_argument(
@@ -178,12 +191,20 @@ def register(sub: Any, load: LoadCatalog, out: PrintJson, positive: WholeNumber)
         help=f"depth of each ranking (default {DEFAULT_DEPTH})",
     )
     e.add_argument(
-        "--settings", default=None, metavar="FILE", help="default: the file the catalog names"
+        "--settings",
+        type=option_file,
+        default=None,
+        metavar="FILE",
+        help="default: the file the catalog names",
     )
     # A baseline is the same catalog under another configuration: a settings
     # file, and/or these flags over it (over the current configuration without one).
     e.add_argument(
-        "--baseline", default=None, metavar="FILE", help="compare with this settings file"
+        "--baseline",
+        type=option_file,
+        default=None,
+        metavar="FILE",
+        help="compare with this settings file",
     )
     e.add_argument(
         "--baseline-strategy",
@@ -193,14 +214,16 @@ def register(sub: Any, load: LoadCatalog, out: PrintJson, positive: WholeNumber)
     )
     e.add_argument(
         "--baseline-fairness-quota",
-        type=positive,
+        type=count,
         default=None,
         metavar="K",
-        help="compare with this fairness quota",
+        help=f"compare with this fairness quota (1 to {MAX_COUNT})",
     )
     e.add_argument(
         "--baseline-scorer", choices=scorers, default=None, help="compare with this scorer"
     )
-    e.add_argument("--run-out", default=None, metavar="FILE", help="write a TREC run file")
+    e.add_argument(
+        "--run-out", type=option_file, default=None, metavar="FILE", help="write a TREC run file"
+    )
     e.add_argument("--json", action="store_true", help="machine-readable output")
     e.set_defaults(run=lambda args: _run(args, load, out))

@@ -9,6 +9,7 @@ be tested on any machine.
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import sys
@@ -104,3 +105,13 @@ def bundle_root(path: str | os.PathLike[str]) -> str:
     except (ValueError, UnicodeError) as e:
         raise BundleNotFoundError(f"{root!r} is not a readable directory: {e}") from None
     return root
+
+
+def option_file(text: str) -> str:
+    """An argparse type: the file an option names (``--catalog``,
+    ``--settings``, ``--qrels``, ``--out``, …). An empty one, an unset
+    variable most likely, would name the working directory: a usage error
+    saying so (docs/spec.md §10.1)."""
+    if not text:
+        raise argparse.ArgumentTypeError("the path is empty")
+    return text

@@ -9,6 +9,8 @@ to a file or a pipe is written as it is.
 from __future__ import annotations
 
 import contextlib
+import os
+import re
 import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
@@ -29,6 +31,17 @@ def score_text(score: int | float) -> str:
     """A weighted count as it is; a BM25F or fused score to four decimals
     (docs/spec.md §10.1)."""
     return f"{score:.4f}" if isinstance(score, float) else str(score)
+
+
+#: A lone surrogate: how ``os.fsdecode`` spells a file name's byte that is not UTF-8.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def name_text(name: object) -> str:
+    """A file name as text output shows it: a byte that is not UTF-8 (a lone
+    surrogate) as its escape ``\\udcff``, as JSON output spells it, so the
+    output stays UTF-8 whatever its error handler (docs/spec.md §10.1)."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", str(name))
 
 
 def print_err(line: str) -> None:
@@ -69,3 +82,54 @@ def safe_stdout() -> Iterator[None]:
         yield
     finally:
         sys.stdout = inner
+
+
+class _Dropping:
+    """A text stream that writes to ``inner`` and drops what cannot be
+    written (a reader that went away, a full disk); everything else is
+    ``inner``'s."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        try:
+            self._inner.write(text)
+        except OSError:
+            self._to_null()
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self._inner.flush()
+        except OSError:
+            self._to_null()
+
+    def _to_null(self) -> None:
+        # The unwritten rest stays in the stream's buffer: sent to the null
+        # device, it cannot fail again at the next write or at exit.
+        with contextlib.suppress(OSError, ValueError):
+            fd = self._inner.fileno()
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, fd)
+            os.close(null)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@contextlib.contextmanager
+def quiet_stderr() -> Iterator[None]:
+    """Within this block, a message ``sys.stderr`` cannot take is dropped:
+    a stderr whose reader went away (``2>&1 | head -0``) is as a closed one,
+    and leaves the command's status alone (docs/spec.md §10.4)."""
+    inner = sys.stderr
+    sys.stderr = _Dropping(inner)
+    try:
+        yield
+    finally:
+        sys.stderr = inner

@@ -17,10 +17,12 @@ from okfast.catalog import Catalog
 from okfast.errors import InvalidArgumentError
 from okfast.evaluation import diagnostic_line
 from okfast.numerals import ascii_float, ascii_int
+from okfast.paths import option_file
 from okfast.qrels import JudgedSet
 from okfast.resolver import Resolver
 from okfast.scoring import DEFAULT_BM25F, Scorer
 from okfast.settings import Settings, command_settings
+from okfast.terminal import name_text
 from okfast.tune import (
     OBJECTIVES,
     STANDARD_ERRORS,
@@ -162,7 +164,7 @@ def _revert(catalog: Catalog, as_json: bool, out: Any) -> int:
         # A revert to "no file" leaves none (through a link: a dangling one).
         out({"reverted": True, "settings_file": str(target), "removed": not target.exists()})
     else:
-        print(f"Reverted {target} to the settings before the last tune --apply.")
+        print(f"Reverted {name_text(target)} to the settings before the last tune --apply.")
     return 0
 
 
@@ -209,10 +211,14 @@ def _print(report: TuneReport, args: argparse.Namespace, catalog: Catalog) -> No
             f"{report.standard_errors:g} standard errors"
         )
     if args.out is not None:
-        print(f"written to {args.out}")
+        # A name that is not UTF-8 shown escaped, as in JSON (docs/spec.md
+        # §10.1): printed raw, a strict UTF-8 output would refuse it after
+        # the file was written.
+        print(f"written to {name_text(args.out)}")
     if args.apply:
         print(
-            f"applied to {catalog.settings_path} (okfast tune --catalog {args.catalog} --revert undoes it)"
+            f"applied to {name_text(catalog.settings_path)} "
+            f"(okfast tune --catalog {name_text(args.catalog)} --revert undoes it)"
         )
     elif args.out is None:
         print("not applied: --out FILE writes it, --apply applies it")
@@ -264,17 +270,22 @@ def register(sub: Any, load: Any, out: Any, whole: Callable[[str, int], int]) ->
         return whole(text, 2)
 
     t = sub.add_parser("tune", help="search ranking settings on judged queries, held-out accepted")
-    t.add_argument("--catalog", required=True, help="catalog.json")
+    t.add_argument("--catalog", type=option_file, required=True, help="catalog.json")
     t.add_argument(
         "--qrels",
+        type=option_file,
         default=argparse.SUPPRESS,
         help="judged queries (JSON Lines, or TREC qrels)",
     )
     t.add_argument(
-        "--queries", default=argparse.SUPPRESS, help="qid<TAB>query lines for TREC qrels"
+        "--queries",
+        type=option_file,
+        default=argparse.SUPPRESS,
+        help="qid<TAB>query lines for TREC qrels",
     )
     t.add_argument(
         "--settings",
+        type=option_file,
         default=argparse.SUPPRESS,
         metavar="FILE",
         help="the current settings (default: the catalog's)",
@@ -310,12 +321,14 @@ def register(sub: Any, load: Any, out: Any, whole: Callable[[str, int], int]) ->
     )
     t.add_argument(
         "--out",
+        type=option_file,
         default=argparse.SUPPRESS,
         metavar="FILE",
         help="write the proposed settings here",
     )
     t.add_argument(
         "--plot",
+        type=option_file,
         default=argparse.SUPPRESS,
         metavar="FILE",
         help="draw train vs holdout (okfast[plot])",

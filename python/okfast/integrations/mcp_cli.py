@@ -18,6 +18,7 @@ from typing import Any
 from okfast.catalog import Catalog
 from okfast.memory.scope import Scope
 from okfast.numerals import ascii_int
+from okfast.paths import option_file
 from okfast.settings import command_settings
 
 LoadCatalog = Callable[[str], "Catalog | None"]
@@ -118,9 +119,13 @@ def register(sub: Any, load: LoadCatalog) -> None:
             "memory_capture with --capture) as MCP tools."
         ),
     )
-    m.add_argument("--catalog", required=True, help="catalog.json")
+    m.add_argument("--catalog", type=option_file, required=True, help="catalog.json")
     m.add_argument(
-        "--settings", default=None, metavar="FILE", help="default: the file the catalog names"
+        "--settings",
+        type=option_file,
+        default=None,
+        metavar="FILE",
+        help="default: the file the catalog names",
     )
     m.add_argument("--tenant", default=None, help="memory scope: tenant id")
     m.add_argument("--user", default=None, help="memory scope: user id (needs --tenant)")

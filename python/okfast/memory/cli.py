@@ -21,6 +21,7 @@ from okfast.memory.capture import capture
 from okfast.memory.entry import MemoryEntry, check_entry
 from okfast.memory.scope import Scope, Tier
 from okfast.memory.store import FileMemoryStore
+from okfast.paths import option_file
 from okfast.scoring import Scorer
 from okfast.terminal import print_err, score_text
 
@@ -110,15 +111,18 @@ def _read(args: argparse.Namespace, store: FileMemoryStore, scope: Scope, out: P
 
 def _stdin_text() -> str | None:
     """Standard input as UTF-8 text, whatever the locale's encoding (a memory
-    file is UTF-8, docs/spec.md §1.3); ``None``, with one line on stderr, when
-    it is not UTF-8 (bad usage, §10.4), never a traceback."""
+    file is UTF-8, docs/spec.md §1.3), one leading byte-order mark dropped
+    (§10.3); ``None``, with one line on stderr, when it is not UTF-8 (bad
+    usage, §10.4), never a traceback."""
     raw = getattr(sys.stdin, "buffer", None)
     try:
         if raw is None:
-            return str(sys.stdin.read())
-        # Line ends as text mode reads them (universal newlines).
+            return str(sys.stdin.read()).removeprefix("\ufeff")
+        # Line ends as text mode reads them (universal newlines). A BOM (a
+        # Windows editor's, PowerShell's pipe) says the text is UTF-8; kept,
+        # it would be an invisible U+FEFF at the section's start.
         data: bytes = raw.read()
-        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        return data.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as e:
         print(f"okfast: --section -: standard input is not UTF-8 text ({e})", file=sys.stderr)
         return None
@@ -215,7 +219,12 @@ def register(sub: Any, load: LoadCatalog, out: PrintJson, whole: WholeNumber) ->
     }
     for name, (fn, help_text) in commands.items():
         c = msub.add_parser(name, help=help_text)
-        c.add_argument("--catalog", required=True, help="catalog.json with role: memory sources")
+        c.add_argument(
+            "--catalog",
+            type=option_file,
+            required=True,
+            help="catalog.json with role: memory sources",
+        )
         c.add_argument("--tenant", default=None)
         c.add_argument("--user", default=None)
         c.add_argument("--session", default=None)
