@@ -695,3 +695,47 @@ def test_help_to_a_full_disk_is_one_line_not_a_traceback() -> None:
             timeout=60,
         )
     assert (done.returncode, done.stderr) == (1, "okfast: No space left on device\n")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a file name holding a line feed")
+def test_each_problem_is_one_line_whatever_a_path_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/spec.md §10.1: in a listing of one problem per line, a line feed
+    or carriage return in a path is written as \\n or \\r, in a pipe and on a
+    terminal alike: a file name cannot split a problem or forge another."""
+    import io
+
+    forged = f"{'error':<7} {'Forged':<20} x.md"
+    root = write_bundle(
+        tmp_path / "b",
+        {"ok.md": "---\ntype: T\ntitle: A\n---\nalpha\n", f"bad\n{forged}.md": "---\n---\n"},
+    )
+    assert main(["validate", str(root)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and lines[0].startswith(f"{'error':<7} {'InvalidConceptId':<20} ")
+    assert f"bad\\n{forged}.md: Concept file name" in lines[0]
+    (tmp_path / "c.json").write_text(
+        json.dumps({"version": 1, "sources": [{"id": "s", "path": "b"}]})
+    )
+    assert main(["resolve", "--catalog", str(tmp_path / "c.json"), "alpha"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2:] == [
+        "Diagnostics:",
+        f"  {'error':<7} {'InvalidConceptId':<20} s:bad\\n{forged}.md Concept file name "
+        "contains a control character or a backslash; rename the file",
+    ]
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    (tmp_path / "bad.json").write_text(
+        json.dumps({"version": 1, "sources": [{"id": "a", "path": "x\n[Forged] y\rz"}]})
+    )
+    for stream in (io.StringIO(), Tty()):
+        monkeypatch.setattr(sys, "stderr", stream)
+        assert main(["resolve", "--catalog", str(tmp_path / "bad.json"), "q"]) == 2
+        lines = stream.getvalue().splitlines()  # which ends lines at \r too
+        assert len(lines) == 2 and lines[0].startswith("okfast: bad catalog")
+        assert "x\\n[Forged] y\\rz is not an existing directory" in lines[1]

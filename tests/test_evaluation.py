@@ -379,3 +379,13 @@ def test_mrr_at_10_equals_ir_measures_own_rr_at_10() -> None:
         m.query_id: m.value for m in ir_measures.iter_calc([ir_measures.RR @ 10], qrels, run)
     }
     assert per_query == pytest.approx({q.qid: q.metrics["mrr@10"] for q in report.per_query})
+
+
+def test_a_diagnostic_line_is_one_line_whatever_its_path_holds() -> None:
+    """docs/spec.md §10.1, §11.5: a line feed or carriage return in a path or
+    message is written as \\n or \\r in the report's Diagnostics."""
+    from okfast.evaluation import diagnostic_line
+    from okfast.model import Diagnostic
+
+    d = Diagnostic("InvalidConceptId", "rename\rit", "bad\nx.md", "s", "error")
+    assert diagnostic_line(d) == f"{'error':<7} {'InvalidConceptId':<20} s:bad\\nx.md rename\\rit"

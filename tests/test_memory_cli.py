@@ -279,3 +279,18 @@ def test_bad_input_exits_2_without_a_traceback(
     check_refused(code, err, kind)
     # Refused before anything reached the store.
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def test_a_store_diagnostic_is_one_line_whatever_its_message_quotes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # docs/spec.md §10.1: a line feed or carriage return in a problem's line
+    # is written as \n or \r, so it cannot split the problem or forge another.
+    from okfast.memory.cli import _report
+    from okfast.model import Diagnostic
+
+    quoted = Diagnostic("MalformedStaleAfter", 'stale_after "a\nerror\rb"', None, "mu", "warning")
+    assert _report([quoted]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        f'{"warning":<7} {"MalformedStaleAfter":<18} mu: stale_after "a\\nerror\\rb"'
+    ]

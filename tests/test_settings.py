@@ -520,3 +520,16 @@ def test_with_choices_refuses_as_the_constructor_does() -> None:
         with pytest.raises(InvalidArgumentError):
             Settings().with_choices(**bad)
     assert Settings().with_choices(scorer="bm25f", strategy=None).scorer is Scorer.BM25F
+
+
+def test_a_settings_diagnostic_is_one_line_whatever_the_file_name_holds(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """docs/spec.md §10.1, §13.4: a line feed or carriage return in the file's
+    name or a quoted entry is written as \\n or \\r: one problem, one line."""
+    from okfast.settings import SettingsDiagnostic, print_diagnostics
+
+    print_diagnostics("s\nokfast: x.json", [SettingsDiagnostic("UnknownProperty", "key 'a\rb'")])
+    assert capsys.readouterr().err.splitlines() == [
+        "okfast: settings s\\nokfast: x.json: [UnknownProperty] key 'a\\rb'"
+    ]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import write_bundle
-from okfast.terminal import escape
+from okfast.terminal import escape, one_line
 
 EVIL = "\x1b[2J\u202e"
 
@@ -31,11 +31,19 @@ def _validate(root: Path, *, tty: bool) -> str:
     argv = [sys.executable, "-m", "okfast", "validate", str(root)]
     if not tty:
         return subprocess.run(argv, capture_output=True, text=True, check=False).stdout
+    return _on_a_terminal(argv)
+
+
+def _on_a_terminal(argv: list[str], *, stream: str = "stdout") -> str:
+    """What ``argv`` writes to ``stream`` when that is a terminal (the other
+    stream goes nowhere)."""
     import pty  # POSIX only: imported where the test runs
 
     main, sub = pty.openpty()
+    other = subprocess.DEVNULL
+    out, err = (sub, other) if stream == "stdout" else (other, sub)
     try:
-        proc = subprocess.Popen(argv, stdout=sub, stderr=subprocess.DEVNULL, close_fds=True)
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, close_fds=True)
         os.close(sub)
         chunks = []
         while True:
@@ -122,3 +130,73 @@ def test_json_search_output_and_every_message_hold_on_a_terminal(
     with pytest.raises(SystemExit):
         main(["search", str(root), "alpha", "\x1b[2J"])
     assert "\x1b" not in err.getvalue() and "\\x1b[2J" in err.getvalue()
+
+
+def test_the_bidirectional_marks_are_escaped_too() -> None:
+    """docs/spec.md §10.1: every bidirectional control (Unicode's Bidi_Control
+    set) reorders the text after it, the invisible marks included."""
+    assert escape("a\u061cb\u200ec\u200fd") == "a\\u061cb\\u200ec\\u200fd"
+    for c in [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]:
+        assert escape(chr(c)) == f"\\u{c:04x}"
+    # Their neighbours are not controls: shown as they are.
+    assert escape("\u200d\u2028\u2065\u206a") == "\u200d\u2028\u2065\u206a"
+
+
+def test_a_bidirectional_mark_in_a_title_is_escaped_on_a_terminal_and_in_json(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """docs/spec.md §10.1: a title holding U+200F is shown as \\u200f on a
+    terminal; JSON writes it as that escape in a pipe too, and reads back."""
+    import io
+    import json
+
+    from okfast.cli import main
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    root = write_bundle(
+        tmp_path / "b", {"a.md": '---\ntype: T\ntitle: "a\\u200fb\\u061cc"\n---\nalpha\n'}
+    )
+    out = Tty()
+    monkeypatch.setattr(sys, "stdout", out)
+    assert main(["search", str(root), "alpha"]) == 0
+    assert "a\\u200fb\\u061cc" in out.getvalue() and "\u200f" not in out.getvalue()
+    piped = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", piped)
+    assert main(["search", str(root), "alpha", "--json"]) == 0
+    assert "a\\u200fb\\u061cc" in piped.getvalue() and "\u200f" not in piped.getvalue()
+    assert json.loads(piped.getvalue())["hits"][0]["title"] == "a\u200fb\u061cc"
+
+
+def test_one_line_writes_line_ends_as_escapes() -> None:
+    """docs/spec.md §10.1: a line feed or carriage return in a field of a
+    one-problem-per-line listing is written as \\n or \\r."""
+    assert one_line("a\nb\rc\r\nd\te") == "a\\nb\\rc\\r\\nd\te"
+    assert one_line("é \x1b \u2028") == "é \x1b \u2028"  # the rest: escape()'s
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a file name holding ESC")
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_a_cache_warning_is_escaped_on_a_terminal(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """docs/spec.md §9.2, §10.1: a CacheWarning quotes the cache file's path,
+    which $OKFAST_CACHE_DIR names; on a terminal it cannot drive it, in a
+    pipe it is as written."""
+    root = write_bundle(tmp_path / "b", {"a.md": "---\ntype: T\ntitle: A\n---\nalpha\n"})
+    cache = tmp_path / f"c{EVIL}"
+    monkeypatch.setenv("OKFAST_CACHE_DIR", str(cache))
+    argv = [sys.executable, "-m", "okfast", "validate", str(root)]
+    for tty in (True, False):
+        subprocess.run(argv, capture_output=True, check=True)  # writes the cache file
+        for f in cache.iterdir():
+            f.write_bytes(b"not a cache file")
+        if tty:
+            text = _on_a_terminal(argv, stream="stderr")
+            assert "c\\x1b[2J\\u202e" in text and "\x1b" not in text and "\u202e" not in text
+        else:
+            text = subprocess.run(argv, capture_output=True, text=True, check=True).stderr
+            assert f"c{EVIL}" in text
+        assert "CacheWarning" in text and "wrong magic" in text

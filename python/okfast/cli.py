@@ -33,7 +33,16 @@ from okfast.query import Query, StalePolicy, Strategy
 from okfast.resolver import Resolver
 from okfast.scoring import DEFAULT_BM25F, MAX_COUNT, Scorer
 from okfast.settings import load_settings, print_diagnostics
-from okfast.terminal import escape, print_err, quiet_stderr, safe_stdout, score_text
+from okfast.terminal import (
+    BIDI_CONTROLS,
+    escape,
+    one_line,
+    print_err,
+    quiet_stderr,
+    safe_stdout,
+    safe_warnings,
+    score_text,
+)
 
 
 def _diag_json(d: Diagnostic) -> dict[str, Any]:
@@ -57,10 +66,10 @@ def _print_json(obj: object) -> None:
 
 #: What json.dumps(ensure_ascii=False) leaves raw that must not be: a lone
 #: surrogate (not UTF-8), and the controls a terminal acts on that JSON does
-#: not escape (DEL, C1, bidirectional overrides). As \u escapes the output is
-#: valid JSON on a terminal too, where they would otherwise be escaped as
+#: not escape (DEL, C1, the bidirectional controls). As \u escapes the output
+#: is valid JSON on a terminal too, where they would otherwise be escaped as
 #: \x7f, which no JSON reader takes (docs/spec.md §10.1).
-_JSON_RAW = re.compile("[\ud800-\udfff\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_JSON_RAW = re.compile("[\ud800-\udfff\x7f-\x9f" + "".join(map(chr, BIDI_CONTROLS)) + "]")
 
 #: Characters of output written at a time (at most 4 UTF-8 bytes each: 8 KiB,
 #: io.DEFAULT_BUFFER_SIZE).
@@ -202,7 +211,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         )
     else:
         for d in diags:
-            print(f"{d.severity:<7} {d.code:<20} {d.path}: {d.message}")
+            # One line each, whatever the path or message holds (§10.1).
+            print(one_line(f"{d.severity:<7} {d.code:<20} {d.path}: {d.message}"))
         verdict = "invalid" if failed else "valid"
         print(f"{len(bundle)} concepts, {len(diags)} diagnostics: {verdict}")
     return 1 if failed else 0
@@ -213,9 +223,10 @@ def _load_catalog(path: str) -> Catalog | None:
     try:
         return Catalog.load(path)
     except CatalogError as e:
-        print_err(f"okfast: bad catalog {path}:")
+        # One line per problem, whatever a path in it holds (§10.1, §10.4).
+        print_err(one_line(f"okfast: bad catalog {path}:"))
         for problem in e.diagnostics:
-            print_err(f"  {problem}")
+            print_err(one_line(f"  {problem}"))
         return None
 
 
@@ -300,10 +311,10 @@ def _print_diags(heading: str, diags: list[Diagnostic]) -> None:
         print(heading)
     for d in diags:
         where = ":".join(x for x in (d.source_id, d.path) if x)
-        # Only the parts that are set, one space apart (docs/spec.md §10.2).
-        print(
-            "  " + " ".join(x for x in (f"{d.severity:<7}", f"{d.code:<20}", where, d.message) if x)
-        )
+        # Only the parts that are set, one space apart (docs/spec.md §10.2),
+        # on one line whatever they hold (§10.1).
+        parts = (f"{d.severity:<7}", f"{d.code:<20}", where, d.message)
+        print(one_line("  " + " ".join(x for x in parts if x)))
 
 
 def _explanation_json(p: Passage) -> dict[str, Any] | None:
@@ -527,7 +538,7 @@ def _main(argv: Sequence[str] | None) -> int:
         # below, as any output is (§10.4).
         args = build_parser().parse_args(argv)
         try:
-            with safe_stdout():
+            with safe_stdout(), safe_warnings():
                 code: int = args.run(args)
                 # Flushed here, so a failed write is handled below, not at exit.
                 sys.stdout.flush()

@@ -35,6 +35,7 @@ from okfast.model import Diagnostic, DiagnosticCode
 from okfast.qrels import JudgedQuery, JudgedSet, encode_id
 from okfast.query import Query
 from okfast.scoring import whole_at_least
+from okfast.terminal import one_line
 
 if TYPE_CHECKING:
     from okfast.catalog import Source
@@ -201,9 +202,11 @@ def evaluate(
 
 
 def diagnostic_line(d: Diagnostic) -> str:
-    """A diagnostic in a report's table (docs/spec.md §11.5, §14.5)."""
+    """A diagnostic in a report's table (docs/spec.md §11.5, §14.5), on one
+    line whatever its path or message holds (§10.1)."""
     where = ":".join(x for x in (d.source_id, d.path) if x)
-    return " ".join(x for x in (f"{d.severity:<7}", f"{d.code:<20}", where, d.message) if x)
+    parts = (f"{d.severity:<7}", f"{d.code:<20}", where, d.message)
+    return one_line(" ".join(x for x in parts if x))
 
 
 def _search_all(

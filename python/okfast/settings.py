@@ -38,7 +38,7 @@ from okfast.scoring import (
     rrf_k_of,
     scorer_of,
 )
-from okfast.terminal import print_err
+from okfast.terminal import one_line, print_err
 
 if TYPE_CHECKING:
     from okfast.catalog import Catalog
@@ -401,7 +401,8 @@ def print_diagnostics(where: object, diagnostics: Iterable[SettingsDiagnostic]) 
     """Each diagnostic of the settings file ``where`` as one line on stderr,
     worded as every command words it (docs/spec.md §13.4)."""
     for d in diagnostics:
-        print_err(f"okfast: settings {where}: {d}")
+        # One line each, whatever the file's name or a value holds (§10.1).
+        print_err(one_line(f"okfast: settings {where}: {d}"))
 
 
 def command_settings(catalog: Catalog, path: str | None) -> Settings:

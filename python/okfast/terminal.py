@@ -12,19 +12,34 @@ import contextlib
 import os
 import re
 import sys
+import warnings
 from collections.abc import Iterator
 from typing import Any, TextIO
 
+#: The bidirectional controls (Unicode's Bidi_Control property): the
+#: embeddings, overrides and isolates of the "Trojan Source" set, and the
+#: invisible marks U+061C, U+200E and U+200F, which reorder the text around
+#: them as well (docs/spec.md §10.1).
+BIDI_CONTROLS = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+
 #: C0 controls but tab and newline, DEL, C1 controls, and the bidirectional
-#: embedding, override and isolate controls (the "Trojan Source" set).
+#: controls.
 _UNSAFE = [c for c in range(0x20) if c not in (0x09, 0x0A)]
-_UNSAFE += list(range(0x7F, 0xA0)) + list(range(0x202A, 0x202F)) + list(range(0x2066, 0x206A))
+_UNSAFE += list(range(0x7F, 0xA0)) + BIDI_CONTROLS
 _ESCAPES = {c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _UNSAFE}
 
 
 def escape(text: str) -> str:
     """``text`` with every control character above written as an escape."""
     return text.translate(_ESCAPES)
+
+
+def one_line(text: str) -> str:
+    """``text`` with each line feed and carriage return written as ``\\n``
+    and ``\\r``: a listing of one problem per line keeps a file name or a
+    value holding one on its line, on a terminal and in a pipe alike
+    (docs/spec.md §10.1)."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
 def score_text(score: int | float) -> str:
@@ -133,3 +148,36 @@ def quiet_stderr() -> Iterator[None]:
         yield
     finally:
         sys.stderr = inner
+
+
+@contextlib.contextmanager
+def safe_warnings() -> Iterator[None]:
+    """Within this block, a warning Python shows on ``sys.stderr`` is escaped
+    when stderr is a terminal: a ``CacheWarning`` quotes the cache file's
+    path, which the environment names (docs/spec.md §9.2, §10.1)."""
+    if not sys.stderr.isatty():
+        yield
+        return
+    shown = warnings.showwarning
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        if file is not None and file is not sys.stderr:
+            shown(message, category, filename, lineno, file, line)
+            return
+        text = warnings.formatwarning(message, category, filename, lineno, line)
+        # As Python's own display: a stderr that cannot be written loses it.
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(escape(text))
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown

@@ -23,7 +23,7 @@ from okfast.memory.scope import Scope, Tier
 from okfast.memory.store import FileMemoryStore
 from okfast.paths import option_file
 from okfast.scoring import Scorer
-from okfast.terminal import print_err, score_text
+from okfast.terminal import one_line, print_err, score_text
 
 LoadCatalog = Callable[[str], "Catalog | None"]
 PrintJson = Callable[[object], None]
@@ -44,7 +44,8 @@ def _open(args: argparse.Namespace, load: LoadCatalog) -> tuple[FileMemoryStore,
 
 def _report(diags: Any) -> int:
     for d in diags:
-        print_err(f"{d.severity:<7} {d.code:<18} {d.source_id}: {d.message}")
+        # One line each, whatever the message quotes (docs/spec.md §10.1).
+        print_err(one_line(f"{d.severity:<7} {d.code:<18} {d.source_id}: {d.message}"))
     return 1 if any(d.severity == "error" for d in diags) else 0
 
 
