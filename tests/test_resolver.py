@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
@@ -557,6 +558,15 @@ def test_a_snapshot_is_of_an_enabled_knowledge_source_only(tmp_path: Path) -> No
         r.snapshot(cat.source("mu"))  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="'off' is disabled"):
         r.snapshot("off")
+    # A Source made by hand, not the catalog's: its path was never checked.
+    kb = cat.source("kb")
+    assert kb is not None
+    outside = dataclasses.replace(kb, id="elsewhere", directory=tmp_path / "mem")
+    with pytest.raises(InvalidArgumentError, match="'elsewhere' is not one of the catalog's"):
+        r.snapshot(outside)
+    with pytest.raises(InvalidArgumentError, match="'kb' is not one of the catalog's"):
+        r.snapshot(dataclasses.replace(kb, directory=tmp_path / "mem"))
+    assert len(r.snapshot(kb)) == 1
 
 
 def test_wrong_types_are_type_errors_naming_what_was_given(tmp_path: Path) -> None:
@@ -594,6 +604,19 @@ def test_resolver_arguments_are_checked_when_it_is_made(tmp_path: Path) -> None:
     for source in (None, 1, b"kb"):
         with pytest.raises(InvalidArgumentTypeError, match="source must be"):
             Resolver(cat).snapshot(source)  # type: ignore[arg-type]
+
+
+def test_max_staleness_is_any_real_number(tmp_path: Path) -> None:
+    """docs/spec.md §5.2: only a ``max_staleness`` that is not a number is a
+    type error; numpy's numbers and a ``Fraction`` are numbers (§5.1)."""
+    from fractions import Fraction
+
+    cat = make_catalog(tmp_path, {"kb": {"x.md": concept("order")}}, [{"id": "kb", "path": "kb"}])
+    for staleness in (np.int64(0), np.float32(0.5), Fraction(1, 2), 2**70):
+        assert ids(Resolver(cat, max_staleness=staleness).search("order")) == [("kb", "x")]
+    for bad in (np.float64("nan"), np.int64(-1), Fraction(-1, 2)):
+        with pytest.raises(InvalidArgumentError, match="max_staleness must be >= 0"):
+            Resolver(cat, max_staleness=bad)
 
 
 def test_the_generation_is_that_of_the_sources_searched(tmp_path: Path) -> None:

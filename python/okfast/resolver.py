@@ -41,12 +41,7 @@ from okfast.model import Diagnostic, DiagnosticCode, Exclusion
 from okfast.passages import Context, ExplainInfo, PassageList, SourceSnapshot
 from okfast.paths import directory_key
 from okfast.query import Query, Strategy, Visibility, micros, queries_of, query_of
-from okfast.scoring import (
-    BM25FParams,
-    Scorer,
-    fuse,
-    scorer_of,
-)
+from okfast.scoring import BM25FParams, Scorer, fuse, real_of, scorer_of
 from okfast.settings import ResolverDefaults, Settings, settings_for
 from okfast.snapshots import CachedBundle, Snapshots, Taken, source_language
 
@@ -459,11 +454,13 @@ class Resolver:
                 f"settings must be a Settings or a path, got {type(settings).__name__}"
             )
         self.settings, self.settings_diagnostics = settings_for(catalog, settings)
-        if isinstance(max_staleness, bool) or not isinstance(max_staleness, int | float):
+        # Any real number but a bool, numpy's and Fractions too (docs/spec.md §5.1, §5.2).
+        staleness = real_of(max_staleness)
+        if staleness is None:
             raise InvalidArgumentTypeError(
                 f"max_staleness must be a number of seconds, got {max_staleness!r}"
             )
-        if not max_staleness >= 0:  # NaN too
+        if not staleness >= 0:  # NaN too
             raise InvalidArgumentError(f"max_staleness must be >= 0, got {max_staleness}")
         # Checked here, not at the first search, where a raw TypeError would
         # come from deep inside it (docs/spec.md §5.2).
@@ -489,7 +486,7 @@ class Resolver:
         self.catalog = catalog
         self.default_visibility = default_visibility
         self.clock: Clock = clock or _system_clock
-        self._bundles = Snapshots(max_staleness, progress, guard=catalog.link_on_path)
+        self._bundles = Snapshots(staleness, progress, guard=catalog.link_on_path)
         self._count_memo: dict[tuple[Bundle, tuple[str, ...], str | None], Any] | None = None
 
     def configured(self, settings: Settings) -> Resolver:
@@ -574,6 +571,9 @@ class Resolver:
             if found is None:
                 raise InvalidArgumentError(f"no source {source!r} in the catalog")
             source = found
+        elif source.directory != getattr(self.catalog.source(source.id), "directory", ...):
+            # Only a directory the catalog names: its path was checked (§4.2).
+            raise InvalidArgumentError(f"source {source.id!r} is not one of the catalog's sources")
         if source.role != "knowledge":
             # Memory is read only through the store, one scope at a time, and
             # never cached (docs/spec.md §6.3, §9.8): a snapshot of its tier
