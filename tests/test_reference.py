@@ -154,6 +154,9 @@ def test_rejected_constructs_name_the_line() -> None:
     assert yerr("%YAML 1.2\na: 1") == "YAML directive (%) at line 1 is not supported"
     assert yerr("a: 1\n...") == "YAML document marker at line 2 is not supported"
     assert yerr("? a\n: b") == "YAML explicit key (?) at line 1 is not supported"
+    assert yerr("a: {? k: v}") == "YAML explicit key (?) at line 1 is not supported"
+    assert yerr("a: [x, ?\n  k]") == "YAML explicit key (?) at line 1 is not supported"
+    assert y("a: [?k, k?]") == {"a": ["?k", "k?"]}
     assert yerr("a: 1\n\tb: 2") == "invalid indentation character at line 2"
     assert yerr("a: '1'\n  b: 2") == "unexpected indentation at line 2"
     assert y("a: 1\n  b: 2") == {"a": "1 b: 2"}  # a plain continuation, not an error

@@ -74,6 +74,10 @@ class _Flow:
             raise YamlError(f"YAML alias (*) at line {self.line_no} is not supported")
         if c == "!":
             raise YamlError(f"YAML tag (!) at line {self.line_no} is not supported")
+        # An explicit key (`{? a: b}`, `[? a]`), as in block context (spec §1.3).
+        nxt = self.text[self.pos + 1 : self.pos + 2]
+        if c == "?" and nxt != "" and nxt in " \t\n,]}":
+            raise YamlError(f"YAML explicit key (?) at line {self.line_no} is not supported")
 
     def collection(self, level: int) -> Any:
         """Parse the collection at self.pos, which opens at ``level``."""

@@ -72,6 +72,19 @@ impl Flow<'_> {
             Some(c @ ('&' | '*' | '!')) => {
                 Err(FlowErr::Fatal(construct_error(c, self.line).expect("c")))
             }
+            // An explicit key (`{? a: b}`, `[? a]`) is rejected as in block
+            // context (docs/spec.md §1.3), not read as the text `? a`.
+            Some('?')
+                if self.s[self.i + 1..]
+                    .chars()
+                    .next()
+                    .is_some_and(|n| is_flow_sep(n) || matches!(n, ',' | ']' | '}')) =>
+            {
+                Err(FlowErr::Fatal(format!(
+                    "YAML explicit key (?) at line {} is not supported",
+                    self.line
+                )))
+            }
             Some('"' | '\'') => match quoted(&self.s[self.i..]) {
                 Ok((s, used)) => {
                     self.i += used;

@@ -259,6 +259,30 @@ mod tests {
     }
 
     #[test]
+    fn explicit_keys_in_flow_collections_are_refused() {
+        for src in [
+            "a: {? k: v}",
+            "a: {? k}",
+            "a: [? k]",
+            "a: [x, ?\n  k]",
+            "a: {k: ? v}",
+            "a: [?]",
+        ] {
+            assert_eq!(
+                p(src).unwrap_err(),
+                "YAML explicit key (?) at line 1 is not supported",
+                "{src:?}"
+            );
+        }
+        // `?` not followed by white space or a flow indicator is text, as in YAML.
+        assert_eq!(one("a: [?k, k?]", "a"), Value::Seq(vec![s("?k"), s("k?")]));
+        assert_eq!(
+            one("a: {?k: v}", "a"),
+            Value::Map(vec![("?k".into(), s("v"))])
+        );
+    }
+
+    #[test]
     fn first_duplicate_wins_and_depth_is_capped() {
         assert_eq!(one("a: 1\na: 2", "a"), s("1"));
         // Below and past the size where keys go into a hash set, in block
