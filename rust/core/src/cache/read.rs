@@ -648,12 +648,15 @@ impl CacheFile {
 }
 
 /// Whether a saved field index is well formed for `n` concepts.
-fn consistent(f: &FieldIndex, n: usize) -> bool {
+pub(super) fn consistent(f: &FieldIndex, n: usize) -> bool {
     let words = f.word_starts.len().saturating_sub(1);
     let slots = f.dense_slot.iter().filter(|&&s| s != NOT_DENSE).count();
     f.bitset_words == n.div_ceil(64)
-        && !f.word_starts.is_empty()
-        && f.word_starts.windows(2).all(|w| w[0] <= w[1])
+        // Each word is at least its `\n` and the first starts the vocabulary:
+        // a search slices word `w` as `starts[w]..starts[w + 1] - 1` and maps
+        // a match's offset to the last word starting at or before it.
+        && f.word_starts.first() == Some(&0)
+        && f.word_starts.windows(2).all(|w| w[0] < w[1])
         && f.word_starts.last().map(|&e| e as usize) == Some(f.vocab.len())
         && f.post_starts.len() == words + 1
         && f.post_starts.windows(2).all(|w| w[0] <= w[1])

@@ -294,3 +294,41 @@ fn a_stale_after_past_python_datetime_is_not_an_instant() {
     assert!(is_instant(0) && is_instant(253_402_300_799_999_999));
     assert!(!is_instant(253_402_300_800_000_000) && !is_instant(i64::MIN));
 }
+
+/// A saved field index whose word starts repeat (an empty slice for a
+/// word, which has at least its `\n`) or do not start at 0 (a match before
+/// the first word maps to no word) would make a search slice its
+/// vocabulary out of range: the file is refused (and rebuilt), never used.
+#[test]
+fn word_starts_that_no_build_writes_are_refused() {
+    use super::read::consistent;
+    let cs: Vec<Concept> = ["alpha beta", "gamma ta"]
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let src = format!("---\ntype: T\ntitle: {t}\n---\nbody\n");
+            read_concept(&format!("c{i}"), "c.md", src.as_bytes())
+                .concept
+                .unwrap()
+        })
+        .collect();
+    let n = cs.len();
+    let mut ix = Index::build(&cs, &Analyzer::new(LANG));
+    let f = &mut ix.fields[0];
+    let starts: Vec<u32> = f.word_starts.to_vec();
+    assert!(starts.len() >= 3, "{starts:?}");
+    assert!(consistent(f, n));
+    let mut repeated = starts.clone();
+    repeated[1] = repeated[0];
+    f.word_starts = Array::from(repeated);
+    assert!(!consistent(f, n), "a repeated start");
+    let mut late = starts.clone();
+    late[0] = 1;
+    f.word_starts = Array::from(late);
+    assert!(
+        !consistent(f, n),
+        "a first word past the vocabulary's start"
+    );
+    f.word_starts = Array::from(starts);
+    assert!(consistent(f, n));
+}
