@@ -86,6 +86,19 @@ def test_the_unicode_data_is_the_pinned_one_not_pythons(make_bundle: MakeBundle)
         assert [h.concept_id for h in b.search("\ua7da", scorer=scorer)] == ["c"]
 
 
+def test_the_word_boundaries_are_the_pinned_crates(make_bundle: MakeBundle) -> None:
+    """docs/spec.md §12.1: `a.` + ZWJ + an Extended_Pictographic character is
+    one word as unicode-segmentation 1.13.3 segments it (two by UAX #29), so
+    the concept holding it matches that word's token and scores above one
+    holding only `a`; by the standard both would hold just `A` and tie."""
+    b = Bundle.load(
+        make_bundle({"c.md": concept("t", body="a.\u200d\u2122"), "d.md": concept("t", body="a")})
+    )
+    hits = b.search("a.\u200d\u2122", scorer="bm25f")
+    assert [h.concept_id for h in hits] == ["c", "d"]
+    assert hits[0].score > hits[1].score
+
+
 def test_excerpt(make_bundle: MakeBundle) -> None:
     body = "\n   \n# Title line\n  second LINE with Needle  \nthird needle"
     b = Bundle.load(make_bundle({"e.md": concept("t", body=body)}))

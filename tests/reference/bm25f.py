@@ -54,8 +54,14 @@ def pieces(text: str) -> list[str]:
     return out
 
 
+#: docs/spec.md §12.1's letter or digit: `Alphabetic` (which holds the
+#: combining vowel signs of Indic scripts and the circled letters, that
+#: ``str.isalnum`` leaves out) or General_Category Nd, Nl or No.
+_LETTER_OR_DIGIT = regex.compile(r"[\p{Alphabetic}\p{Nd}\p{Nl}\p{No}]")
+
+
 def _alnum(c: str) -> bool:
-    return c.isalnum()
+    return _LETTER_OR_DIGIT.match(c) is not None
 
 
 def tokens(text: str, language: str | None) -> list[tuple[str, str | None]]:
