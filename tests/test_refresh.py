@@ -103,7 +103,16 @@ def test_many_new_files_build_the_index_again(root: Path) -> None:
 @linux
 @pytest.mark.parametrize(
     "change",
-    ["mkdir", "root index", "symlink", "bad name", "link to a directory", "link to a file"],
+    [
+        "mkdir",
+        "root index",
+        "symlink",
+        "bad name",
+        "link to a directory",
+        "link to a file",
+        "link named log.md",
+        "link named index.md below the root",
+    ],
 )
 def test_anything_else_walks(root: Path, change: str) -> None:
     b = load(root)
@@ -117,6 +126,11 @@ def test_anything_else_walks(root: Path, change: str) -> None:
         (root / "index.md").write_text("---\nokf_version: '0.2'\n---\n")
     elif change == "symlink":
         (root / "link.md").symlink_to(root / "a.md")
+    elif change == "link named log.md":
+        # Reported whatever its name (docs/spec.md §1.1), a reserved one too.
+        (root / "d" / "log.md").symlink_to(root / "a.md")
+    elif change == "link named index.md below the root":
+        (root / "d" / "index.md").symlink_to(root / "a.md")
     else:
         (root / "bad\x01.md").write_text(c("bad"))
     r = b.refresh()

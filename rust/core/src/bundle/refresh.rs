@@ -169,20 +169,18 @@ impl Bundle {
                 // walk's to say (docs/spec.md §1.1, §1.9).
                 return None;
             }
-            if !name.ends_with(".md") {
+            if rel == "index.md" {
+                return None; // okf_version may have changed
+            }
+            if !name.ends_with(".md") || name == "index.md" || name == "log.md" {
                 // Not a concept file, but a link or a directory there is
-                // reported by a walk (docs/spec.md §1.1), and one that went
-                // takes its diagnostic with it: walk.
+                // reported by a walk (docs/spec.md §1.1: a link whatever its
+                // name, a reserved one too), and one that went takes its
+                // diagnostic with it: walk.
                 match fs::symlink_metadata(p) {
                     Ok(m) if m.file_type().is_symlink() || m.is_dir() => return None,
                     _ => continue,
                 }
-            }
-            if name == "index.md" || name == "log.md" {
-                if rel == "index.md" {
-                    return None; // okf_version may have changed
-                }
-                continue;
             }
             if rel
                 .chars()

@@ -474,6 +474,24 @@ mod watch {
         let _ = fs::remove_dir_all(&d);
     }
 
+    /// A link named like a reserved file (`log.md` anywhere, `index.md`
+    /// below the root) is reported by a walk whatever its name (docs/spec.md
+    /// §1.1), so a refresh after one appears reports it too (§1.9).
+    #[cfg(unix)]
+    #[test]
+    fn a_link_named_like_a_reserved_file_is_reported() {
+        for (k, name) in ["log.md", "sub/log.md", "sub/index.md"].iter().enumerate() {
+            let d = scratch(&format!("reserved-link-{k}"));
+            let b = Bundle::load(&d).unwrap();
+            std::os::unix::fs::symlink(d.join("sub/a.md"), d.join(name)).unwrap();
+            let fresh = Bundle::load(&d).unwrap();
+            assert_eq!(fresh.diagnostics.len(), 1, "{name}");
+            let r = b.refresh().unwrap().expect("a link appeared");
+            assert_eq!(r.diagnostics, fresh.diagnostics, "{name}");
+            let _ = fs::remove_dir_all(&d);
+        }
+    }
+
     #[test]
     fn irrelevant_changes_keep_the_snapshot() {
         let d = scratch("hidden");
