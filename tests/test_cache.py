@@ -62,6 +62,21 @@ def bundle(tmp_path: Path) -> Path:
     return root
 
 
+def test_a_file_dated_before_1970_is_read_again_on_a_reopen(bundle: Path, tmp_path: Path) -> None:
+    """docs/spec.md §9.4: a record is reused only for the same modification
+    time; one before the epoch is never trusted, so a same-size edit from
+    one such time to another is seen."""
+    p = bundle / "a.md"
+    os.utime(p, (-100, -100))
+    first, _ = cached(bundle, tmp_path / "c")
+    assert first.concept("a").title == "Alpha order"
+    p.write_text(FILES["a.md"].replace("Alpha", "Omega"))
+    os.utime(p, (-200, -200))
+    b, got = cached(bundle, tmp_path / "c")
+    assert b.concept("a").title == "Omega order"
+    assert got == fresh(bundle)
+
+
 def test_reopening_an_unchanged_bundle_reads_no_file(bundle: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     first, snap1 = cached(bundle, cache)

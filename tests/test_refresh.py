@@ -59,6 +59,21 @@ def test_an_edit_is_read_from_the_named_file_alone(root: Path) -> None:
     assert r.refresh() is None
 
 
+def test_an_edit_between_two_times_before_1970_is_seen(root: Path) -> None:
+    """docs/spec.md §1.9: a file counts as changed when its modification
+    time differs, before the epoch too (one stamp for every such time used
+    to hide a same-size edit)."""
+    p = root / "a.md"
+    p.write_text(c("Alpha order", "x"))
+    os.utime(p, (-100, -100))
+    b = load(root)
+    p.write_text(c("Omega order", "x"))
+    os.utime(p, (-200, -200))
+    r = b.refresh()
+    assert r is not None and r.concept("a").title == "Omega order"
+    same(r, load(root))
+
+
 @linux
 def test_touching_keeps_the_index(root: Path) -> None:
     b = load(root)

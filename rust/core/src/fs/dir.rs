@@ -312,7 +312,12 @@ mod tests {
             stamp(&d.join("old.md")).map(|s| s.1),
             Some(1_234_567_890_123_456_789)
         );
-        assert_eq!(stamp(&d.join("pre-epoch.md")).map(|s| s.1), Some(0));
+        // 10.000000005 s before the epoch: its nanoseconds' two's complement
+        // (docs/spec.md §1.9: distinct times, distinct stamps).
+        assert_eq!(
+            stamp(&d.join("pre-epoch.md")).map(|s| s.1),
+            Some(-10_000_000_005i64 as u64)
+        );
     }
 
     /// The `std::fs` directories (used where there is no Unix) list the same

@@ -21,13 +21,17 @@ pub const RACY_NS: u128 = 2_000_000_000;
 pub type Stamp = Option<FileStamp>;
 
 /// The stamp of a size and a modification time `secs` + `nanos` after the
-/// epoch: a time before the epoch counts as 0, and one past what 64 bits of
-/// nanoseconds hold (the year 2554) gives `None` (never trusted: the file is
-/// always read).
+/// epoch. A time before the epoch is its (negative) nanoseconds' two's
+/// complement: distinct times stay distinct stamps (docs/spec.md §1.9), and
+/// every such stamp is above the times a cache file trusts (§9.4), so the
+/// file is read again on a reopen rather than judged by a time the cache
+/// cannot order. A time 64 bits of nanoseconds do not hold (before 1678 or
+/// after 2554) gives `None` (never trusted: the file is always read).
 pub(super) fn stamp_from(len: u64, secs: i64, nanos: u32) -> Stamp {
-    let ns = match u128::try_from(secs) {
-        Ok(s) => u64::try_from(s * 1_000_000_000 + u128::from(nanos)).ok()?,
-        Err(_) => 0,
+    let ns = i128::from(secs) * 1_000_000_000 + i128::from(nanos);
+    let ns = match u64::try_from(ns) {
+        Ok(ns) => ns,
+        Err(_) => i64::try_from(ns).ok()? as u64,
     };
     Some((len, ns))
 }
@@ -45,7 +49,17 @@ pub fn stamp_of(meta: &std::fs::Metadata) -> Stamp {
         let t = meta.modified().ok();
         match t.map(|t| t.duration_since(std::time::UNIX_EPOCH)) {
             Some(Ok(d)) => stamp_from(meta.len(), d.as_secs() as i64, d.subsec_nanos()),
-            _ => Some((meta.len(), 0)),
+            // Before the epoch: `d` back from it, as whole seconds down and
+            // nanoseconds up, the way Unix spells it.
+            Some(Err(e)) => {
+                let d = e.duration();
+                let (s, n) = (d.as_secs() as i64, d.subsec_nanos());
+                match n {
+                    0 => stamp_from(meta.len(), -s, 0),
+                    n => stamp_from(meta.len(), -s - 1, 1_000_000_000 - n),
+                }
+            }
+            None => Some((meta.len(), 0)),
         }
     }
 }
@@ -53,4 +67,30 @@ pub fn stamp_of(meta: &std::fs::Metadata) -> Stamp {
 /// The stamp of the file at `p` (not following a symbolic link).
 pub fn stamp(p: &Path) -> Stamp {
     std::fs::symlink_metadata(p).ok().and_then(|m| stamp_of(&m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stamp_from;
+
+    /// docs/spec.md §1.9: distinct modification times are distinct stamps,
+    /// before the epoch too; one 64 bits of nanoseconds cannot hold is none.
+    #[test]
+    fn times_before_the_epoch_are_stamped_apart() {
+        let before = [(-100, 0), (-200, 0), (-1, 999_999_999), (-1, 0)];
+        let mut seen: Vec<u64> = before
+            .iter()
+            .map(|&(s, n)| stamp_from(1, s, n).unwrap().1)
+            .collect();
+        seen.push(stamp_from(1, 0, 0).unwrap().1);
+        seen.push(stamp_from(1, 1_234_567_890, 5).unwrap().1);
+        let mut distinct = seen.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), seen.len(), "{seen:?}");
+        assert_eq!(stamp_from(1, 0, 0), Some((1, 0)));
+        assert_eq!(stamp_from(1, -1, 999_999_999), Some((1, u64::MAX)));
+        assert_eq!(stamp_from(1, i64::MIN, 0), None);
+        assert_eq!(stamp_from(1, i64::MAX, 0), None);
+    }
 }
