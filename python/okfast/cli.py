@@ -35,6 +35,7 @@ from okfast.scoring import DEFAULT_BM25F, MAX_COUNT, Scorer
 from okfast.settings import load_settings, print_diagnostics
 from okfast.terminal import (
     BIDI_CONTROLS,
+    SURROGATE,
     escape,
     one_line,
     print_err,
@@ -42,6 +43,7 @@ from okfast.terminal import (
     safe_stdout,
     safe_warnings,
     score_text,
+    u_escaped,
 )
 
 
@@ -55,7 +57,7 @@ def _print_json(obj: object) -> None:
     # os.fsdecode spells it) is written as its \\u escape: the output stays
     # UTF-8 and a JSON reader gets the same string back (docs/spec.md §10.1).
     text = json.dumps(obj, ensure_ascii=False, sort_keys=True, indent=2) + "\n"
-    text = _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    text = u_escaped(_JSON_RAW, text)
     # In pieces the output's buffer holds: one write past it goes straight to
     # the pipe, and when the reader leaves mid-write (`| head`) the short
     # count it returns is ignored by the text layer, so the rest would be
@@ -69,7 +71,7 @@ def _print_json(obj: object) -> None:
 #: not escape (DEL, C1, the bidirectional controls). As \u escapes the output
 #: is valid JSON on a terminal too, where they would otherwise be escaped as
 #: \x7f, which no JSON reader takes (docs/spec.md §10.1).
-_JSON_RAW = re.compile("[\ud800-\udfff\x7f-\x9f" + "".join(map(chr, BIDI_CONTROLS)) + "]")
+_JSON_RAW = re.compile(f"[{SURROGATE}\x7f-\x9f" + "".join(map(chr, BIDI_CONTROLS)) + "]")
 
 #: Characters of output written at a time (at most 4 UTF-8 bytes each: 8 KiB,
 #: io.DEFAULT_BUFFER_SIZE).

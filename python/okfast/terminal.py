@@ -49,14 +49,22 @@ def score_text(score: int | float) -> str:
 
 
 #: A lone surrogate: how ``os.fsdecode`` spells a file name's byte that is not UTF-8.
-_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATE = "\ud800-\udfff"
+_SURROGATE = re.compile(f"[{SURROGATE}]")
+
+
+def u_escaped(pattern: re.Pattern[str], text: str) -> str:
+    """``text`` with each character ``pattern`` matches written as its JSON
+    escape, ``\\udcff`` say: how JSON output and file names in text output
+    spell what must not be written raw (docs/spec.md §10.1)."""
+    return pattern.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def name_text(name: object) -> str:
     """A file name as text output shows it: a byte that is not UTF-8 (a lone
     surrogate) as its escape ``\\udcff``, as JSON output spells it, so the
     output stays UTF-8 whatever its error handler (docs/spec.md §10.1)."""
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", str(name))
+    return u_escaped(_SURROGATE, str(name))
 
 
 def print_err(line: str) -> None:
@@ -65,23 +73,30 @@ def print_err(line: str) -> None:
     print(escape(line) if sys.stderr.isatty() else line, file=sys.stderr)
 
 
-class _Escaping:
-    """A text stream that writes to ``inner`` with :func:`escape` applied;
-    everything else (``buffer``, ``fileno``, ``flush``) is ``inner``'s."""
+class _Wrapped:
+    """A text stream over ``inner`` whose subclasses change ``write``;
+    everything else (``buffer``, ``fileno``, ``isatty``) is ``inner``'s."""
 
     def __init__(self, inner: TextIO) -> None:
         self._inner = inner
-
-    def write(self, text: str) -> int:
-        self._inner.write(escape(text))
-        return len(text)
 
     def writelines(self, lines: Any) -> None:
         for line in lines:
             self.write(line)
 
+    def write(self, text: str) -> int:
+        raise NotImplementedError
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
+
+
+class _Escaping(_Wrapped):
+    """Writes to ``inner`` with :func:`escape` applied."""
+
+    def write(self, text: str) -> int:
+        self._inner.write(escape(text))
+        return len(text)
 
 
 @contextlib.contextmanager
@@ -99,13 +114,9 @@ def safe_stdout() -> Iterator[None]:
         sys.stdout = inner
 
 
-class _Dropping:
-    """A text stream that writes to ``inner`` and drops what cannot be
-    written (a reader that went away, a full disk); everything else is
-    ``inner``'s."""
-
-    def __init__(self, inner: TextIO) -> None:
-        self._inner = inner
+class _Dropping(_Wrapped):
+    """Writes to ``inner`` and drops what cannot be written (a reader that
+    went away, a full disk)."""
 
     def write(self, text: str) -> int:
         try:
@@ -113,10 +124,6 @@ class _Dropping:
         except OSError:
             self._to_null()
         return len(text)
-
-    def writelines(self, lines: Any) -> None:
-        for line in lines:
-            self.write(line)
 
     def flush(self) -> None:
         try:
@@ -132,9 +139,6 @@ class _Dropping:
             null = os.open(os.devnull, os.O_WRONLY)
             os.dup2(null, fd)
             os.close(null)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
 
 @contextlib.contextmanager

@@ -311,12 +311,11 @@ def candidates(current: Settings, *, multi_source: bool, budget: int, seed: int)
     for s in anchors(current, multi_source=multi_source):
         add(s)
     dims = _space(multi_source)
-    fits = space_size(multi_source) <= budget  # the product is built only when it might fit
-    grid = [_settings_of(values, base) for values in itertools.product(*dims)] if fits else []
-    # The leading ones the grid holds too count once (docs/spec.md §14.2).
-    if fits and len(out.keys() | {s.to_json() for s in grid}) <= budget:
-        for s in grid:
-            add(s)
+    grid: dict[str, Settings] = {}  # the leading ones it holds count once (§14.2)
+    if space_size(multi_source) <= budget:  # built only when it might fit
+        grid = {s.to_json(): s for s in (_settings_of(v, base) for v in itertools.product(*dims))}
+    if grid and len(out.keys() | grid.keys()) <= budget:
+        out |= {k: s for k, s in grid.items() if k not in out}
     else:
         rng = random.Random(seed)
         tries = 0

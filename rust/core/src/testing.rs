@@ -52,3 +52,19 @@ impl Drop for Scratch {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// Concepts `c0`, `c1`, … read from each of `sources` (whole concept files,
+/// frontmatter included), each of which must parse.
+pub fn concepts_of<S: AsRef<str>>(
+    sources: impl IntoIterator<Item = S>,
+) -> Vec<crate::concept::Concept> {
+    sources
+        .into_iter()
+        .enumerate()
+        .map(|(i, src)| {
+            crate::concept::read_concept(&format!("c{i}"), "c.md", src.as_ref().as_bytes())
+                .concept
+                .expect("a concept file that parses")
+        })
+        .collect()
+}

@@ -302,16 +302,9 @@ fn a_stale_after_past_python_datetime_is_not_an_instant() {
 #[test]
 fn word_starts_that_no_build_writes_are_refused() {
     use super::read::consistent;
-    let cs: Vec<Concept> = ["alpha beta", "gamma ta"]
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let src = format!("---\ntype: T\ntitle: {t}\n---\nbody\n");
-            read_concept(&format!("c{i}"), "c.md", src.as_bytes())
-                .concept
-                .unwrap()
-        })
-        .collect();
+    let cs = crate::testing::concepts_of(
+        ["alpha beta", "gamma ta"].map(|t| format!("---\ntype: T\ntitle: {t}\n---\nbody\n")),
+    );
     let n = cs.len();
     let mut ix = Index::build(&cs, &Analyzer::new(LANG));
     let f = &mut ix.fields[0];

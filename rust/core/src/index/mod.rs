@@ -277,7 +277,6 @@ impl FieldIndex {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::concept::read_concept;
     use crate::text::analyze::Language;
     use crate::text::{contains_ci, fold};
 
@@ -307,17 +306,10 @@ pub(crate) mod tests {
     /// `n` concepts whose fields are a few random syllables each.
     fn random_concepts(n: usize, rng: &mut crate::testing::Rng) -> Vec<Concept> {
         let mut word = || random_word(rng);
-        (0..n)
-            .map(|i| {
-                let (t, d, g, b1, b2) = (word(), word(), word(), word(), word());
-                let src = format!(
-                    "---\ntype: t\ntitle: {t}\ndescription: {d} x\ntags: [{g}]\n---\n{b1} {b2}\n"
-                );
-                read_concept(&format!("c{i}"), "c.md", src.as_bytes())
-                    .concept
-                    .unwrap()
-            })
-            .collect()
+        crate::testing::concepts_of((0..n).map(|_| {
+            let (t, d, g, b1, b2) = (word(), word(), word(), word(), word());
+            format!("---\ntype: t\ntitle: {t}\ndescription: {d} x\ntags: [{g}]\n---\n{b1} {b2}\n")
+        }))
     }
 
     /// Indexes over one partition (a few concepts) and over many (past the
@@ -368,15 +360,10 @@ pub(crate) mod tests {
     #[test]
     fn slices_longer_than_a_chunk_holds_are_cut() {
         let n = 2 * build::CHUNK_MAX + 1000;
-        let concepts: Vec<Concept> = (0..n)
-            .map(|i| {
-                let word = if i >= n - 3 { "zebra" } else { "plain" };
-                let src = format!("---\ntype: t\ntitle: t{}\n---\n{word}\n", i % 7);
-                read_concept(&format!("c{i}"), "c.md", src.as_bytes())
-                    .concept
-                    .unwrap()
-            })
-            .collect();
+        let concepts = crate::testing::concepts_of((0..n).map(|i| {
+            let word = if i >= n - 3 { "zebra" } else { "plain" };
+            format!("---\ntype: t\ntitle: t{}\n---\n{word}\n", i % 7)
+        }));
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(1)
             .build()

@@ -407,16 +407,12 @@ mod tests {
     #[test]
     fn frequencies_of_256_and_more_are_kept_in_two_bytes() {
         let bodies = ["many ".repeat(300), "many few ".repeat(255), "few".into()];
-        let concepts: Vec<_> = bodies
-            .iter()
-            .enumerate()
-            .map(|(i, body)| {
-                let src = format!("---\ntitle: c{i}\n---\n{body}\n");
-                read_concept(&format!("c{i}"), "c.md", src.as_bytes())
-                    .concept
-                    .unwrap()
-            })
-            .collect();
+        let concepts = crate::testing::concepts_of(
+            bodies
+                .iter()
+                .enumerate()
+                .map(|(i, body)| format!("---\ntitle: c{i}\n---\n{body}\n")),
+        );
         let mut b = Index::build(&concepts, &Analyzer::new(None)).bm25f;
         assert_eq!(b.check(3), Ok(()));
         let (many, few) = (b.token_id("MANY").unwrap(), b.token_id("FEW").unwrap());
