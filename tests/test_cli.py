@@ -221,6 +221,64 @@ def test_resolve_usage_errors() -> None:
         assert e.value.code == 2
 
 
+def _catalog_apart(tmp_path: Path) -> tuple[Path, Path]:
+    """A catalog in ``conf/`` naming a bundle in ``data/`` beside it (§4.2)."""
+    write_bundle(
+        tmp_path / "data" / "kb", {"refunds.md": "---\ntitle: Refunds\n---\nRefund policy.\n"}
+    )
+    (tmp_path / "data" / "mem").mkdir()
+    (tmp_path / "conf").mkdir()
+    cat = tmp_path / "conf" / "catalog.json"
+    sources = [
+        {"id": "kb", "path": "../data/kb"},
+        {"id": "mem", "path": "../data/mem", "role": "memory", "tier": "user"},
+    ]
+    cat.write_text(json.dumps({"version": 1, "sources": sources}))
+    return cat, tmp_path
+
+
+def test_catalog_root_lets_a_catalog_name_bundles_outside_its_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cat, root = _catalog_apart(tmp_path)
+    assert main(["resolve", "--catalog", str(cat), "refund"]) == 2
+    assert "[OutsideRoot]" in capsys.readouterr().err
+    assert main(["resolve", "--catalog", str(cat), "--catalog-root", str(root), "refund"]) == 0
+    assert "kb:refunds" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        main(["resolve", "--catalog", str(cat), "--catalog-root", "", "refund"])
+    assert e.value.code == 2
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["resolve", "--catalog", "{cat}", "refund"],
+        ["eval", "--catalog", "{cat}", "--qrels", "{qrels}"],
+        ["tune", "--catalog", "{cat}", "--qrels", "{qrels}", "--budget", "2"],
+        ["memory", "list", "--catalog", "{cat}", "--tenant", "t", "--user", "u"],
+        ["mcp", "--catalog", "{cat}", "--settings", "{missing}"],
+    ],
+)
+def test_every_command_reading_a_catalog_takes_its_root(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    cat, root = _catalog_apart(tmp_path)
+    qrels = tmp_path / "q.jsonl"
+    lines = [{"qid": str(i), "query": "refund", "relevant": {"kb:refunds": 2}} for i in range(5)]
+    qrels.write_text("".join(json.dumps(q) + "\n" for q in lines))
+    names = {"{cat}": str(cat), "{qrels}": str(qrels), "{missing}": str(tmp_path / "nope.json")}
+    argv = [names.get(a, a) for a in command]
+    assert main(argv) == 2
+    assert "[OutsideRoot]" in capsys.readouterr().err
+    code = main([*argv, "--catalog-root", str(root)])
+    err = capsys.readouterr().err
+    assert "OutsideRoot" not in err and "bad catalog" not in err
+    # The mcp server stops at the missing settings file, after the catalog.
+    assert code == (2 if command[0] == "mcp" else 0), err
+    assert ("nope.json" in err) == (command[0] == "mcp")
+
+
 def _governed_catalog(tmp_path: Path) -> str:
     from conftest import write_bundle
 

@@ -437,6 +437,29 @@ def test_the_command_writes_applies_and_reverts(
     )
 
 
+@requires_eval_extra
+def test_the_revert_hint_names_the_catalog_root_the_apply_was_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A catalog kept apart from its bundles (``--catalog-root``, docs/spec.md
+    §4.2): the printed revert command is one that works."""
+    catalog, qrels = corpus(tmp_path)
+    doc = json.loads(catalog.read_text())
+    doc["sources"][0]["path"] = "../kb"
+    doc["settings"] = "../okfast-settings.json"
+    (tmp_path / "conf").mkdir()
+    apart = tmp_path / "conf" / "catalog.json"
+    apart.write_text(json.dumps(doc))
+    within = ["--catalog", str(apart), "--catalog-root", str(tmp_path)]
+    code, text, err = run(capsys, *within, "--qrels", str(qrels), "--budget", "10", "--apply")
+    assert (code, err) == (0, "") and (tmp_path / "okfast-settings.json").exists()
+    hint = text.split("(okfast tune ", 1)[1].split(" --revert undoes it)", 1)[0]
+    assert hint.split() == within
+    code, text, _ = run(capsys, *hint.split(), "--revert")
+    assert code == 0 and "Reverted" in text
+    assert not (tmp_path / "okfast-settings.json").exists()
+
+
 def test_a_revert_prints_json_when_asked(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

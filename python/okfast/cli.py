@@ -28,7 +28,7 @@ from okfast.integrations import mcp_cli
 from okfast.memory import cli as memory_cli
 from okfast.model import Diagnostic, Explanation, Passage
 from okfast.numerals import ascii_float, ascii_int
-from okfast.paths import option_file
+from okfast.paths import catalog_options, option_file
 from okfast.query import Query, StalePolicy, Strategy
 from okfast.resolver import Resolver
 from okfast.scoring import DEFAULT_BM25F, MAX_COUNT, Scorer
@@ -220,10 +220,12 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _load_catalog(path: str) -> Catalog | None:
-    """The catalog, or ``None`` after listing every problem on stderr."""
+def _load_catalog(args: argparse.Namespace) -> Catalog | None:
+    """The catalog ``--catalog`` names, its sources within ``--catalog-root``
+    when given (§4.2), or ``None`` after listing every problem on stderr."""
+    path = args.catalog
     try:
-        return Catalog.load(path)
+        return Catalog.load(path, root=args.catalog_root)
     except CatalogError as e:
         # One line per problem, whatever a path in it holds (§10.1, §10.4).
         print_err(one_line(f"okfast: bad catalog {path}:"))
@@ -233,7 +235,7 @@ def _load_catalog(path: str) -> Catalog | None:
 
 
 def _cmd_resolve(args: argparse.Namespace) -> int:
-    catalog = _load_catalog(args.catalog)
+    catalog = _load_catalog(args)
     if catalog is None:
         return 2
     query = Query(
@@ -471,7 +473,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(run=_cmd_search)
 
     r = sub.add_parser("resolve", help="search every source of a catalog into one ordered list")
-    r.add_argument("--catalog", type=option_file, required=True, help="catalog.json")
+    catalog_options(r)
     r.add_argument("query", help="query text")
     r.add_argument("--strategy", choices=[s.value for s in Strategy], default=None)
     r.add_argument(

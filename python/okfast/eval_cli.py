@@ -15,18 +15,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from okfast.catalog import Catalog
 from okfast.comparison import TESTS
 from okfast.errors import InvalidArgumentError
 from okfast.evaluation import DEFAULT_DEPTH, METRICS, EvalReport, diagnostic_line, evaluate
-from okfast.paths import option_file
+from okfast.paths import LoadCatalog, catalog_options, option_file
 from okfast.qrels import JudgedQuery, JudgedSet
 from okfast.query import Query, Strategy
 from okfast.resolver import Resolver
 from okfast.scoring import MAX_COUNT, Scorer
 from okfast.settings import Settings, command_settings, load_settings
 
-LoadCatalog = Callable[[str], "Catalog | None"]
 PrintJson = Callable[[object], None]
 WholeNumber = Callable[[str], int]
 
@@ -43,7 +41,7 @@ def _label(config: Settings) -> str:
 
 
 def _run(args: argparse.Namespace, load: LoadCatalog, out: PrintJson) -> int:
-    catalog = load(args.catalog)
+    catalog = load(args)
     if catalog is None:
         return 2
     if args.run_out is not None and Path(args.run_out).is_dir():
@@ -162,7 +160,7 @@ def register(
     a whole number >= 1, ``count`` of a fairness quota, 1 to 2**32 - 1 (§5.1),
     both shared with the other commands)."""
     e = sub.add_parser("eval", help="measure a catalog's rankings on judged queries")
-    e.add_argument("--catalog", type=option_file, required=True, help="catalog.json")
+    catalog_options(e)
     e.add_argument(
         "--qrels",
         type=option_file,

@@ -13,8 +13,17 @@ import argparse
 import os
 import re
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from okfast.errors import BundleNotFoundError, InvalidArgumentTypeError
+
+if TYPE_CHECKING:
+    from okfast.catalog import Catalog
+
+#: How a command reads the catalog its ``--catalog`` and ``--catalog-root``
+#: name (``cli._load_catalog``): ``None`` once the problems are reported.
+LoadCatalog = Callable[[argparse.Namespace], "Catalog | None"]
 
 #: Platforms whose default file systems compare names case-insensitively.
 CASE_INSENSITIVE_PLATFORMS = ("win32", "cygwin", "darwin")
@@ -115,3 +124,18 @@ def option_file(text: str) -> str:
     if not text:
         raise argparse.ArgumentTypeError("the path is empty")
     return text
+
+
+def catalog_options(parser: argparse.ArgumentParser, help: str = "catalog.json") -> None:
+    """``--catalog FILE`` and ``--catalog-root DIR``, as every command that
+    reads a catalog takes them: the root is ``Catalog.load``'s ``root``, the
+    directory every source path must lie in (docs/spec.md §4.2, §10.1), so a
+    catalog kept apart from bundles it may not write beside can name them."""
+    parser.add_argument("--catalog", type=option_file, required=True, help=help)
+    parser.add_argument(
+        "--catalog-root",
+        type=option_file,
+        default=None,
+        metavar="DIR",
+        help="the directory every source must be in (default: the catalog's own)",
+    )

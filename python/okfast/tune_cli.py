@@ -17,7 +17,7 @@ from okfast.catalog import Catalog
 from okfast.errors import InvalidArgumentError
 from okfast.evaluation import diagnostic_line
 from okfast.numerals import ascii_float, ascii_int
-from okfast.paths import option_file
+from okfast.paths import LoadCatalog, catalog_options, option_file
 from okfast.qrels import JudgedSet
 from okfast.resolver import Resolver
 from okfast.scoring import DEFAULT_BM25F, Scorer
@@ -66,8 +66,8 @@ class _Bar:
         self.open = done < total
 
 
-def _run(args: argparse.Namespace, load: Any, out: Any) -> int:
-    catalog: Catalog | None = load(args.catalog)
+def _run(args: argparse.Namespace, load: LoadCatalog, out: Any) -> int:
+    catalog: Catalog | None = load(args)
     if catalog is None:
         return 2
     # The search's options are absent unless given (register): a revert
@@ -216,9 +216,11 @@ def _print(report: TuneReport, args: argparse.Namespace, catalog: Catalog) -> No
         # the file was written.
         print(f"written to {name_text(args.out)}")
     if args.apply:
+        root = args.catalog_root
+        within = "" if root is None else f" --catalog-root {name_text(root)}"
         print(
             f"applied to {name_text(catalog.settings_path)} "
-            f"(okfast tune --catalog {name_text(args.catalog)} --revert undoes it)"
+            f"(okfast tune --catalog {name_text(args.catalog)}{within} --revert undoes it)"
         )
     elif args.out is None:
         print("not applied: --out FILE writes it, --apply applies it")
@@ -257,7 +259,7 @@ def _number(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
 
 
-def register(sub: Any, load: Any, out: Any, whole: Callable[[str, int], int]) -> None:
+def register(sub: Any, load: LoadCatalog, out: Any, whole: Callable[[str, int], int]) -> None:
     """Add ``tune`` to the top-level parser. The search's options default to
     absent (``SUPPRESS``), so :func:`_run` tells one given at its default
     value from one not given; it fills in ``_SEARCH_DEFAULTS`` itself.
@@ -270,7 +272,7 @@ def register(sub: Any, load: Any, out: Any, whole: Callable[[str, int], int]) ->
         return whole(text, 2)
 
     t = sub.add_parser("tune", help="search ranking settings on judged queries, held-out accepted")
-    t.add_argument("--catalog", type=option_file, required=True, help="catalog.json")
+    catalog_options(t)
     t.add_argument(
         "--qrels",
         type=option_file,

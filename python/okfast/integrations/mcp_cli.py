@@ -12,16 +12,12 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from collections.abc import Callable
 from typing import Any
 
-from okfast.catalog import Catalog
 from okfast.memory.scope import Scope
 from okfast.numerals import ascii_int
-from okfast.paths import option_file
+from okfast.paths import LoadCatalog, catalog_options, option_file
 from okfast.settings import command_settings
-
-LoadCatalog = Callable[[str], "Catalog | None"]
 
 
 def _fail(message: str) -> int:
@@ -59,7 +55,7 @@ def _run(args: argparse.Namespace, load: LoadCatalog) -> int:
             mcp_transport.loopback_addresses(args.host)
         except (ValueError, OSError) as e:
             return _fail(str(e))
-    catalog = load(args.catalog)
+    catalog = load(args)
     if catalog is None:
         return 2
     try:
@@ -119,7 +115,7 @@ def register(sub: Any, load: LoadCatalog) -> None:
             "memory_capture with --capture) as MCP tools."
         ),
     )
-    m.add_argument("--catalog", type=option_file, required=True, help="catalog.json")
+    catalog_options(m)
     m.add_argument(
         "--settings",
         type=option_file,

@@ -15,23 +15,21 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from okfast.catalog import Catalog
 from okfast.errors import InvalidArgumentError
 from okfast.memory.capture import capture
 from okfast.memory.entry import MemoryEntry, check_entry
 from okfast.memory.scope import Scope, Tier
 from okfast.memory.store import FileMemoryStore
-from okfast.paths import option_file
+from okfast.paths import LoadCatalog, catalog_options
 from okfast.scoring import Scorer
 from okfast.terminal import one_line, print_err, score_text
 
-LoadCatalog = Callable[[str], "Catalog | None"]
 PrintJson = Callable[[object], None]
 WholeNumber = Callable[[str], int]
 
 
 def _open(args: argparse.Namespace, load: LoadCatalog) -> tuple[FileMemoryStore, Scope] | None:
-    catalog = load(args.catalog)
+    catalog = load(args)
     if catalog is None:
         return None
     scope = Scope(args.tenant, args.user, args.session)  # a bad id: InvalidArgumentError
@@ -220,12 +218,7 @@ def register(sub: Any, load: LoadCatalog, out: PrintJson, whole: WholeNumber) ->
     }
     for name, (fn, help_text) in commands.items():
         c = msub.add_parser(name, help=help_text)
-        c.add_argument(
-            "--catalog",
-            type=option_file,
-            required=True,
-            help="catalog.json with role: memory sources",
-        )
+        catalog_options(c, "catalog.json with role: memory sources")
         c.add_argument("--tenant", default=None)
         c.add_argument("--user", default=None)
         c.add_argument("--session", default=None)
