@@ -253,6 +253,22 @@ def test_reload_keeps_last_good(tmp: Path) -> None:
     assert [s.id for s in cat.sources] == ["docs", "more"]
 
 
+def test_a_reload_resolves_against_the_root_resolved_at_load(
+    tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relative root names the directory it named when loaded, after a
+    chdir too, as the catalog's own path does."""
+    (tmp / "conf").mkdir()
+    p = tmp / "conf" / "catalog.json"
+    p.write_text(json.dumps({"version": 1, "sources": [{"id": "docs", "path": "../docs"}]}))
+    monkeypatch.chdir(tmp)
+    cat = Catalog.load(p, root=".")
+    monkeypatch.chdir(tmp / "more")
+    r = cat.reload()
+    assert r.ok, r.diagnostics
+    assert cat.sources[0].directory == tmp / "docs" and cat.root == Path(".")
+
+
 def test_reloads_take_turns_so_the_newest_file_is_installed_last(
     tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

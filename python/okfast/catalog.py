@@ -497,7 +497,11 @@ class Catalog:
         # One reload at a time, read to installed: one that read an older
         # file must not install it after one that read the newer (§4.3).
         with _RELOADING:
-            sources, diags, settings, digest = _read_and_parse(self.path, self.root)
+            # The root as resolved when loaded: a relative one given then
+            # (`--catalog-root .`) still names that directory after a chdir,
+            # as the catalog's own path does (docs/spec.md §4.3).
+            root = self._resolved_root if self.root is not None else None
+            sources, diags, settings, digest = _read_and_parse(self.path, root)
             if diags:
                 return ReloadResult(False, self.generation, diags)
             with _RELOAD:
