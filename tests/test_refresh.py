@@ -309,3 +309,20 @@ def test_an_edit_counts_once_against_the_few(
     r = b.refresh()
     assert r is not None and r.made_by == made_by
     same(r, load(root))
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink") or sys.platform == "win32", reason="POSIX links")
+def test_a_root_link_retargeted_is_seen_at_once(tmp_path: Path) -> None:
+    """The directory watched stays quiet, but the root's path names another
+    one: the next refresh walks it, not only after the 30 s comparison (§1.9)."""
+    write_bundle(tmp_path / "a", {"old.md": c("Old")})
+    write_bundle(tmp_path / "b", {"new.md": c("New")})
+    (tmp_path / "root").symlink_to(tmp_path / "a")
+    b = Bundle.load(tmp_path / "root", cache=False)
+    assert b.refresh() is None
+    (tmp_path / "next").symlink_to(tmp_path / "b")
+    os.replace(tmp_path / "next", tmp_path / "root")
+    fresh = b.refresh()
+    assert fresh is not None and fresh.concept_ids == ("new",)
+    same(fresh, Bundle.load(tmp_path / "b", cache=False))
+    assert fresh.refresh() is None

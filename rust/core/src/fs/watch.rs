@@ -53,6 +53,17 @@ mod imp {
         /// the changes since its watch began, not only those no other
         /// refresh took first (docs/spec.md §1.9).
         seen: Mutex<Changes>,
+        /// The root's path, and the device and inode it named before the
+        /// watch began: a root that is a link retargeted, or a directory
+        /// renamed away and another put at its path, leaves the watched
+        /// directory quiet while the path names another one (§1.9).
+        root: PathBuf,
+        pub(super) root_id: Option<(u64, u64)>,
+    }
+
+    fn identity(path: &Path) -> Option<(u64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
     }
 
     fn mask() -> WatchMask {
@@ -69,6 +80,10 @@ mod imp {
 
     impl Watch {
         pub fn new(root: &Path) -> Option<Watch> {
+            // Before the watch and the walk: should the path change target
+            // in between, the identity is the older one and the next drain
+            // reports the change.
+            let root_id = identity(root);
             let inotify = Inotify::init().ok()?;
             let mut watches = inotify.watches();
             let wd = watches.add(root, mask()).ok()?;
@@ -78,6 +93,8 @@ mod imp {
                 failed: AtomicBool::new(false),
                 dirs: Mutex::new(vec![(wd, root.to_path_buf())]),
                 seen: Mutex::new(Changes::Quiet),
+                root: root.to_path_buf(),
+                root_id,
             })
         }
 
@@ -175,6 +192,11 @@ mod imp {
                         }
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                        if seen != Changes::Directories
+                            && (self.root_id.is_none() || identity(&self.root) != self.root_id)
+                        {
+                            seen = Changes::Directories;
+                        }
                         *kept = seen.clone();
                         return seen;
                     }
@@ -253,7 +275,13 @@ impl Watch {
     /// drain of this one: a change then lands in one queue or the other.
     pub fn successor(&self, root: &Path) -> Option<Watch> {
         let dirs = self.0.as_ref()?.dirs()?;
-        let w = Watch::new(root);
+        let mut w = Watch::new(root);
+        // The root this snapshot's files were read from, not what the path
+        // names now: a retarget in between is then reported (§1.9).
+        #[cfg(target_os = "linux")]
+        if let (Some(new), Some(old)) = (w.0.as_mut(), self.0.as_ref()) {
+            new.root_id = old.root_id;
+        }
         w.0.as_ref()?;
         for d in dirs.iter().skip(1) {
             w.add_dir(d);
@@ -293,5 +321,38 @@ mod tests {
         fs::write(d.join("moved/y.md"), "inside").unwrap();
         // Reported at the path the walk knew it by.
         assert_eq!(w.drain(), Changes::Files(vec![d.join("sub/y.md")]));
+    }
+
+    /// A root that is a link, retargeted: the directory watched stays quiet,
+    /// but the path names another one, so the drain says to compare
+    /// everything (docs/spec.md §1.9); so does a successor made after it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_root_link_retargeted_is_a_change() {
+        let d = crate::testing::scratch_dir("watch", "retarget");
+        fs::create_dir_all(d.join("a")).unwrap();
+        fs::create_dir_all(d.join("b")).unwrap();
+        std::os::unix::fs::symlink(d.join("a"), d.join("root")).unwrap();
+        let w = Watch::new(&d.join("root"));
+        assert_eq!(w.drain(), Changes::Quiet);
+        std::os::unix::fs::symlink(d.join("b"), d.join("next")).unwrap();
+        fs::rename(d.join("next"), d.join("root")).unwrap();
+        // Made after the retarget, as a refresh racing it would.
+        let next = w.successor(&d.join("root")).unwrap();
+        assert_eq!(w.drain(), Changes::Directories);
+        assert_eq!(
+            w.drain(),
+            Changes::Directories,
+            "kept for the snapshot's life"
+        );
+        assert_eq!(next.drain(), Changes::Directories);
+        let fresh = Watch::new(&d.join("root"));
+        assert_eq!(fresh.drain(), Changes::Quiet);
+        fs::remove_file(d.join("root")).unwrap();
+        assert_eq!(
+            fresh.drain(),
+            Changes::Directories,
+            "a root gone is a change"
+        );
     }
 }
