@@ -23,7 +23,17 @@ from typing import Any
 import pytest
 from conftest import CORPORA, make_catalog, requires_corpora
 from integration_extras import require
-from okfast import BM25FParams, Catalog, OkfastError, Query, Resolver, Scorer, StalePolicy, Strategy
+from okfast import (
+    BM25FParams,
+    Catalog,
+    InvalidArgumentTypeError,
+    OkfastError,
+    Query,
+    Resolver,
+    Scorer,
+    StalePolicy,
+    Strategy,
+)
 from okfast.passages import Context
 from okfast.settings import Settings
 
@@ -681,6 +691,19 @@ def test_both_retrievers_take_a_ray_resolver(governed: tuple[Resolver, RayResolv
         assert [(n.node.id_, n.score) for n in nodes[1]] == [
             (n.node.id_, n.score) for n in nodes[0]
         ]
+
+
+def test_the_mcp_server_refuses_a_ray_resolver_when_built(
+    governed: tuple[Resolver, RayResolver],
+) -> None:
+    """docs/integrations.md: the MCP server reads concepts from a local
+    resolver's snapshots; a RayResolver has none, and was accepted, then
+    failed with an AttributeError (its missing refresh) while being built."""
+    require("mcp", "mcp")
+    from okfast.integrations import mcp
+
+    with pytest.raises(InvalidArgumentTypeError, match="must be an okfast.Resolver"):
+        mcp.build_server(resolver=governed[1])
 
 
 @requires_corpora

@@ -3,6 +3,7 @@ retriever tests, and exactly the resolver's passages, sync and async."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -174,6 +175,48 @@ def test_options_are_fixed_once_made() -> None:
     assert r.k == 2 and len(r.invoke(QUESTION)) == 2
     r.name = "mine"  # LangChain's own fields stay LangChain's
     assert r.name == "mine"
+
+
+def test_a_copy_with_other_options_is_made_as_the_constructor_makes_one(tmp_path: Path) -> None:
+    """pydantic's model_copy(update=...) set the values unchecked and kept the
+    resolver and memory store opened from the old options: k=0 returned
+    nothing, another catalog or a scope was silently not used
+    (docs/integrations.md)."""
+    r = OkfastRetriever(catalog=CATALOG, k=2)
+    with pytest.raises(InvalidArgumentError, match="k must be"):
+        r.model_copy(update={"k": 0})
+    with pytest.raises(InvalidArgumentError, match="unknown strategy"):
+        r.model_copy(update={"strategy": "sideways"})
+    with pytest.raises(InvalidArgumentError, match="unknown option"):
+        r.model_copy(update={"limit": 3})
+    three = r.model_copy(update={"k": 3})
+    assert keys(three.invoke(QUESTION)) == want(Resolver(Catalog.load(CATALOG)), 3)
+    other = copy_examples(tmp_path)
+    spec = json.loads(other.read_text())
+    spec["sources"] = [s for s in spec["sources"] if s["id"] != "bakery"]
+    other.write_text(json.dumps(spec))
+    moved = r.model_copy(update={"catalog": other})
+    assert moved.invoke(QUESTION) and all(
+        d.metadata["source_id"] != "bakery" for d in moved.invoke(QUESTION)
+    )
+    alice = Scope("acme", "alice")
+    assert capture(
+        FileMemoryStore.from_catalog(Catalog.load(other)), alice, "starter", "ok"
+    ).written
+    scoped = moved.model_copy(update={"scope": alice})
+    assert [d.metadata["surface"] for d in scoped.invoke(QUESTION)][-1] == "memory"
+    # LangChain's own fields are copied as pydantic copies them.
+    named = r.model_copy(update={"name": "mine"})
+    assert named.name == "mine" and keys(named.invoke(QUESTION)) == keys(r.invoke(QUESTION))
+
+
+def test_model_construct_makes_the_retriever_as_its_constructor_does() -> None:
+    """pydantic's model_construct skipped the constructor: the retriever had
+    no resolver (an AttributeError at the first query) and no check ran."""
+    made = OkfastRetriever.model_construct(catalog=CATALOG, k=2)
+    assert keys(made.invoke(QUESTION)) == want(Resolver(Catalog.load(CATALOG)), 2)
+    with pytest.raises(InvalidArgumentError, match="k must be"):
+        OkfastRetriever.model_construct(catalog=CATALOG, k=0)
 
 
 def test_bad_k_and_query_are_value_errors() -> None:

@@ -127,6 +127,18 @@ def test_a_blank_query_is_a_value_error() -> None:
         OkfastRetriever(CATALOG).retrieve("  ")
 
 
+@pytest.mark.parametrize("bad", [5, None, b"sourdough", ["sourdough"]])
+async def test_a_query_of_the_wrong_type_is_okfasts_type_error(bad: Any) -> None:
+    """Not pydantic's ValidationError from LlamaIndex's instrumentation (5,
+    None) nor an AttributeError (b"...": no query_str): okfast's own
+    InvalidArgumentTypeError, sync and async (docs/integrations.md)."""
+    r = OkfastRetriever(CATALOG)
+    with pytest.raises(InvalidArgumentTypeError, match="text or a QueryBundle"):
+        r.retrieve(bad)
+    with pytest.raises(InvalidArgumentTypeError, match="text or a QueryBundle"):
+        await r.aretrieve(bad)
+
+
 @pytest.mark.parametrize("scorer", ["bm25f", "fusion"])
 def test_scorer_and_settings_reach_the_resolver(scorer: str, tmp_path: Any) -> None:
     """docs/spec.md §13: the nodes are the resolver's passages under the scorer."""

@@ -366,6 +366,27 @@ def test_build_server_refusals(catalog: Path, tmp_path: Path) -> None:
         okfast_mcp.build_server()
 
 
+def test_a_resolver_that_is_not_a_local_one_is_refused_when_built(catalog: Path) -> None:
+    """The server reads concepts from the resolver's own snapshots
+    (get_concept, list_sources, its start-up load): a resolver with only
+    search -- an okfast.distributed.RayResolver, say -- was accepted and
+    then failed with an AttributeError (no refresh) instead of okfast's
+    type error (docs/integrations.md)."""
+
+    loaded = Catalog.load(catalog)
+
+    class SearchOnly:
+        catalog = loaded
+
+        def search(self, query: Query, *, exclusions: bool = True) -> Any:
+            return Resolver(self.catalog).search(query, exclusions=exclusions)
+
+    with pytest.raises(okfast.InvalidArgumentTypeError, match="okfast.Resolver"):
+        okfast_mcp.build_server(resolver=SearchOnly())
+    with pytest.raises(okfast.InvalidArgumentTypeError, match="resolver= must be"):
+        okfast_mcp.build_server(resolver=str(catalog))
+
+
 async def test_serves_on_when_a_bundle_vanishes_and_comes_back(catalog: Path) -> None:
     # max_staleness=0: the resolver re-checks the disk before every search, so
     # the test needs no waiting.

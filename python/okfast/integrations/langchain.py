@@ -152,6 +152,28 @@ class OkfastRetriever(BaseRetriever):
             )
         return cls(**obj)
 
+    @classmethod
+    def model_construct(cls, _fields_set: set[str] | None = None, **values: Any) -> OkfastRetriever:
+        # pydantic's model_construct skips __init__ too, leaving no resolver
+        # (an AttributeError at the first query) and nothing checked: the
+        # options make the retriever as the constructor does.
+        return cls(**values)
+
+    def model_copy(
+        self, *, update: Mapping[str, Any] | None = None, deep: bool = False
+    ) -> OkfastRetriever:
+        # pydantic sets an update's values unchecked and keeps the resolver
+        # and memory store opened from the old options (a copy with k=0
+        # returned nothing, one with another catalog or scope silently used
+        # the old one): a copy with other options is made as the constructor
+        # makes one, from the options given when this one was made
+        # (docs/integrations.md). LangChain's own fields are copied as
+        # pydantic copies them.
+        if update is None or set(update) <= set(BaseRetriever.model_fields):
+            return super().model_copy(update=update, deep=deep)
+        options = {name: getattr(self, name) for name in self.model_fields_set}
+        return type(self)(**{**options, **update})
+
     def __setattr__(self, name: str, value: Any) -> None:
         # The resolver (and the memory store) are opened from the options
         # when the retriever is made: one changed afterwards would not be

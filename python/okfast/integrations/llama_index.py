@@ -20,13 +20,13 @@ from typing import Any
 try:
     from llama_index.core.callbacks import CallbackManager
     from llama_index.core.retrievers import BaseRetriever
-    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+    from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType, TextNode
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError(
         "okfast.integrations.llama_index needs llama-index-core: pip install 'okfast[llama-index]'"
     ) from e
 
-from okfast.errors import InvalidArgumentError
+from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.integrations.records import PassageRecord, passage_record
 from okfast.integrations.searching import CatalogLike, make_query, open_resolver, ranked
 from okfast.model import Passage
@@ -49,6 +49,18 @@ def _node(p: Passage) -> NodeWithScore:
         excluded_embed_metadata_keys=list(_HIDDEN),
     )
     return NodeWithScore(node=node, score=float(p.score))
+
+
+def _query_of(query: object) -> QueryType:
+    """``query`` when it is what a retriever takes: LlamaIndex reads anything
+    else as a ``QueryBundle`` (an ``AttributeError``) or refuses it in its
+    instrumentation (pydantic's error), before okfast sees it; okfast's own
+    type error instead (docs/spec.md §8, docs/integrations.md)."""
+    if not isinstance(query, str | QueryBundle):
+        raise InvalidArgumentTypeError(
+            f"a query is text or a QueryBundle, got {type(query).__name__}"
+        )
+    return query
 
 
 #: The options a retriever is made with, fixed from then on.
@@ -105,6 +117,12 @@ class OkfastRetriever(BaseRetriever):
                 f"OkfastRetriever.{name} is fixed when the retriever is made; make a new one"
             )
         super().__setattr__(name, value)
+
+    def retrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:
+        return super().retrieve(_query_of(str_or_query_bundle))
+
+    async def aretrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:
+        return await super().aretrieve(_query_of(str_or_query_bundle))
 
     def _nodes(self, text: str) -> list[NodeWithScore]:
         q = make_query(

@@ -58,7 +58,7 @@ from okfast import _native
 from okfast.bundle import Bundle
 from okfast.catalog import Catalog, Source
 from okfast.context import Assembly, ContextAssembler
-from okfast.errors import OkfastError
+from okfast.errors import InvalidArgumentTypeError, OkfastError
 from okfast.integrations.mcp_schema import (
     APPEND,
     ASSEMBLE_DOC,
@@ -481,7 +481,8 @@ def build_server(
 
     ``ValueError`` when ``capture`` is set without a ``scope``, or a scope is
     given and the catalog has no enabled memory source; ``CatalogError`` (a
-    ``ValueError``) for a bad catalog.
+    ``ValueError``) for a bad catalog; ``InvalidArgumentTypeError`` for a
+    ``resolver`` that is not an :class:`okfast.Resolver`.
     """
     reopen: Callable[[], Resolver] | None = None
     if resolver is None:
@@ -495,6 +496,14 @@ def build_server(
         res = reopen()
     else:
         res = open_resolver(catalog, resolver, strategy=strategy, settings=settings)
+        # The tools read concepts from the resolver's own snapshots
+        # (get_concept, list_sources, warm): a resolver that only searches,
+        # as a RayResolver does, cannot serve them (docs/integrations.md).
+        if not isinstance(res, Resolver):
+            raise InvalidArgumentTypeError(
+                f"the MCP server's resolver= must be an okfast.Resolver (it reads "
+                f"concepts from its snapshots), got {type(res).__name__}"
+            )
     if capture and scope is None:
         raise ValueError("capture needs a memory scope (a tenant at least)")
     store = FileMemoryStore.from_catalog(res.catalog) if scope is not None else FileMemoryStore({})
