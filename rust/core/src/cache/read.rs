@@ -22,7 +22,7 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::fs::stamp::FileStamp;
 use crate::index::bm25f::Bm25fIndex;
 use crate::index::trigram::Trigrams;
-use crate::index::{FieldIndex, Index, NOT_DENSE};
+use crate::index::{words_end_in_newline, FieldIndex, Index, NOT_DENSE};
 use crate::text::analyze::Language;
 
 /// A concept record's fields, borrowed from the mapping: parsed to check a
@@ -542,14 +542,21 @@ impl CacheFile {
             return Err(Rejected::Truncated);
         }
         let mut tags: FxHashMap<String, Array<u32>> = FxHashMap::default();
+        let mut last: Option<&str> = None;
         for _ in 0..n_tags {
-            let t = p.str()?;
+            let t = p.str_ref()?;
+            // The folded tags are written sorted, each once
+            // (docs/cache-format.md): a repeated one would replace the first.
+            if last.is_some_and(|l| l >= t) {
+                return Err(bad("tags not sorted"));
+            }
+            last = Some(t);
             p.pad()?;
-            tags.insert(t, self.array(&mut p)?);
+            tags.insert(t.to_string(), self.array(&mut p)?);
         }
         let ordinal: Array<u32> = self.array(&mut p)?;
         let n = ordinal.len();
-        if ordinal.iter().any(|&x| x as usize >= n) {
+        if !is_permutation(&ordinal) {
             return Err(bad("ordinal ranks"));
         }
         let bm25f = self.bm25f(&mut p, n, language)?;
@@ -658,6 +665,7 @@ pub(super) fn consistent(f: &FieldIndex, n: usize) -> bool {
         && f.word_starts.first() == Some(&0)
         && f.word_starts.windows(2).all(|w| w[0] < w[1])
         && f.word_starts.last().map(|&e| e as usize) == Some(f.vocab.len())
+        && words_end_in_newline(&f.vocab, &f.word_starts)
         && f.post_starts.len() == words + 1
         && f.post_starts.windows(2).all(|w| w[0] <= w[1])
         && f.post_starts.last().map(|&e| e as usize) == Some(f.postings.len())
@@ -672,6 +680,23 @@ pub(super) fn consistent(f: &FieldIndex, n: usize) -> bool {
         && f.trigrams.starts.windows(2).all(|w| w[0] <= w[1])
         && f.trigrams.starts.last().map(|&e| e as usize) == Some(f.trigrams.words.len())
         && f.trigrams.words.par_iter().all(|&w| (w as usize) < words)
+}
+
+/// Whether `ranks` holds each of `0..ranks.len()` once: each concept's rank
+/// in ordinal order of ids (docs/cache-format.md), which orders the concepts
+/// whose scores tie (docs/spec.md §12.10) and is spliced on a refresh.
+pub(super) fn is_permutation(ranks: &[u32]) -> bool {
+    let mut seen = vec![0u64; ranks.len().div_ceil(64)];
+    ranks.iter().all(|&r| {
+        let r = r as usize;
+        if r >= ranks.len() {
+            return false;
+        }
+        let (word, bit) = (&mut seen[r >> 6], 1u64 << (r & 63));
+        let fresh = *word & bit == 0;
+        *word |= bit;
+        fresh
+    })
 }
 
 /// Whether no dense bitset (`words` words each) sets a bit for a position

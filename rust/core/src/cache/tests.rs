@@ -64,6 +64,19 @@ fn written_how(
     let cs = concepts(files);
     let index = Index::build(&cs, &Analyzer::new(LANG));
     let ordinal: Vec<u32> = (0..cs.len() as u32 + extra).collect();
+    written_as(files, path, &index, &ordinal, mapped)
+}
+
+/// The cache file of `files` with `index` and ordinal ranks `ordinal`
+/// (what a load would write, or a forgery of it), at `path`; its bytes.
+fn written_as(
+    files: &[(String, FileStamp, FileOutcome)],
+    path: &Path,
+    index: &Index,
+    ordinal: &[u32],
+    mapped: bool,
+) -> Vec<u8> {
+    let cs = concepts(files);
     let _ = std::fs::remove_file(path);
     let f = File::options()
         .read(true)
@@ -98,7 +111,7 @@ fn written_how(
         })
         .collect();
     sink.records(&outs, &[], 42).unwrap();
-    sink.finish(&index, &ordinal).unwrap();
+    sink.finish(index, ordinal).unwrap();
     std::fs::read(path).unwrap()
 }
 
@@ -324,4 +337,130 @@ fn word_starts_that_no_build_writes_are_refused() {
     );
     f.word_starts = Array::from(starts);
     assert!(consistent(f, n));
+}
+
+/// `bytes`, a cache file changed in place, with its checksums made right
+/// again: a forgery that only the checks after the checksums can catch.
+fn resealed(mut bytes: Vec<u8>) -> Vec<u8> {
+    let u32_at = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let mut at = MAGIC.len() + 4;
+    for _ in 0..3 {
+        at += 4 + u32_at(&bytes, at) as usize;
+    }
+    let (texts, lists, core) = (
+        u64_at(&bytes, at) as usize,
+        u64_at(&bytes, at + 8) as usize,
+        u64_at(&bytes, at + 16) as usize,
+    );
+    let lists_at = (at + 36 + texts).next_multiple_of(4096);
+    let core_at = (lists_at + lists).next_multiple_of(8);
+    let lists_crc = crc32fast::hash(&bytes[lists_at..lists_at + lists]);
+    let core_crc = crc32fast::hash(&bytes[core_at..core_at + core]);
+    bytes[at + 24..at + 28].copy_from_slice(&lists_crc.to_le_bytes());
+    bytes[at + 28..at + 32].copy_from_slice(&core_crc.to_le_bytes());
+    let header = crc32fast::hash(&bytes[..at + 32]);
+    bytes[at + 32..at + 36].copy_from_slice(&header.to_le_bytes());
+    bytes
+}
+
+/// Ordinal ranks that are not each concept's rank once (a forged file
+/// whose checksums pass) are refused with the rest of the saved index.
+#[test]
+fn ordinal_ranks_that_are_not_a_permutation_are_refused() {
+    use super::read::is_permutation;
+    assert!(is_permutation(&[]) && is_permutation(&[2, 0, 1]));
+    assert!(!is_permutation(&[0, 0, 1]) && !is_permutation(&[0, 3, 1]));
+    let many: Vec<u32> = (0..200).rev().collect();
+    assert!(is_permutation(&many));
+    let files = sample();
+    let cs = concepts(&files);
+    let index = Index::build(&cs, &Analyzer::new(LANG));
+    let (_dir, path) = scratch("ranks");
+    written_as(&files, &path, &index, &[1, 0], false);
+    assert!(open(&path).unwrap().index(LANG).is_ok());
+    for ranks in [[0, 0], [1, 1], [0, 2]] {
+        written_as(&files, &path, &index, &ranks, false);
+        let why = open(&path)
+            .unwrap()
+            .index(LANG)
+            .err()
+            .map(|r| r.to_string());
+        assert_eq!(
+            why.as_deref(),
+            Some("is corrupt (saved index: ordinal ranks)"),
+            "{ranks:?}"
+        );
+    }
+}
+
+/// The folded tags are stored sorted, each once: a file listing them out
+/// of order or twice (the checksums made right) is refused.
+#[test]
+fn tags_out_of_order_or_repeated_are_refused() {
+    let files = sample();
+    let (_dir, path) = scratch("tags");
+    let bytes = written(&files, &path);
+    let o = open(&path).unwrap();
+    let mut names: Vec<String> = o.index(LANG).unwrap().0.tags.into_keys().collect();
+    names.sort();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(names.iter().all(|t| t.len() == 1), "{names:?}");
+    drop(o);
+    // The tags section's entries: a 1-byte name, then zeros to 8.
+    let entry = |name: u8| -> usize {
+        let want = [1, 0, 0, 0, name, 0, 0, 0];
+        (0..bytes.len() - 8)
+            .rev()
+            .find(|&i| i % 8 == 0 && bytes[i..i + 8] == want)
+            .expect("the tag's entry")
+    };
+    let (x, y) = (names[0].as_bytes()[0], names[1].as_bytes()[0]);
+    let (a, b) = (entry(x) + 4, entry(y) + 4);
+    assert!(a < b);
+    for (first, second) in [(y, x), (x, x)] {
+        let mut forged = bytes.clone();
+        forged[a] = first;
+        forged[b] = second;
+        std::fs::write(&path, resealed(forged)).unwrap();
+        let why = open(&path)
+            .unwrap()
+            .index(LANG)
+            .err()
+            .map(|r| r.to_string());
+        assert_eq!(
+            why.as_deref(),
+            Some("is corrupt (saved index: tags not sorted)")
+        );
+    }
+}
+
+/// Every word of a saved vocabulary, per field and BM25F's, ends in the
+/// `\n` the format follows each with; one that does not is refused.
+#[test]
+fn vocabulary_words_must_end_in_a_newline() {
+    use crate::index::words_end_in_newline;
+    assert!(words_end_in_newline(b"ab\nc\n", &[0, 3, 5]));
+    assert!(!words_end_in_newline(b"ab\ncd", &[0, 3, 5]));
+    assert!(!words_end_in_newline(b"abc\nd\n", &[0, 2, 6]));
+    let files = sample();
+    let cs = concepts(&files);
+    let (_dir, path) = scratch("vocab");
+    let ordinal: Vec<u32> = (0..cs.len() as u32).collect();
+    for k in 0..4 {
+        let mut index = Index::build(&cs, &Analyzer::new(LANG));
+        let vocab = match k {
+            3 => &mut index.bm25f.vocab,
+            k => &mut index.fields[k].vocab,
+        };
+        let mut v = vocab.to_vec();
+        assert_eq!(v.pop(), Some(b'\n'), "{k}");
+        v.push(b'x');
+        *vocab = Array::from(v);
+        written_as(&files, &path, &index, &ordinal, false);
+        assert!(open(&path).unwrap().index(LANG).is_err(), "{k}");
+    }
+    let index = Index::build(&cs, &Analyzer::new(LANG));
+    written_as(&files, &path, &index, &ordinal, false);
+    assert!(open(&path).unwrap().index(LANG).is_ok());
 }

@@ -28,7 +28,7 @@ use super::watch::Watch;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::error::Error;
 use crate::progress::{Phase, Progress};
-use crate::text::id_cmp;
+use crate::text::{id_cmp, id_cmp_bytes};
 /// A concept file found by the walk. Its path is the id plus `.md`: a name
 /// that is not valid UTF-8 gets a lossy id, but also `bad_id`, and such a
 /// file is never opened.
@@ -111,8 +111,37 @@ impl Prior<'_> {
                 && name_problem(OsStr::new(name)).1.is_none()
                 && (dir || is_concept_name(name.as_bytes()))
         };
-        entries.iter().all(usable).then_some(entries)
+        // A listing gives each entry once, sorted as the walk sorts what it
+        // lists (docs/cache-format.md). Recorded entries out of that order
+        // or repeated (only a forged cache file holds them) would give the
+        // bundle an id twice or ids out of order, and a new cache file
+        // written from the walk would keep them: the directory is listed.
+        let in_order = entries
+            .windows(2)
+            .all(|w| entry_cmp(w[0], w[1]) == std::cmp::Ordering::Less);
+        (in_order && entries.iter().all(usable)).then_some(entries)
     }
+}
+
+/// The order of two entries of one directory's listing as [`id_cmp`]
+/// orders their keys: a file's id ends with its name without `.md`, a
+/// directory's key with its name and `/` (the prefix they share orders
+/// nothing).
+fn entry_cmp((a_dir, a): (bool, &str), (b_dir, b): (bool, &str)) -> std::cmp::Ordering {
+    fn stem(dir: bool, name: &str) -> &[u8] {
+        match dir {
+            true => name.as_bytes(),
+            false => name.strip_suffix(".md").unwrap_or(name).as_bytes(),
+        }
+    }
+    if !a_dir && !b_dir {
+        return id_cmp_bytes(stem(false, a), stem(false, b));
+    }
+    // `id_cmp`'s order byte by byte (`/` lowest), a directory's `/` last.
+    let rank = |c: u8| if c == b'/' { 0 } else { u16::from(c) + 1 };
+    let x = stem(a_dir, a).iter().copied().chain(a_dir.then_some(b'/'));
+    let y = stem(b_dir, b).iter().copied().chain(b_dir.then_some(b'/'));
+    x.map(rank).cmp(y.map(rank))
 }
 
 /// A directory's listing as a cache file records it: its prefix (`a/b/`,
@@ -790,9 +819,10 @@ mod tests {
         let ids = ids(&w);
         let mut dirs = listings(&w.dirs, &ids);
         // Tamper with what was recorded for `a/`: a file that is not there
-        // shows whether the recorded listing or the directory was read.
+        // (in id order, first) shows whether the recorded listing or the
+        // directory was read.
         let a = dirs.iter_mut().find(|l| l.prefix == "a/").unwrap();
-        a.entries.push((false, "ghost"));
+        a.entries.insert(0, (false, "ghost"));
         let rec = recorded(&dirs);
         let with = |trusted_before: u128| {
             let prior = Prior {
@@ -820,6 +850,64 @@ mod tests {
         assert!(ids_of(&after).contains(&"a/new".to_string()));
         assert_eq!(after.listed, 1, "only a/ is listed");
         assert_eq!(seen(&after), seen(&walk(&d, None)));
+    }
+
+    /// A recorded listing repeating an entry or out of id order (a forged
+    /// cache file whose checksums pass) is not reused: the directory is
+    /// listed, so the walk finds each file once, in id order, as a fresh
+    /// walk does (docs/spec.md §9.4).
+    #[test]
+    fn a_recorded_listing_out_of_order_or_repeating_is_not_reused() {
+        let d = tree("order");
+        let w = walk(&d, None);
+        let ids = ids(&w);
+        let fresh = seen(&w);
+        let dirs = listings(&w.dirs, &ids);
+        let root = dirs.iter().position(|l| l.prefix.is_empty()).unwrap();
+        assert_eq!(
+            dirs[root].entries,
+            [(true, "a"), (false, "a-b"), (true, "b"), (false, "top")]
+        );
+        let forged: [&[(bool, &str)]; 4] = [
+            &[(true, "a"), (false, "a-b"), (false, "a-b"), (false, "top")],
+            &[(true, "a"), (false, "a-b"), (true, "b"), (true, "b")],
+            &[(false, "a-b"), (true, "a"), (true, "b"), (false, "top")],
+            &[(true, "a"), (false, "top"), (true, "b"), (false, "a-b")],
+        ];
+        for entries in forged {
+            let mut dirs = dirs.clone();
+            dirs[root].entries = entries.to_vec();
+            let rec = recorded(&dirs);
+            let prior = Prior {
+                listings: &rec,
+                trusted_before: u128::MAX,
+            };
+            let again = walk(&d, Some(&prior));
+            assert_eq!(seen(&again), fresh, "{entries:?}");
+            assert_eq!(again.listed, 1, "only the root is listed: {entries:?}");
+        }
+        // As recorded, every listing is reused.
+        let rec = recorded(&dirs);
+        let prior = Prior {
+            listings: &rec,
+            trusted_before: u128::MAX,
+        };
+        let again = walk(&d, Some(&prior));
+        assert_eq!((seen(&again), again.listed), (fresh, 0));
+    }
+
+    #[test]
+    fn entries_order_as_their_ids() {
+        use std::cmp::Ordering::{Greater, Less};
+        // `a/...` sorts before `a-b` (`/` lowest), and a file `a` before
+        // the directory `a`'s entries.
+        assert_eq!(entry_cmp((true, "a"), (false, "a-b.md")), Less);
+        assert_eq!(entry_cmp((false, "a.md"), (true, "a")), Less);
+        assert_eq!(entry_cmp((false, "ab.md"), (false, "a.md")), Greater);
+        assert_eq!(
+            entry_cmp((true, "b"), (true, "b")),
+            std::cmp::Ordering::Equal
+        );
     }
 
     fn ids_of(w: &WalkResult) -> Vec<String> {
