@@ -22,7 +22,7 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::fs::stamp::FileStamp;
 use crate::index::bm25f::Bm25fIndex;
 use crate::index::trigram::Trigrams;
-use crate::index::{words_end_in_newline, FieldIndex, Index, NOT_DENSE};
+use crate::index::{FieldIndex, Index, NOT_DENSE};
 use crate::text::analyze::Language;
 
 /// A concept record's fields, borrowed from the mapping: parsed to check a
@@ -665,7 +665,6 @@ pub(super) fn consistent(f: &FieldIndex, n: usize) -> bool {
         && f.word_starts.first() == Some(&0)
         && f.word_starts.windows(2).all(|w| w[0] < w[1])
         && f.word_starts.last().map(|&e| e as usize) == Some(f.vocab.len())
-        && words_end_in_newline(&f.vocab, &f.word_starts)
         && f.post_starts.len() == words + 1
         && f.post_starts.windows(2).all(|w| w[0] <= w[1])
         && f.post_starts.last().map(|&e| e as usize) == Some(f.postings.len())

@@ -434,33 +434,3 @@ fn tags_out_of_order_or_repeated_are_refused() {
         );
     }
 }
-
-/// Every word of a saved vocabulary, per field and BM25F's, ends in the
-/// `\n` the format follows each with; one that does not is refused.
-#[test]
-fn vocabulary_words_must_end_in_a_newline() {
-    use crate::index::words_end_in_newline;
-    assert!(words_end_in_newline(b"ab\nc\n", &[0, 3, 5]));
-    assert!(!words_end_in_newline(b"ab\ncd", &[0, 3, 5]));
-    assert!(!words_end_in_newline(b"abc\nd\n", &[0, 2, 6]));
-    let files = sample();
-    let cs = concepts(&files);
-    let (_dir, path) = scratch("vocab");
-    let ordinal: Vec<u32> = (0..cs.len() as u32).collect();
-    for k in 0..4 {
-        let mut index = Index::build(&cs, &Analyzer::new(LANG));
-        let vocab = match k {
-            3 => &mut index.bm25f.vocab,
-            k => &mut index.fields[k].vocab,
-        };
-        let mut v = vocab.to_vec();
-        assert_eq!(v.pop(), Some(b'\n'), "{k}");
-        v.push(b'x');
-        *vocab = Array::from(v);
-        written_as(&files, &path, &index, &ordinal, false);
-        assert!(open(&path).unwrap().index(LANG).is_err(), "{k}");
-    }
-    let index = Index::build(&cs, &Analyzer::new(LANG));
-    written_as(&files, &path, &index, &ordinal, false);
-    assert!(open(&path).unwrap().index(LANG).is_ok());
-}

@@ -28,7 +28,7 @@ use super::watch::Watch;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::error::Error;
 use crate::progress::{Phase, Progress};
-use crate::text::{id_cmp, id_cmp_bytes};
+use crate::text::id_cmp;
 /// A concept file found by the walk. Its path is the id plus `.md`: a name
 /// that is not valid UTF-8 gets a lossy id, but also `bad_id`, and such a
 /// file is never opened.
@@ -116,10 +116,12 @@ impl Prior<'_> {
         // or repeated (only a forged cache file holds them) would give the
         // bundle an id twice or ids out of order, and a new cache file
         // written from the walk would keep them: the directory is listed.
-        let in_order = entries
-            .windows(2)
-            .all(|w| entry_cmp(w[0], w[1]) == std::cmp::Ordering::Less);
-        (in_order && entries.iter().all(usable)).then_some(entries)
+        let in_order = || {
+            entries
+                .windows(2)
+                .all(|w| entry_cmp(w[0], w[1]) == std::cmp::Ordering::Less)
+        };
+        (entries.iter().all(usable) && in_order()).then_some(entries)
     }
 }
 
@@ -135,7 +137,9 @@ fn entry_cmp((a_dir, a): (bool, &str), (b_dir, b): (bool, &str)) -> std::cmp::Or
         }
     }
     if !a_dir && !b_dir {
-        return id_cmp_bytes(stem(false, a), stem(false, b));
+        // A usable name holds no `/`, and without one `id_cmp` is the
+        // bytes' order (a forged name with one is refused as unusable).
+        return stem(false, a).cmp(stem(false, b));
     }
     // `id_cmp`'s order byte by byte (`/` lowest), a directory's `/` last.
     let rank = |c: u8| if c == b'/' { 0 } else { u16::from(c) + 1 };

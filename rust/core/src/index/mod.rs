@@ -204,16 +204,6 @@ pub(super) fn vocab_word<'a>(vocab: &'a [u8], starts: &[u32], w: u32) -> &'a [u8
     &vocab[starts[w as usize] as usize..starts[w as usize + 1] as usize - 1]
 }
 
-/// Whether every word of a vocabulary (`vocab`, its words starting at
-/// `starts`, checked to rise strictly from 0 to its length) ends in the
-/// `\n` the format follows each with (docs/cache-format.md).
-pub(crate) fn words_end_in_newline(vocab: &[u8], starts: &[u32]) -> bool {
-    starts
-        .iter()
-        .skip(1)
-        .all(|&e| vocab.get((e as usize).wrapping_sub(1)) == Some(&b'\n'))
-}
-
 impl FieldIndex {
     pub fn word_count(&self) -> usize {
         self.word_starts.len().saturating_sub(1)

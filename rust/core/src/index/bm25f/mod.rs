@@ -270,12 +270,11 @@ impl Bm25fIndex {
     /// entry whose concept is out of range instead (docs/spec.md §9.3).
     pub fn check(&self, n: usize) -> Result<(), &'static str> {
         let tokens = self.token_count();
-        // The tokens, each followed by `\n`, one after the other from the
-        // vocabulary's start (docs/cache-format.md).
+        // The tokens one after the other from the vocabulary's start
+        // (docs/cache-format.md).
         let vocab_ok = self.token_starts.first() == Some(&0)
             && self.token_starts.windows(2).all(|w| w[0] < w[1])
-            && self.token_starts.last().map(|&e| e as usize) == Some(self.vocab.len())
-            && crate::index::words_end_in_newline(&self.vocab, &self.token_starts);
+            && self.token_starts.last().map(|&e| e as usize) == Some(self.vocab.len());
         if !vocab_ok {
             return Err("vocabulary");
         }
