@@ -115,6 +115,11 @@ fn written_as(
     std::fs::read(path).unwrap()
 }
 
+/// Why the saved index of the file at `path` is refused, if it is.
+fn index_refused(path: &Path) -> Option<String> {
+    open(path).unwrap().index(LANG).err().map(|r| r.to_string())
+}
+
 fn open(path: &Path) -> Result<CacheFile, Rejected> {
     match CacheFile::open(path, "/root", Analyzer::new(LANG).name()) {
         Ok(o) => Ok(o),
@@ -381,13 +386,8 @@ fn ordinal_ranks_that_are_not_a_permutation_are_refused() {
     assert!(open(&path).unwrap().index(LANG).is_ok());
     for ranks in [[0, 0], [1, 1], [0, 2]] {
         written_as(&files, &path, &index, &ranks, false);
-        let why = open(&path)
-            .unwrap()
-            .index(LANG)
-            .err()
-            .map(|r| r.to_string());
         assert_eq!(
-            why.as_deref(),
+            index_refused(&path).as_deref(),
             Some("is corrupt (saved index: ordinal ranks)"),
             "{ranks:?}"
         );
@@ -423,13 +423,8 @@ fn tags_out_of_order_or_repeated_are_refused() {
         forged[a] = first;
         forged[b] = second;
         std::fs::write(&path, resealed(forged)).unwrap();
-        let why = open(&path)
-            .unwrap()
-            .index(LANG)
-            .err()
-            .map(|r| r.to_string());
         assert_eq!(
-            why.as_deref(),
+            index_refused(&path).as_deref(),
             Some("is corrupt (saved index: tags not sorted)")
         );
     }

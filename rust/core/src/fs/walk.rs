@@ -28,7 +28,7 @@ use super::watch::Watch;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::error::Error;
 use crate::progress::{Phase, Progress};
-use crate::text::id_cmp;
+use crate::text::{entry_cmp, id_cmp};
 /// A concept file found by the walk. Its path is the id plus `.md`: a name
 /// that is not valid UTF-8 gets a lossy id, but also `bad_id`, and such a
 /// file is never opened.
@@ -123,29 +123,6 @@ impl Prior<'_> {
         };
         (entries.iter().all(usable) && in_order()).then_some(entries)
     }
-}
-
-/// The order of two entries of one directory's listing as [`id_cmp`]
-/// orders their keys: a file's id ends with its name without `.md`, a
-/// directory's key with its name and `/` (the prefix they share orders
-/// nothing).
-fn entry_cmp((a_dir, a): (bool, &str), (b_dir, b): (bool, &str)) -> std::cmp::Ordering {
-    fn stem(dir: bool, name: &str) -> &[u8] {
-        match dir {
-            true => name.as_bytes(),
-            false => name.strip_suffix(".md").unwrap_or(name).as_bytes(),
-        }
-    }
-    if !a_dir && !b_dir {
-        // A usable name holds no `/`, and without one `id_cmp` is the
-        // bytes' order (a forged name with one is refused as unusable).
-        return stem(false, a).cmp(stem(false, b));
-    }
-    // `id_cmp`'s order byte by byte (`/` lowest), a directory's `/` last.
-    let rank = |c: u8| if c == b'/' { 0 } else { u16::from(c) + 1 };
-    let x = stem(a_dir, a).iter().copied().chain(a_dir.then_some(b'/'));
-    let y = stem(b_dir, b).iter().copied().chain(b_dir.then_some(b'/'));
-    x.map(rank).cmp(y.map(rank))
 }
 
 /// A directory's listing as a cache file records it: its prefix (`a/b/`,
@@ -898,20 +875,6 @@ mod tests {
         };
         let again = walk(&d, Some(&prior));
         assert_eq!((seen(&again), again.listed), (fresh, 0));
-    }
-
-    #[test]
-    fn entries_order_as_their_ids() {
-        use std::cmp::Ordering::{Greater, Less};
-        // `a/...` sorts before `a-b` (`/` lowest), and a file `a` before
-        // the directory `a`'s entries.
-        assert_eq!(entry_cmp((true, "a"), (false, "a-b.md")), Less);
-        assert_eq!(entry_cmp((false, "a.md"), (true, "a")), Less);
-        assert_eq!(entry_cmp((false, "ab.md"), (false, "a.md")), Greater);
-        assert_eq!(
-            entry_cmp((true, "b"), (true, "b")),
-            std::cmp::Ordering::Equal
-        );
     }
 
     fn ids_of(w: &WalkResult) -> Vec<String> {

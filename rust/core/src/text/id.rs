@@ -35,9 +35,46 @@ pub fn id_cmp_bytes(x: &[u8], y: &[u8]) -> Ordering {
     x.len().cmp(&y.len())
 }
 
+/// The order of two entries of one directory's listing as [`id_cmp`]
+/// orders their keys: a file's id ends with its name without `.md`, a
+/// directory's key with its name and `/` (the prefix they share orders
+/// nothing).
+pub fn entry_cmp((a_dir, a): (bool, &str), (b_dir, b): (bool, &str)) -> std::cmp::Ordering {
+    fn stem(dir: bool, name: &str) -> &[u8] {
+        match dir {
+            true => name.as_bytes(),
+            false => name.strip_suffix(".md").unwrap_or(name).as_bytes(),
+        }
+    }
+    if !a_dir && !b_dir {
+        // A usable name holds no `/`, and without one `id_cmp` is the
+        // bytes' order (a forged name with one is refused as unusable).
+        return stem(false, a).cmp(stem(false, b));
+    }
+    // `id_cmp`'s order byte by byte (`/` lowest), a directory's `/` last.
+    let rank = |c: u8| if c == b'/' { 0 } else { u16::from(c) + 1 };
+    let x = stem(a_dir, a).iter().copied().chain(a_dir.then_some(b'/'));
+    let y = stem(b_dir, b).iter().copied().chain(b_dir.then_some(b'/'));
+    x.map(rank).cmp(y.map(rank))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entries_order_as_their_ids() {
+        use std::cmp::Ordering::{Greater, Less};
+        // `a/...` sorts before `a-b` (`/` lowest), and a file `a` before
+        // the directory `a`'s entries.
+        assert_eq!(entry_cmp((true, "a"), (false, "a-b.md")), Less);
+        assert_eq!(entry_cmp((false, "a.md"), (true, "a")), Less);
+        assert_eq!(entry_cmp((false, "ab.md"), (false, "a.md")), Greater);
+        assert_eq!(
+            entry_cmp((true, "b"), (true, "b")),
+            std::cmp::Ordering::Equal
+        );
+    }
 
     #[test]
     fn id_order_is_segment_order_on_random_ids() {

@@ -8,7 +8,7 @@ pub mod analyze;
 mod id;
 mod words;
 
-pub use id::{id_cmp, id_cmp_bytes};
+pub use id::{entry_cmp, id_cmp, id_cmp_bytes};
 pub use words::for_each_folded_word;
 
 /// SPEC's white space: exactly Unicode `White_Space` (not Rust's
