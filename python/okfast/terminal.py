@@ -8,6 +8,7 @@ to a file or a pipe is written as it is.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import os
 import re
@@ -73,7 +74,7 @@ def print_err(line: str) -> None:
     print(escape(line) if sys.stderr.isatty() else line, file=sys.stderr)
 
 
-class _Wrapped:
+class _Wrapped(abc.ABC):
     """A text stream over ``inner`` whose subclasses change ``write``;
     everything else (``buffer``, ``fileno``, ``isatty``) is ``inner``'s."""
 
@@ -84,8 +85,9 @@ class _Wrapped:
         for line in lines:
             self.write(line)
 
+    @abc.abstractmethod
     def write(self, text: str) -> int:
-        raise NotImplementedError
+        """Write ``text`` as the subclass does; its length, as streams return."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

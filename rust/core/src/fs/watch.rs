@@ -58,7 +58,7 @@ mod imp {
         /// renamed away and another put at its path, leaves the watched
         /// directory quiet while the path names another one (§1.9).
         root: PathBuf,
-        pub(super) root_id: Option<(u64, u64)>,
+        root_id: Option<(u64, u64)>,
     }
 
     fn identity(path: &Path) -> Option<(u64, u64)> {
@@ -128,6 +128,12 @@ mod imp {
                 },
                 Err(_) => self.failed.store(true, Ordering::Relaxed),
             }
+        }
+
+        /// Judge the root by `other`'s identity of it, not this watch's
+        /// own (a successor: the root its snapshot was read from).
+        pub fn keep_root_of(&mut self, other: &Watch) {
+            self.root_id = other.root_id;
         }
 
         pub fn dirs(&self) -> Option<Vec<PathBuf>> {
@@ -224,6 +230,7 @@ mod imp {
         pub fn add_dir(&self, _dir: &Path) {}
         #[cfg(unix)]
         pub fn add_open_dir(&self, _fd: std::os::fd::BorrowedFd<'_>, _dir: &Path) {}
+        pub fn keep_root_of(&mut self, _other: &Watch) {}
         pub fn dirs(&self) -> Option<Vec<std::path::PathBuf>> {
             None
         }
@@ -278,11 +285,7 @@ impl Watch {
         let mut w = Watch::new(root);
         // The root this snapshot's files were read from, not what the path
         // names now: a retarget in between is then reported (§1.9).
-        #[cfg(target_os = "linux")]
-        if let (Some(new), Some(old)) = (w.0.as_mut(), self.0.as_ref()) {
-            new.root_id = old.root_id;
-        }
-        w.0.as_ref()?;
+        w.0.as_mut()?.keep_root_of(self.0.as_ref()?);
         for d in dirs.iter().skip(1) {
             w.add_dir(d);
         }
