@@ -8,8 +8,9 @@ what the last one did (status, ``made_by``, files re-read).
 With ``--edit``, each round appends a word to the body of those 10 files
 instead (indexed text changes: the saved index is spliced, or rebuilt by a
 version that cannot splice); their first contents are put back at the end.
-The reopen "before the edit" then already differs from the cache file in the
-files edited by the rounds before.
+The reopen "before the edit" then follows the round before's spliced load:
+a hit where that load wrote a new cache file (docs/spec.md §9.5), another
+splice where it did not (versions before 2026-12-07).
 
     python benches/reopen_touched.py [--edit] 100000 [1000000]
 """

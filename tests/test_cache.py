@@ -118,11 +118,12 @@ def test_changed_added_and_removed_files_are_reread(bundle: Path, tmp_path: Path
     b, snap = cached(bundle, cache)
     assert b.cache_status == "partial" and snap == fresh(bundle)
     assert b.search("changed")[0].concept_id == "a"
-    # A few files changed: the saved index was spliced and the cache file
-    # left as it was, so the next reopen reads them again and splices again.
+    # A few files changed, long enough ago to be trusted: the saved index was
+    # spliced and a new cache file written, so the next reopen reads nothing
+    # again (docs/spec.md §9.5).
     assert b.made_by == "load, index spliced"
     again, snap2 = cached(bundle, cache)
-    assert (again.cache_status, again.made_by) == ("partial", "load, index spliced")
+    assert (again.cache_status, again.made_by, again.cache_reread) == ("hit", "load", 0)
     assert snap2 == snap
 
 
@@ -560,16 +561,27 @@ def test_texts_are_served_from_the_cache_file_not_memory(bundle: Path, tmp_path:
     again, snap2 = cached(bundle, cache)
     assert again.cache_status == "hit" and again.stored_texts == len(again)
     assert snap == snap2 == fresh(bundle)
-    # A reopen that splices the saved index serves the others' texts from the
-    # cache file and holds the file read again in memory; the old snapshot
-    # keeps reading its own.
+    # A reopen that splices the saved index writes a new cache file and serves
+    # every text from it, the file read again included; the old snapshot
+    # keeps reading its own file, removed from the directory.
     (bundle / "a.md").write_text("---\ntype: T\ntitle: Alpha order\n---\nnew body\n")
     age(bundle)
     later, snap3 = cached(bundle, cache)
     assert (later.cache_status, later.made_by) == ("partial", "load, index spliced")
-    assert later.stored_texts == len(later) - 1
+    assert later.stored_texts == len(later)
     assert snap3 == fresh(bundle)
     assert snapshot(again) == snap2
+    # A file edited within the load's racy window (docs/spec.md §9.4) would
+    # not be trusted from a new file: the splice then leaves the file, and
+    # the file read again stays in memory.
+    (bundle / "a.md").write_text("---\ntype: T\ntitle: Alpha order\n---\nnewer body\n")
+    (file,) = cache.glob("*.okfc")
+    before = file.stat()
+    recent, snap4 = cached(bundle, cache)
+    assert (recent.cache_status, recent.made_by) == ("partial", "load, index spliced")
+    assert recent.stored_texts == len(recent) - 1
+    assert snap4 == fresh(bundle)
+    assert _same_file(file.stat(), before)
 
 
 def _flip_text(cache: Path, needle: bytes) -> None:

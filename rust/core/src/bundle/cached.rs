@@ -339,9 +339,18 @@ impl Bundle {
                 }
             }
         }
+        // Where a new cache file goes, whichever way the index is made.
+        let target = CacheTarget {
+            cache_file,
+            root_key: &root_key,
+            written_ns: started,
+            wave,
+            dirs: &dirs,
+            language,
+        };
         // A few files give the index other input, or were added or removed:
-        // the saved index spliced with theirs (docs/spec.md §9.4). The cache
-        // file stays as it is, as when the index is kept (§9.5).
+        // the saved index spliced with theirs (docs/spec.md §9.4), and a new
+        // cache file written for the result (§9.5).
         if let Some(planned) = opened
             .as_ref()
             .filter(|_| !met_damage)
@@ -352,7 +361,7 @@ impl Bundle {
                     if let Some(o) = opened.take().map(Arc::new) {
                         report.status = CacheStatus::Partial;
                         progress.start(Phase::Index, 0);
-                        let b = spliced::assemble(
+                        let (b, written) = spliced::assemble(
                             root,
                             found,
                             &record,
@@ -360,8 +369,11 @@ impl Bundle {
                             plan,
                             walk_diagnostics,
                             watch,
-                            language,
+                            target,
                         )?;
+                        if let Err(e) = written {
+                            report.detail = format!("(not written: {e})");
+                        }
                         progress.check()?;
                         progress.start(Phase::Done, 0);
                         return Ok((b, report));
@@ -400,14 +412,7 @@ impl Bundle {
             walk_diagnostics,
             watch,
             &cached,
-            CacheTarget {
-                cache_file,
-                root_key: &root_key,
-                written_ns: started,
-                wave,
-                dirs: &dirs,
-                language,
-            },
+            target,
             progress,
         )?;
         if damaged.into_inner() || met_damage {

@@ -98,6 +98,14 @@ impl ConceptCell {
         }
     }
 
+    /// The record of `file` this concept is, if it is one of its records.
+    pub fn record_in(&self, file: &Arc<CacheFile>) -> Option<u32> {
+        self.stored
+            .as_ref()
+            .filter(|s| Arc::ptr_eq(&s.from, file))
+            .map(|s| s.record)
+    }
+
     /// Whether the concept is in memory (loaded, or decoded since).
     pub fn is_decoded(&self) -> bool {
         self.cell.get().is_some()

@@ -12,6 +12,7 @@ use rayon::prelude::*;
 use super::assemble::{finish, ordinal_ranks, Outcome, SnapshotParts};
 use super::cached::KEEP_INDEX_READS;
 use super::cell::ConceptCell;
+use super::writing::{write_whole, CacheTarget};
 use super::{Bundle, MadeBy};
 use crate::array::Array;
 use crate::cache::{CacheFile, Rejected};
@@ -19,7 +20,7 @@ use crate::concept::ConceptRow;
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
 use crate::fs::read::read_found;
-use crate::fs::stamp::Stamp;
+use crate::fs::stamp::{Stamp, RACY_NS};
 use crate::fs::walk::FileEntry;
 use crate::fs::watch::Watch;
 use crate::index::splice::{Remap, GONE};
@@ -119,8 +120,12 @@ fn recorded_stamp(o: &CacheFile, id: &[u8]) -> Result<Stamp, Rejected> {
 }
 
 /// The snapshot of `found` (file `i` its record `record[i]` of `o`, or read
-/// again in `plan`), with the saved index spliced. Texts of the records'
-/// concepts stay in the cache file; those read again are in memory.
+/// again in `plan`), with the saved index spliced, and a new cache file
+/// written for it (docs/spec.md §9.5) so the next load neither reads those
+/// files again nor splices: the snapshot is then served from that file.
+/// Beside the bundle, whether writing failed. Where no file is written (a
+/// file read again is too recent to trust, or writing failed), the
+/// records' texts stay in the old file and those read again in memory.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn assemble(
     root: &Path,
@@ -130,8 +135,9 @@ pub(super) fn assemble(
     plan: Plan,
     walk_diagnostics: Vec<Diagnostic>,
     watch: Watch,
-    language: Option<Language>,
-) -> Result<Bundle, Error> {
+    to: CacheTarget<'_>,
+) -> Result<(Bundle, std::io::Result<()>), Error> {
+    let language = to.language;
     let Plan {
         mut skims,
         index,
@@ -148,10 +154,16 @@ pub(super) fn assemble(
     let mut old_to_new = vec![GONE; m as usize];
     let mut fresh_at = Vec::with_capacity(fresh.len());
     let mut g = SnapshotParts::new(&walk_diagnostics, found.len());
+    // The next load trusts a file's record only when the file was modified
+    // 2 s before this load started (docs/spec.md §9.4); a file read again
+    // more recently keeps the cache file as it is (§9.5).
+    let trusted_before = to.written_ns.saturating_sub(RACY_NS);
+    let mut all_trusted = true;
     let mut fresh = fresh.into_iter().peekable();
     for (i, f) in found.into_iter().enumerate() {
         let (cell, diagnostics, stamp) = match (record[i], fresh.next_if(|r| r.0 == i)) {
             (_, Some((_, r, st))) => {
+                all_trusted &= st.is_none_or(|st| u128::from(st.1) < trusted_before);
                 if r.cell.is_some() {
                     fresh_at.push(g.concepts.len() as u32);
                 }
@@ -181,15 +193,14 @@ pub(super) fn assemble(
     let analyzer = Analyzer::new(language);
     let spliced = Index::splice(&index, &map, &fresh_cells, n, &analyzer)?;
     let ordinal = splice_ordinal(&ordinal, &map, &g.concepts);
-    let mut b = finish(
-        root,
-        g,
-        walk_diagnostics,
-        watch,
-        (Arc::new(spliced), ordinal),
-    );
+    let (saved, written) = if all_trusted {
+        write_whole(&mut g, Arc::new(spliced), ordinal, o, to)
+    } else {
+        ((Arc::new(spliced), ordinal), Ok(()))
+    };
+    let mut b = finish(root, g, walk_diagnostics, watch, saved);
     b.made_by = MadeBy::LoadIndexSpliced;
-    Ok(b)
+    Ok((b, written))
 }
 
 /// Each concept's rank in ordinal order of ids: the kept concepts keep

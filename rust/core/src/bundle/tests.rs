@@ -25,6 +25,24 @@ fn write_sample(root: &std::path::Path, n: usize, body: impl Fn(usize, usize) ->
     }
 }
 
+/// A thread pool whose threads have dropped the capabilities that let root
+/// read and write past a file's or directory's permissions, so tests run as
+/// root meet the permissions they set.
+#[cfg(target_os = "linux")]
+fn without_dac() -> rayon::ThreadPool {
+    use rustix::thread::{capabilities, set_capabilities, CapabilitySet};
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .start_handler(|_| {
+            let mut caps = capabilities(None).unwrap();
+            caps.effective
+                .remove(CapabilitySet::DAC_OVERRIDE | CapabilitySet::DAC_READ_SEARCH);
+            set_capabilities(None, caps).unwrap();
+        })
+        .build()
+        .unwrap()
+}
+
 mod refresh {
     use super::*;
 
@@ -330,23 +348,12 @@ mod refresh {
     #[cfg(target_os = "linux")]
     #[test]
     fn an_unreadable_file_that_stays_so_changes_nothing() {
-        use rustix::thread::{capabilities, set_capabilities, CapabilitySet};
         use std::os::unix::fs::PermissionsExt;
         let d = crate::testing::scratch_dir("refresh", "unreadable-same");
         fs::write(d.join("a.md"), "---\ntype: T\ntitle: alpha\n---\none").unwrap();
         fs::write(d.join("x.md"), "---\ntype: T\ntitle: ex\n---\ntwo").unwrap();
         fs::set_permissions(d.join("x.md"), fs::Permissions::from_mode(0o000)).unwrap();
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .start_handler(|_| {
-                let mut caps = capabilities(None).unwrap();
-                let dac = CapabilitySet::DAC_OVERRIDE | CapabilitySet::DAC_READ_SEARCH;
-                caps.effective.remove(dac);
-                set_capabilities(None, caps).unwrap();
-            })
-            .build()
-            .unwrap();
-        pool.install(|| {
+        without_dac().install(|| {
             assert!(
                 fs::read(d.join("x.md")).is_err(),
                 "the file must be unreadable"
@@ -548,8 +555,10 @@ mod spliced {
     }
 
     /// A reopen after two files' bodies changed, one was added and one
-    /// removed splices the saved index, answers as a fresh load does, and
-    /// leaves the cache file as it was (the next reopen splices again).
+    /// removed splices the saved index and answers as a fresh load does.
+    /// The files were changed just now, within the racy window a new cache
+    /// file could not trust them in (docs/spec.md §9.4), so it leaves the
+    /// cache file as it was (§9.5) and the next reopen splices again.
     #[test]
     fn a_reopen_after_a_few_edits_splices_the_saved_index() {
         let d = crate::testing::scratch_dir("bundle", "spliced");
@@ -605,6 +614,128 @@ mod spliced {
             assert_eq!(in_memory, ["c04", "c05b", "sub/c09"]);
             assert_eq!(fs::read(&file).unwrap(), written);
         }
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    /// Set the files `names` under `root` (every file when empty) as
+    /// modified at `at`, out of any racy window.
+    fn age(root: &std::path::Path, names: &[&str], at: std::time::SystemTime) {
+        let mut dirs = vec![root.to_path_buf()];
+        while let Some(dir) = dirs.pop() {
+            for e in fs::read_dir(&dir).unwrap() {
+                let p = e.unwrap().path();
+                let name = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if names.is_empty() || names.contains(&name.as_str()) {
+                    let f = fs::File::options().write(true).open(&p).unwrap();
+                    f.set_modified(at).unwrap();
+                }
+            }
+        }
+    }
+
+    fn hours_ago(n: u64) -> std::time::SystemTime {
+        std::time::SystemTime::now() - std::time::Duration::from_secs(3600 * n)
+    }
+
+    /// Edits made long enough ago to be trusted: the reopen splices the
+    /// saved index, writes a new cache file for the result and serves the
+    /// snapshot from it (docs/spec.md §9.5), and the next reopen uses that
+    /// file as it is (a hit) and answers the same. Round after round, the
+    /// file is the size a build of the same files writes: the texts of
+    /// edited and removed concepts are not carried over.
+    #[test]
+    fn a_splice_writes_a_cache_file_the_next_reopen_uses() {
+        let d = crate::testing::scratch_dir("bundle", "spliced-written");
+        let root = d.join("root");
+        write_sample(&root, 40, |i, k| format!("body {i} w{k} gone{i}"));
+        age(&root, &[], hours_ago(2));
+        let file = d.join("c.okfc");
+        let (_, report) = Bundle::load_cached(&root, &file).unwrap();
+        assert_eq!(report.status, CacheStatus::Miss);
+        for round in 0..4u64 {
+            let body = "edited body w3 ".repeat(round as usize + 1);
+            fs::write(
+                root.join("c04.md"),
+                format!("---\ntype: T\ntitle: t4\ntags: [k4]\n---\n{body}\n"),
+            )
+            .unwrap();
+            match round {
+                0 => fs::write(
+                    root.join("c05b.md"),
+                    "---\ntype: T\ntitle: added\n---\nadded\n",
+                ),
+                1 => fs::remove_file(root.join("c08.md")),
+                _ => fs::write(
+                    root.join("sub/c09.md"),
+                    format!("---\ntitle: t9\n---\n{body}"),
+                ),
+            }
+            .unwrap();
+            let at = hours_ago(1) + std::time::Duration::from_secs(round);
+            let third = ["c05b.md", "c04.md", "sub/c09.md", "sub/c09.md"][round as usize];
+            age(&root, &["c04.md", third], at);
+            let plain = Bundle::load(&root).unwrap();
+            let (b, report) = Bundle::load_cached(&root, &file).unwrap();
+            assert_eq!(b.made_by, MadeBy::LoadIndexSpliced);
+            let reread = [2, 1, 2, 2][round as usize];
+            assert_eq!(
+                (report.status, report.reread),
+                (CacheStatus::Partial, reread)
+            );
+            assert_eq!(report.detail, "");
+            // Served from the file written: nothing decoded, every text in it.
+            assert!(b.concepts.iter().all(|c| !c.is_decoded()));
+            assert_eq!(answers(&b), answers(&plain));
+            assert!(b.concepts.iter().all(|c| c.source.is_stored()));
+            let (again, report) = Bundle::load_cached(&root, &file).unwrap();
+            assert_eq!((report.status, report.reread), (CacheStatus::Hit, 0));
+            assert_eq!(answers(&again), answers(&plain));
+            let built = d.join(format!("built{round}.okfc"));
+            let (_, report) = Bundle::load_cached(&root, &built).unwrap();
+            assert_eq!(report.status, CacheStatus::Miss);
+            let len = |p: &std::path::Path| fs::metadata(p).unwrap().len();
+            assert_eq!(len(&file), len(&built), "round {round}");
+        }
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    /// A splice whose new cache file cannot be written (its directory
+    /// denies it: the test's threads drop the capabilities that let root
+    /// write anyway) answers all the same from the old file, leaves it, and
+    /// says so in the report's detail.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_splice_that_cannot_write_keeps_the_old_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = crate::testing::scratch_dir("bundle", "spliced-blocked");
+        let root = d.join("root");
+        write_sample(&root, 20, |i, k| format!("body {i} w{k}"));
+        age(&root, &[], hours_ago(2));
+        let cache = d.join("cache");
+        fs::create_dir_all(&cache).unwrap();
+        let file = cache.join("c.okfc");
+        Bundle::load_cached(&root, &file).unwrap();
+        let written = fs::read(&file).unwrap();
+        fs::write(
+            root.join("c04.md"),
+            "---\ntype: T\ntitle: t4\n---\nedited w3\n",
+        )
+        .unwrap();
+        age(&root, &["c04.md"], hours_ago(1));
+        let plain = Bundle::load(&root).unwrap();
+        fs::set_permissions(&cache, fs::Permissions::from_mode(0o555)).unwrap();
+        let (b, report) = without_dac().install(|| Bundle::load_cached(&root, &file).unwrap());
+        fs::set_permissions(&cache, fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(b.made_by, MadeBy::LoadIndexSpliced);
+        assert!(
+            report.detail.starts_with("(not written: "),
+            "{}",
+            report.detail
+        );
+        assert_eq!(answers(&b), answers(&plain));
+        assert_eq!(fs::read(&file).unwrap(), written);
         let _ = fs::remove_dir_all(&d);
     }
 }

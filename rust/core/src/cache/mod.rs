@@ -17,7 +17,9 @@
 //!         texts length u64, lists length u64, core length u64,
 //!         lists CRC-32 u32, core CRC-32 u32,
 //!         header CRC-32 u32 (of every header byte before it)
-//! texts   per concept in id order: frontmatter bytes, body bytes
+//! texts   per concept: frontmatter bytes, body bytes (in id order as a
+//!         build writes them; a rewrite after a splice copies the kept
+//!         ones in their order, then the new ones)
 //! pad     zeros to a multiple of 4096
 //! lists   the BM25F postings' offsets, bytes and head words, each as
 //!         length u64 + items + zero pad to 8 (laid in place: lists.rs)
@@ -49,6 +51,7 @@
 //! fault, as with any memory-mapped database). On a big-endian machine the
 //! cache is not used.
 
+mod copy;
 mod decode;
 mod listings;
 mod lists;
@@ -58,9 +61,10 @@ mod write;
 #[cfg(test)]
 mod tests;
 
+pub use copy::RawRecord;
 pub use listings::{Listing, Listings};
 pub use read::{CacheFile, OpenError};
-pub use write::{FileRecord, Sink, TextRef};
+pub use write::{FileRecord, RecordOut, Sink, TextRef};
 
 const MAGIC: &[u8; 8] = b"OKFASTC\0";
 /// Bump whenever the layout or the meaning of a field changes.

@@ -310,8 +310,37 @@ impl CacheFile {
         self.store.base as usize..(self.store.base + self.texts_len) as usize
     }
 
-    fn core(&self) -> &[u8] {
+    pub(super) fn core(&self) -> &[u8] {
         &self.map[self.core_at..self.core_at + self.core_len]
+    }
+
+    pub(super) fn texts_len(&self) -> u64 {
+        self.texts_len
+    }
+
+    /// Where the texts section starts in the file.
+    pub(super) fn texts_base(&self) -> u64 {
+        self.store.base
+    }
+
+    /// A handle of the file, for copying its texts (texts are read with
+    /// positioned reads, so moving its offset disturbs no one).
+    pub(super) fn texts_file(&self) -> std::io::Result<File> {
+        self.store.file.try_clone()
+    }
+
+    /// Where record `i` is in the core: from its offset to the next
+    /// record's, or to the directories after the last one.
+    pub(super) fn record_span(&self, i: usize) -> R<(usize, usize)> {
+        let at = *self.records.get(i).ok_or(Rejected::Truncated)? as usize;
+        let end = match self.records.get(i + 1) {
+            Some(&next) => next as usize,
+            None => self.dirs_at,
+        };
+        if end < at {
+            return Err(Rejected::Corrupt("record offsets".into()));
+        }
+        Ok((at, end))
     }
 
     pub fn len(&self) -> usize {
@@ -398,7 +427,7 @@ impl CacheFile {
 
     /// Record `i` read up to its concept: the reader there, the id and the
     /// file's diagnostics.
-    fn head(&self, i: usize) -> R<(Reader<'_>, &str, Vec<Diagnostic>)> {
+    pub(super) fn head(&self, i: usize) -> R<(Reader<'_>, &str, Vec<Diagnostic>)> {
         let at = self.records.get(i).ok_or(Rejected::Truncated)?;
         let mut p = Reader {
             b: self.core(),

@@ -4,7 +4,7 @@ use std::fs::File;
 use std::path::Path;
 
 use super::read::CacheFile;
-use super::write::{FileRecord, Sink, TextRef, TEXT_GROUP};
+use super::write::{FileRecord, RecordOut, Sink, TextRef, TEXT_GROUP};
 use super::*;
 use crate::array::Array;
 use crate::concept::{read_concept, Concept, FileOutcome};
@@ -101,13 +101,15 @@ fn written_as(
         sink.lists_from(&index.bm25f).unwrap();
     }
     let mut refs = refs.into_iter();
-    let outs: Vec<FileRecord<'_>> = files
+    let outs: Vec<RecordOut<'_>> = files
         .iter()
-        .map(|(id, st, r)| FileRecord {
-            id,
-            stamp: *st,
-            concept: r.concept.as_ref().map(|c| (c, refs.next().unwrap())),
-            diagnostics: &r.diagnostics,
+        .map(|(id, st, r)| {
+            RecordOut::Made(FileRecord {
+                id,
+                stamp: *st,
+                concept: r.concept.as_ref().map(|c| (c, refs.next().unwrap())),
+                diagnostics: &r.diagnostics,
+            })
         })
         .collect();
     sink.records(&outs, &[], 42).unwrap();
@@ -428,4 +430,86 @@ fn tags_out_of_order_or_repeated_are_refused() {
             Some("is corrupt (saved index: tags not sorted)")
         );
     }
+}
+
+/// A file whose records and texts are copied from another (copy.rs): the
+/// first concept's texts left behind and written again after the copied
+/// run, the second file's record (no concept) and the third's copied with
+/// their bytes, the third's texts moved to the start. The new file reads
+/// back each file as the old one did, and a record is found where its
+/// bytes end, with where its texts are.
+#[test]
+fn records_and_texts_copied_into_a_new_file_read_back() {
+    let files = sample();
+    let (_dir, path) = scratch("copied");
+    written(&files, &path);
+    let o = open(&path).unwrap();
+    let raw: Vec<_> = (0..3).map(|i| o.raw_record(i).unwrap()).collect();
+    let cs = concepts(&files);
+    let len = |c: &Concept| c.source.stored_len();
+    assert_eq!(raw[0].text, Some((0, len(&cs[0]))));
+    assert_eq!(raw[1].text, None);
+    assert_eq!(raw[2].text, Some((len(&cs[0]), len(&cs[1]))));
+    let path2 = path.with_extension("two");
+    let f = File::options()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path2)
+        .unwrap();
+    let mut sink = Sink::new(f, "/root", Analyzer::new(LANG).name()).unwrap();
+    sink.copy_texts(&o, &[raw[2].text.unwrap()]).unwrap();
+    let refs = sink.texts([&cs[0]]).unwrap();
+    assert_eq!(refs[0].at, len(&cs[1]));
+    let index = Index::build(&cs, &Analyzer::new(LANG));
+    sink.lists_from(&index.bm25f).unwrap();
+    let (id, st, r) = &files[0];
+    let outs = [
+        RecordOut::Made(FileRecord {
+            id,
+            stamp: *st,
+            concept: Some((&cs[0], refs[0])),
+            diagnostics: &r.diagnostics,
+        }),
+        RecordOut::Copied {
+            bytes: raw[1].bytes,
+            text_at: None,
+        },
+        RecordOut::Copied {
+            bytes: raw[2].bytes,
+            text_at: Some(0),
+        },
+    ];
+    sink.records(&outs, &[], 43).unwrap();
+    sink.finish(&index, &[0, 1]).unwrap();
+    let two = open(&path2).unwrap();
+    assert_eq!(two.written_ns, 43);
+    assert_eq!(two.raw_record(2).unwrap().text, Some((0, len(&cs[1]))));
+    for (i, (id, st, r)) in files.iter().enumerate() {
+        assert_eq!(two.file(i).unwrap(), (id.as_str(), *st));
+        let got = two.read(i).unwrap();
+        assert_eq!(got.diagnostics, r.diagnostics);
+        assert_eq!(got.concept.is_some(), r.concept.is_some());
+        if let (Some(a), Some(b)) = (got.concept, r.concept.as_ref()) {
+            assert_eq!(a.body().unwrap(), b.body().unwrap(), "{i}");
+            assert_eq!(a.frontmatter().unwrap(), b.frontmatter().unwrap(), "{i}");
+            assert_eq!((&a.title, &a.tags), (&b.title, &b.tags));
+        }
+    }
+    // Texts past the old file's texts are not copied.
+    let past = o.raw_record(2).unwrap().text.unwrap().0 + 1;
+    assert!(sink_copy_refused(&o, &path, (past, len(&cs[1]))));
+}
+
+/// Whether copying texts `run` of `o` into a new file is refused.
+fn sink_copy_refused(o: &CacheFile, path: &Path, run: (u64, u64)) -> bool {
+    let path = path.with_extension("three");
+    let f = File::options()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .unwrap();
+    let mut sink = Sink::new(f, "/root", Analyzer::new(LANG).name()).unwrap();
+    sink.copy_texts(o, &[run]).is_err()
 }

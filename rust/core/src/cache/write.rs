@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use super::copy::record_out;
 use super::lists::{lists_crc, lists_out, ListsAt};
 use super::{FORMAT, MAGIC, VERSION};
 use crate::array::Array;
@@ -83,7 +84,7 @@ impl<W: Write> Out<W> {
 }
 
 /// Where one concept's texts were written.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub struct TextRef {
     pub at: u64,
     pub frontmatter_len: u32,
@@ -97,6 +98,16 @@ pub struct FileRecord<'a> {
     pub stamp: FileStamp,
     pub concept: Option<(&'a Concept, TextRef)>,
     pub diagnostics: &'a [Diagnostic],
+}
+
+/// A file record to write: made from its parts, or another cache file's
+/// record copied as it is but for where its texts now are (copy.rs).
+pub enum RecordOut<'a> {
+    Made(FileRecord<'a>),
+    Copied {
+        bytes: &'a [u8],
+        text_at: Option<u64>,
+    },
 }
 
 fn header_prefix(root: &str, analyzer: &str) -> Vec<u8> {
@@ -236,7 +247,7 @@ impl Sink {
     /// [`Sink::finish`] writes the rest.
     pub fn records(
         &mut self,
-        files: &[FileRecord<'_>],
+        files: &[RecordOut<'_>],
         dirs: &[DirListing<'_>],
         written_ns: u128,
     ) -> std::io::Result<()> {
@@ -256,6 +267,13 @@ impl Sink {
         let mut offsets = Vec::with_capacity(files.len());
         for f in files {
             offsets.push(rel(out));
+            let f = match f {
+                RecordOut::Made(f) => f,
+                RecordOut::Copied { bytes, text_at } => {
+                    record_out(out, bytes, *text_at)?;
+                    continue;
+                }
+            };
             out.str(f.id)?;
             out.u64(f.stamp.0)?;
             out.u128(u128::from(f.stamp.1))?;
