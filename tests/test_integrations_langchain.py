@@ -3,6 +3,7 @@ retriever tests, and exactly the resolver's passages, sync and async."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from pathlib import Path
@@ -303,6 +304,18 @@ def test_an_unknown_option_is_refused_not_ignored() -> None:
     # LangChain's own options stay accepted.
     r = OkfastRetriever(catalog=CATALOG, k=2, name="kb", tags=["okfast"], metadata={"a": 1})
     assert (r.name, r.tags, len(r.invoke(QUESTION))) == ("kb", ["okfast"], 2)
+
+
+def test_an_unknown_keyword_on_a_call_is_okfasts_type_error() -> None:
+    """``invoke`` and ``ainvoke`` pass their keywords on to the retriever: one
+    it does not take (a misspelt ``kk``) is okfast's error, which is still
+    the TypeError Python raises for it; ``k`` stays accepted."""
+    r = OkfastRetriever(catalog=CATALOG, k=3)
+    for call in (lambda: r.invoke(QUESTION, kk=1), lambda: asyncio.run(r.ainvoke(QUESTION, kk=1))):
+        with pytest.raises(InvalidArgumentTypeError, match="'kk'") as e:
+            call()
+        assert isinstance(e.value, TypeError)
+    assert len(r.invoke(QUESTION, k=1)) == 1
 
 
 def test_memory_is_filtered_by_the_tag_and_its_errors_are_logged(

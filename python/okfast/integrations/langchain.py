@@ -216,7 +216,9 @@ class OkfastRetriever(BaseRetriever):
         *,
         run_manager: CallbackManagerForRetrieverRun,
         k: int | None = None,
+        **unknown: Any,
     ) -> list[Document]:
+        _refuse_call_keywords(unknown)
         return self._documents(query, k)
 
     async def _aget_relevant_documents(
@@ -225,7 +227,20 @@ class OkfastRetriever(BaseRetriever):
         *,
         run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None,
+        **unknown: Any,
     ) -> list[Document]:
+        _refuse_call_keywords(unknown)
         # The native search releases the GIL: a worker thread keeps the event
         # loop free while it runs.
         return await asyncio.to_thread(self._documents, query, k)
+
+
+def _refuse_call_keywords(unknown: Mapping[str, Any]) -> None:
+    """A keyword LangChain passes on from ``invoke`` that a call does not
+    take is refused as okfast's error, which is also the ``TypeError``
+    Python raises for an unexpected keyword (docs/integrations.md)."""
+    if unknown:
+        name = sorted(unknown)[0]
+        raise InvalidArgumentTypeError(
+            f"OkfastRetriever: unknown keyword argument {name!r} for a call (it takes k)"
+        )
