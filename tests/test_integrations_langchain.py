@@ -4,6 +4,7 @@ retriever tests, and exactly the resolver's passages, sync and async."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import shutil
 from pathlib import Path
@@ -209,6 +210,55 @@ def test_a_copy_with_other_options_is_made_as_the_constructor_makes_one(tmp_path
     # LangChain's own fields are copied as pydantic copies them.
     named = r.model_copy(update={"name": "mine"})
     assert named.name == "mine" and keys(named.invoke(QUESTION)) == keys(r.invoke(QUESTION))
+
+
+def test_retrievers_of_one_unchanged_catalog_share_its_resolver(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LangChain's configurable_fields makes a retriever per call from the
+    first one's options: they share the resolver opened for it rather than
+    load the catalog on every call (docs/integrations.md), and a catalog file
+    changed since, other settings or another strategy open their own."""
+    import okfast.integrations.langchain as lc
+    from langchain_core.runnables import ConfigurableField
+
+    opened: list[object] = []
+    real = lc.open_resolver
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        opened.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(lc, "open_resolver", counting)
+    catalog = copy_examples(tmp_path)
+    first = OkfastRetriever(catalog=catalog, k=3)
+    per_call = first.configurable_fields(k=ConfigurableField(id="k"))
+    for k in (1, 2, 1):
+        docs = per_call.invoke(QUESTION, config={"configurable": {"k": k}})
+        assert keys(docs) == keys(first.invoke(QUESTION))[:k]
+    assert len(opened) == 1
+    OkfastRetriever(catalog=catalog, k=1, strategy="merged")
+    assert len(opened) == 2
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"version": 1, "scorer": "bm25f"}))
+    OkfastRetriever(catalog=catalog, settings=settings)
+    assert len(opened) == 3
+    spec = json.loads(catalog.read_text())
+    spec["sources"] = [s for s in spec["sources"] if s["id"] != "bakery"]
+    catalog.write_text(json.dumps(spec, indent=2))
+    changed = OkfastRetriever(catalog=catalog, k=3)
+    assert len(opened) == 4
+    assert all(d.metadata["source_id"] != "bakery" for d in changed.invoke(QUESTION))
+    # A Catalog object is shared as the same object, not by its file, while
+    # a retriever holding its resolver is alive.
+    loaded = Catalog.load(catalog)
+    alive = OkfastRetriever(catalog=loaded)
+    OkfastRetriever(catalog=loaded, k=2)
+    assert len(opened) == 5
+    del alive
+    gc.collect()
+    OkfastRetriever(catalog=loaded, k=2)
+    assert len(opened) == 6
 
 
 def test_model_construct_makes_the_retriever_as_its_constructor_does() -> None:

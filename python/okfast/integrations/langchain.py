@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -127,11 +129,8 @@ class OkfastRetriever(BaseRetriever):
             raise InvalidArgumentTypeError(
                 f"catalog= must be a Catalog or a catalog.json path, got {type(catalog).__name__}"
             )
-        resolver = open_resolver(
-            catalog,
-            data.get("resolver"),
-            strategy=data.get("strategy"),
-            settings=data.get("settings"),
+        resolver = _opened(
+            catalog, data.get("resolver"), data.get("strategy"), data.get("settings")
         )
         super().__init__(**data)
         self._resolver = resolver
@@ -233,6 +232,64 @@ class OkfastRetriever(BaseRetriever):
         # The native search releases the GIL: a worker thread keeps the event
         # loop free while it runs.
         return await asyncio.to_thread(self._documents, query, k)
+
+
+class _Same:
+    """A key part equal only to the very object it holds (and keeps alive, so
+    its ``id`` is not another object's while the key exists)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: object) -> None:
+        self.obj = obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.obj is self.obj
+
+
+#: The resolvers retrievers opened from a catalog, while one of them is alive:
+#: LangChain's ``configurable_fields`` makes a retriever per call from the
+#: first one's options, which would otherwise load the catalog on every call.
+_OPENED: weakref.WeakValueDictionary[tuple[object, ...], Resolver] = weakref.WeakValueDictionary()
+_OPENED_LOCK = threading.Lock()
+
+
+def _file_key(path: str | os.PathLike[str]) -> tuple[object, ...] | None:
+    """A file as it is now: its absolute path and what changes with it."""
+    try:
+        p = os.path.abspath(os.fspath(path))
+        st = os.stat(p)
+    except (OSError, TypeError, ValueError):
+        return None
+    return (p, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _opened(catalog: Any, resolver: Any, strategy: Any, settings: Any) -> Resolver:
+    """The resolver a retriever searches (docs/integrations.md): the one
+    given, or one over ``catalog`` — shared with every live retriever made
+    from the same catalog (the same object, or the same file unchanged),
+    strategy and settings (the same object, or the same file unchanged)."""
+    key: tuple[object, ...] | None = None
+    if resolver is None and catalog is not None:
+        cat = _Same(catalog) if isinstance(catalog, Catalog) else _file_key(catalog)
+        how = _Same(settings) if isinstance(settings, Settings) else settings
+        if how is not None and not isinstance(how, _Same):
+            how = _file_key(how)
+        if cat is not None and (settings is None or how is not None):
+            key = (cat, how, strategy)
+    if key is not None:
+        with _OPENED_LOCK:
+            found = _OPENED.get(key)
+        if found is not None:
+            return found
+    opened = open_resolver(catalog, resolver, strategy=strategy, settings=settings)
+    if key is not None:
+        with _OPENED_LOCK:
+            opened = _OPENED.setdefault(key, opened)
+    return opened
 
 
 def _refuse_call_keywords(unknown: Mapping[str, Any]) -> None:
