@@ -4,6 +4,7 @@ retriever tests, and exactly the resolver's passages, sync and async."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import gc
 import json
 import shutil
@@ -259,6 +260,20 @@ def test_retrievers_of_one_unchanged_catalog_share_its_resolver(
     gc.collect()
     OkfastRetriever(catalog=loaded, k=2)
     assert len(opened) == 6
+
+
+def test_a_deep_copy_shares_the_resolver_and_copies_the_rest() -> None:
+    """copy.deepcopy and model_copy(deep=True) failed on the resolver's
+    lock: a deep copy now shares the resolver, as a connection is shared,
+    and copies LangChain's own values deeply (docs/integrations.md)."""
+    r = OkfastRetriever(catalog=CATALOG, k=2, tags=["a"], metadata={"x": [1]})
+    for c in (copy.deepcopy(r), r.model_copy(deep=True)):
+        assert c._resolver is r._resolver
+        assert (c.k, c.tags, c.metadata) == (2, ["a"], {"x": [1]})
+        assert c.tags is not r.tags and c.metadata["x"] is not r.metadata["x"]
+        assert keys(c.invoke(QUESTION)) == keys(r.invoke(QUESTION))
+        with pytest.raises(InvalidArgumentError, match="fixed"):
+            c.k = 3
 
 
 def test_model_construct_makes_the_retriever_as_its_constructor_does() -> None:

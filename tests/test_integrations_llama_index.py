@@ -3,6 +3,7 @@ passages as scored text nodes, sync and async."""
 
 from __future__ import annotations
 
+import copy
 import shutil
 from typing import Any
 
@@ -172,3 +173,15 @@ def test_a_source_that_went_is_logged_not_silent(
         nodes = r.retrieve(QUESTION)
     assert all(n.node.metadata["source_id"] != "bakery" for n in nodes)
     assert any("[SourceUnavailable]" in rec.getMessage() for rec in caplog.records)
+
+
+def test_a_deep_copy_shares_the_resolver_and_copies_the_rest() -> None:
+    """copy.deepcopy failed on the resolver's lock: the copy now shares the
+    resolver, as a connection is shared, answers as the original does and
+    keeps its options fixed (docs/integrations.md)."""
+    r = OkfastRetriever(CATALOG, similarity_top_k=2, tag=None)
+    c = copy.deepcopy(r)
+    assert c._resolver is r._resolver and c.callback_manager is not r.callback_manager
+    assert keys(c.retrieve(QUESTION)) == keys(r.retrieve(QUESTION))
+    with pytest.raises(InvalidArgumentError, match="fixed"):
+        c.similarity_top_k = 3

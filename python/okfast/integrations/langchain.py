@@ -173,6 +173,17 @@ class OkfastRetriever(BaseRetriever):
         options = {name: getattr(self, name) for name in self.model_fields_set}
         return type(self)(**{**options, **update})
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> OkfastRetriever:
+        # The resolver (a lock, open bundles, mapped cache files) and the
+        # memory store are shared by the copy as a connection is, with what
+        # they were opened from; the rest is copied deeply as pydantic copies
+        # it (docs/integrations.md). copy.deepcopy failed on the lock before.
+        memo = {} if memo is None else memo
+        for shared in (self._resolver, self._store, self.catalog, self.resolver, self.settings):
+            if shared is not None:
+                memo[id(shared)] = shared
+        return super().__deepcopy__(memo)
+
     def __setattr__(self, name: str, value: Any) -> None:
         # The resolver (and the memory store) are opened from the options
         # when the retriever is made: one changed afterwards would not be

@@ -14,6 +14,7 @@ embeds; the other fields stay for filtering and citing.
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 from typing import Any
 
@@ -106,6 +107,16 @@ class OkfastRetriever(BaseRetriever):
         self.tag = tag
         super().__init__(callback_manager=callback_manager, verbose=verbose)
         self._made = True
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> OkfastRetriever:
+        # As the LangChain retriever's: the resolver is shared by the copy as
+        # a connection is, the rest copied deeply (its lock cannot be).
+        memo[id(self._resolver)] = self._resolver
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        for name, value in vars(self).items():
+            object.__setattr__(new, name, copy.deepcopy(value, memo))
+        return new
 
     def __setattr__(self, name: str, value: Any) -> None:
         # As the LangChain retriever's (docs/integrations.md): the options are
