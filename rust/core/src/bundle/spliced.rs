@@ -124,8 +124,9 @@ fn recorded_stamp(o: &CacheFile, id: &[u8]) -> Result<Stamp, Rejected> {
 /// written for it (docs/spec.md §9.5) so the next load neither reads those
 /// files again nor splices: the snapshot is then served from that file.
 /// Beside the bundle, whether writing failed. Where no file is written (a
-/// file read again is too recent to trust, or writing failed), the
-/// records' texts stay in the old file and those read again in memory.
+/// file read again is too recent to trust, the new file would settle
+/// nothing, or writing failed), the records' texts stay in the old file and
+/// those read again in memory.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn assemble(
     root: &Path,
@@ -156,20 +157,28 @@ pub(super) fn assemble(
     let mut g = SnapshotParts::new(&walk_diagnostics, found.len());
     // The next load trusts a file's record only when the file was modified
     // 2 s before this load started (docs/spec.md §9.4); a file read again
-    // more recently keeps the cache file as it is (§9.5).
+    // more recently keeps the cache file as it is (§9.5). So does a splice
+    // whose new file would settle nothing: one that drops no record and
+    // whose files read again have no stamp (could not be read), so no
+    // record either, and are read again by every load.
     let trusted_before = to.written_ns.saturating_sub(RACY_NS);
     let mut all_trusted = true;
+    let (mut stamped, mut carried) = (false, 0usize);
     let mut fresh = fresh.into_iter().peekable();
     for (i, f) in found.into_iter().enumerate() {
         let (cell, diagnostics, stamp) = match (record[i], fresh.next_if(|r| r.0 == i)) {
             (_, Some((_, r, st))) => {
-                all_trusted &= st.is_none_or(|st| u128::from(st.1) < trusted_before);
+                if let Some(st) = st {
+                    stamped = true;
+                    all_trusted &= u128::from(st.1) < trusted_before;
+                }
                 if r.cell.is_some() {
                     fresh_at.push(g.concepts.len() as u32);
                 }
                 (r.cell, r.diagnostics, st)
             }
             (Some(j), None) => {
+                carried += 1;
                 let (d, c) = std::mem::take(&mut skims[j]);
                 if c.is_some() {
                     old_to_new[old_position[j] as usize] = g.concepts.len() as u32;
@@ -193,7 +202,7 @@ pub(super) fn assemble(
     let analyzer = Analyzer::new(language);
     let spliced = Index::splice(&index, &map, &fresh_cells, n, &analyzer)?;
     let ordinal = splice_ordinal(&ordinal, &map, &g.concepts);
-    let (saved, written) = if all_trusted {
+    let (saved, written) = if all_trusted && (stamped || carried < o.len()) {
         write_whole(&mut g, Arc::new(spliced), ordinal, o, to)
     } else {
         ((Arc::new(spliced), ordinal), Ok(()))

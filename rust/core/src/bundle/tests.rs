@@ -738,6 +738,38 @@ mod spliced {
         assert_eq!(fs::read(&file).unwrap(), written);
         let _ = fs::remove_dir_all(&d);
     }
+
+    /// A file that cannot be read has no stamp, so no record (docs/spec.md
+    /// §9.4): every reopen reads it again and splices. A new cache file
+    /// would change nothing the next load uses, so none is written (§9.5):
+    /// the file is not rewritten whole on every load.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_splice_of_only_an_unreadable_file_writes_nothing() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let d = crate::testing::scratch_dir("bundle", "spliced-unreadable");
+        let root = d.join("root");
+        write_sample(&root, 20, |i, k| format!("body {i} w{k}"));
+        fs::write(root.join("x.md"), "---\ntype: T\ntitle: ex\n---\nsecret\n").unwrap();
+        age(&root, &[], hours_ago(2));
+        fs::set_permissions(root.join("x.md"), fs::Permissions::from_mode(0o000)).unwrap();
+        let file = d.join("c.okfc");
+        without_dac().install(|| {
+            assert!(fs::read(root.join("x.md")).is_err(), "must be unreadable");
+            let (_, report) = Bundle::load_cached(&root, &file).unwrap();
+            assert_eq!(report.status, CacheStatus::Miss);
+            let ino = fs::metadata(&file).unwrap().ino();
+            for _ in 0..2 {
+                let (b, report) = Bundle::load_cached(&root, &file).unwrap();
+                assert_eq!(b.made_by, MadeBy::LoadIndexSpliced);
+                assert_eq!((report.status, report.reread), (CacheStatus::Partial, 1));
+                assert_eq!(report.detail, "");
+                assert_eq!(fs::metadata(&file).unwrap().ino(), ino, "rewritten");
+            }
+        });
+        fs::set_permissions(root.join("x.md"), fs::Permissions::from_mode(0o644)).unwrap();
+        let _ = fs::remove_dir_all(&d);
+    }
 }
 
 mod served {
