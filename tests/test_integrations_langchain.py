@@ -262,6 +262,28 @@ def test_retrievers_of_one_unchanged_catalog_share_its_resolver(
     assert len(opened) == 6
 
 
+def test_a_catalog_rewritten_within_its_time_stamp_opens_its_own_resolver(
+    tmp_path: Path,
+) -> None:
+    """A catalog file rewritten with as many bytes within one tick of the
+    file system's clock (here its time set back, as such a write leaves it)
+    keeps its size and time: a retriever made from it then reads the new
+    catalog, not the resolver of the one before (docs/integrations.md)."""
+    import os
+
+    catalog = copy_examples(tmp_path)
+    first = OkfastRetriever(catalog=catalog, k=6)
+    assert any(d.metadata["source_id"] == "bakery" for d in first.invoke(QUESTION))
+    before = catalog.stat()
+    text = catalog.read_text()
+    catalog.write_text(text.replace('"bakery"', '"bakerx"'))
+    os.utime(catalog, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert catalog.stat().st_size == before.st_size
+    second = OkfastRetriever(catalog=catalog, k=6)
+    sources = {d.metadata["source_id"] for d in second.invoke(QUESTION)}
+    assert "bakerx" in sources and "bakery" not in sources
+
+
 def test_a_deep_copy_shares_the_resolver_and_copies_the_rest() -> None:
     """copy.deepcopy and model_copy(deep=True) failed on the resolver's
     lock: a deep copy now shares the resolver, as a connection is shared,

@@ -14,7 +14,9 @@ it) and up to ``k`` of that scope's memory passages follow the knowledge ones.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
+import stat
 import threading
 import weakref
 from collections.abc import Mapping
@@ -269,20 +271,28 @@ _OPENED_LOCK = threading.Lock()
 
 
 def _file_key(path: str | os.PathLike[str]) -> tuple[object, ...] | None:
-    """A file as it is now: its absolute path and what changes with it."""
+    """A file as it is now: its absolute path and, for a regular file, the
+    digest of its bytes. Not its size and time: a file rewritten with as many
+    bytes within one tick of the file system's clock keeps both
+    (docs/integrations.md). Anything else (a FIFO, read once) by what its
+    status says."""
     try:
         p = os.path.abspath(os.fspath(path))
         st = os.stat(p)
+        if not stat.S_ISREG(st.st_mode):
+            return (p, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        with open(p, "rb") as f:
+            digest = hashlib.file_digest(f, "sha256").digest()
     except (OSError, TypeError, ValueError):
         return None
-    return (p, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return (p, digest)
 
 
 def _opened(catalog: Any, resolver: Any, strategy: Any, settings: Any) -> Resolver:
     """The resolver a retriever searches (docs/integrations.md): the one
     given, or one over ``catalog`` — shared with every live retriever made
-    from the same catalog (the same object, or the same file unchanged),
-    strategy and settings (the same object, or the same file unchanged)."""
+    from the same catalog (the same object, or the same file holding the
+    same bytes), strategy and settings (the same object, or the same bytes)."""
     key: tuple[object, ...] | None = None
     if resolver is None and catalog is not None:
         cat = _Same(catalog) if isinstance(catalog, Catalog) else _file_key(catalog)
