@@ -78,13 +78,7 @@ fn written_as(
 ) -> Vec<u8> {
     let cs = concepts(files);
     let _ = std::fs::remove_file(path);
-    let f = File::options()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .unwrap();
-    let mut sink = Sink::new(f, "/root", Analyzer::new(LANG).name()).unwrap();
+    let mut sink = new_sink(path);
     let refs: Vec<TextRef> = sink.texts(cs.iter()).unwrap();
     if mapped {
         let b = &index.bm25f;
@@ -115,6 +109,17 @@ fn written_as(
     sink.records(&outs, &[], 42).unwrap();
     sink.finish(index, ordinal).unwrap();
     std::fs::read(path).unwrap()
+}
+
+/// A cache file started at `path`, which must not exist yet.
+fn new_sink(path: &Path) -> Sink {
+    let f = File::options()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .unwrap();
+    Sink::new(f, "/root", Analyzer::new(LANG).name()).unwrap()
 }
 
 /// Why the saved index of the file at `path` is refused, if it is.
@@ -451,13 +456,7 @@ fn records_and_texts_copied_into_a_new_file_read_back() {
     assert_eq!(raw[1].text, None);
     assert_eq!(raw[2].text, Some((len(&cs[0]), len(&cs[1]))));
     let path2 = path.with_extension("two");
-    let f = File::options()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&path2)
-        .unwrap();
-    let mut sink = Sink::new(f, "/root", Analyzer::new(LANG).name()).unwrap();
+    let mut sink = new_sink(&path2);
     sink.copy_texts(&o, &[raw[2].text.unwrap()]).unwrap();
     let refs = sink.texts([&cs[0]]).unwrap();
     assert_eq!(refs[0].at, len(&cs[1]));
@@ -503,13 +502,6 @@ fn records_and_texts_copied_into_a_new_file_read_back() {
 
 /// Whether copying texts `run` of `o` into a new file is refused.
 fn sink_copy_refused(o: &CacheFile, path: &Path, run: (u64, u64)) -> bool {
-    let path = path.with_extension("three");
-    let f = File::options()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .unwrap();
-    let mut sink = Sink::new(f, "/root", Analyzer::new(LANG).name()).unwrap();
+    let mut sink = new_sink(&path.with_extension("three"));
     sink.copy_texts(o, &[run]).is_err()
 }
