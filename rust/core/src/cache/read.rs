@@ -323,8 +323,12 @@ impl CacheFile {
         self.store.base
     }
 
-    /// A handle of the file, for copying its texts (texts are read with
-    /// positioned reads, so moving its offset disturbs no one).
+    /// A handle of the file, for copying its texts. It shares the file's
+    /// offset with this file's text store: on Unix the store reads at a
+    /// position (`pread`), which ignores it; on Windows its reads move it,
+    /// and each names its own position, so a copy that seeks first is not
+    /// misled either way (and no text of this store is read meanwhile: the
+    /// loading thread copies them).
     pub(super) fn texts_file(&self) -> std::io::Result<File> {
         self.store.file.try_clone()
     }
