@@ -10,6 +10,8 @@ mod parts_tests;
 mod refresh;
 mod spliced;
 #[cfg(test)]
+mod spliced_tests;
+#[cfg(test)]
 mod tests;
 mod writing;
 
