@@ -16,7 +16,7 @@ use crate::concept::ConceptRow;
 use crate::error::Error;
 use crate::fs::range::IdRange;
 use crate::fs::read::read_found;
-use crate::fs::stamp::{Stamp, RACY_NS};
+use crate::fs::stamp::{trusted_before, Stamp};
 use crate::fs::walk::{walk_range, FileEntry, Prior, Stamps, WalkResult};
 use crate::fs::watch::Watch;
 use crate::progress::{Phase, Progress};
@@ -32,7 +32,7 @@ pub(super) const WAVE: usize = 32 * 1024;
 /// id order, so each part of `found` is matched in one pass from the first
 /// record not before it (a binary search), the parts in parallel. A record
 /// is trusted for a file with the same id and stamp, not modified within
-/// [`RACY_NS`] of the cache being written.
+/// [`crate::fs::stamp::RACY_NS`] of the cache being written.
 fn match_records(
     found: &[FileEntry],
     o: &CacheFile,
@@ -40,7 +40,7 @@ fn match_records(
 ) -> Result<(), Rejected> {
     use std::cmp::Ordering::Less;
     const PART: usize = 1 << 14;
-    let trusted_before = o.written_ns.saturating_sub(RACY_NS);
+    let trusted_before = trusted_before(o.written_ns);
     let file = |j: usize| (j < o.len()).then(|| o.file_bytes(j)).transpose();
     record
         .par_chunks_mut(PART)
@@ -229,9 +229,7 @@ impl Bundle {
         };
         let prior = listings.as_ref().map(|listings| Prior {
             listings,
-            trusted_before: opened
-                .as_ref()
-                .map_or(0, |o| o.written_ns.saturating_sub(RACY_NS)),
+            trusted_before: opened.as_ref().map_or(0, |o| trusted_before(o.written_ns)),
         });
         // Stamps are compared with the cache's records when there are any;
         // otherwise every file is read, and stamped as it is read.

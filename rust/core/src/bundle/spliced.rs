@@ -20,7 +20,7 @@ use crate::concept::ConceptRow;
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
 use crate::fs::read::read_found;
-use crate::fs::stamp::{Stamp, RACY_NS};
+use crate::fs::stamp::{trusted_before, Stamp};
 use crate::fs::walk::FileEntry;
 use crate::fs::watch::Watch;
 use crate::index::splice::{Remap, GONE};
@@ -161,7 +161,7 @@ pub(super) fn assemble(
     // whose new file would settle nothing: one that drops no record and
     // whose files read again have no stamp (could not be read), so no
     // record either, and are read again by every load.
-    let trusted_before = to.written_ns.saturating_sub(RACY_NS);
+    let trusted_before = trusted_before(to.written_ns);
     let mut all_trusted = true;
     let (mut stamped, mut carried) = (false, 0usize);
     let mut fresh = fresh.into_iter().peekable();

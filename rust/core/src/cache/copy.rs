@@ -44,9 +44,7 @@ impl CacheFile {
         };
         let (from, front, body) = (t.u64()?, t.u32()?, t.u32()?);
         let len = u64::from(front) + u64::from(body);
-        if from.checked_add(len).is_none_or(|e| e > self.texts_len()) {
-            return Err(Rejected::Corrupt("text out of range".into()));
-        }
+        self.check_text(from, len)?;
         Ok(RawRecord {
             bytes,
             text: Some((from, len)),
@@ -65,9 +63,8 @@ impl Sink {
         let mut file = from.texts_file()?;
         let base = from.texts_base();
         for &(at, len) in runs {
-            if at.checked_add(len).is_none_or(|e| e > from.texts_len()) {
-                return Err(std::io::Error::other("cache texts out of range"));
-            }
+            from.check_text(at, len)
+                .map_err(|r| std::io::Error::other(r.to_string()))?;
             file.seek(SeekFrom::Start(base + at))?;
             let n = std::io::copy(&mut (&mut file).take(len), self.out.w.get_mut())?;
             if n != len {

@@ -314,10 +314,6 @@ impl CacheFile {
         &self.map[self.core_at..self.core_at + self.core_len]
     }
 
-    pub(super) fn texts_len(&self) -> u64 {
-        self.texts_len
-    }
-
     /// Where the texts section starts in the file.
     pub(super) fn texts_base(&self) -> u64 {
         self.store.base
@@ -331,6 +327,16 @@ impl CacheFile {
     /// loading thread copies them).
     pub(super) fn texts_file(&self) -> std::io::Result<File> {
         self.store.file.try_clone()
+    }
+
+    /// That texts of `len` bytes at `at` (from the texts' start) are inside
+    /// the texts section.
+    pub(super) fn check_text(&self, at: u64, len: u64) -> R<()> {
+        let end = at.checked_add(len).ok_or(Rejected::Truncated)?;
+        if end > self.texts_len {
+            return Err(Rejected::Corrupt("text out of range".into()));
+        }
+        Ok(())
     }
 
     /// Where record `i` is in the core: from its offset to the next
@@ -480,12 +486,7 @@ impl CacheFile {
             None
         };
         let (at, frontmatter_len, body_len, crc) = (p.u64()?, p.u32()?, p.u32()?, p.u32()?);
-        let end = at
-            .checked_add(u64::from(frontmatter_len) + u64::from(body_len))
-            .ok_or(Rejected::Truncated)?;
-        if end > self.texts_len {
-            return Err(Rejected::Corrupt("text out of range".into()));
-        }
+        self.check_text(at, u64::from(frontmatter_len) + u64::from(body_len))?;
         Ok(Fields {
             kind,
             title,

@@ -16,6 +16,13 @@ pub type DirStamp = [u64; 4];
 /// timestamp tick could otherwise keep its times (the "racy" case).
 pub const RACY_NS: u128 = 2_000_000_000;
 
+/// The instant (ns since the epoch) a file or listing must have last changed
+/// before to be trusted from a cache file written at `written_ns`
+/// (docs/spec.md §9.4).
+pub fn trusted_before(written_ns: u128) -> u128 {
+    written_ns.saturating_sub(RACY_NS)
+}
+
 /// A file's size and modification time (ns since the epoch): the change
 /// signal of a refresh. `None` when it could not be read.
 pub type Stamp = Option<FileStamp>;
