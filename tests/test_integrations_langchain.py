@@ -22,6 +22,7 @@ from okfast import (
     Query,
     Resolver,
     Scope,
+    Scorer,
     Strategy,
     Tier,
     capture,
@@ -282,6 +283,33 @@ def test_a_catalog_rewritten_within_its_time_stamp_opens_its_own_resolver(
     second = OkfastRetriever(catalog=catalog, k=6)
     sources = {d.metadata["source_id"] for d in second.invoke(QUESTION)}
     assert "bakerx" in sources and "bakery" not in sources
+
+
+def test_settings_the_catalog_names_rewritten_open_a_new_resolver(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`okfast tune --apply` rewrites the settings file the catalog names
+    while a retriever is alive: a retriever made after it ranks by the new
+    settings, not by the live one's resolver; one made under another cache
+    directory opens its own (docs/integrations.md)."""
+    catalog = copy_examples(tmp_path)
+    spec = json.loads(catalog.read_text())
+    spec["settings"] = "./okfast-settings.json"
+    catalog.write_text(json.dumps(spec))
+    named = catalog.parent / "okfast-settings.json"
+    named.write_text(json.dumps({"version": 1, "scorer": "weighted_count"}))
+    first = OkfastRetriever(catalog=catalog, k=4)
+    assert OkfastRetriever(catalog=catalog, k=2)._resolver is first._resolver
+    named.write_text(json.dumps({"version": 1, "scorer": "bm25f"}))
+    second = OkfastRetriever(catalog=catalog, k=4)
+    assert second._resolver is not first._resolver
+    assert second._resolver.settings.scorer is Scorer.BM25F
+    bm25f = Resolver(Catalog.load(catalog))
+    assert keys(second.invoke(QUESTION)) == want(bm25f, 4)
+    assert keys(second.invoke(QUESTION)) != keys(first.invoke(QUESTION))
+    assert OkfastRetriever(catalog=catalog, k=1)._resolver is second._resolver
+    monkeypatch.setenv("OKFAST_CACHE_DIR", str(tmp_path / "elsewhere"))
+    assert OkfastRetriever(catalog=catalog, k=1)._resolver is not second._resolver
 
 
 def test_a_deep_copy_shares_the_resolver_and_copies_the_rest() -> None:

@@ -36,6 +36,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
         "pip install 'okfast[langchain]'"
     ) from e
 
+from okfast.cache import default_cache_dir
 from okfast.catalog import Catalog
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.integrations.records import passage_record
@@ -46,7 +47,7 @@ from okfast.model import Passage
 from okfast.query import Strategy
 from okfast.resolver import Resolver
 from okfast.scoring import Scorer, count_of
-from okfast.settings import Settings
+from okfast.settings import Settings, settings_for
 
 #: The options okfast adds to a LangChain retriever's (``name``, ``tags``,
 #: ``metadata``), named when an unknown one is refused.
@@ -300,17 +301,34 @@ def _opened(catalog: Any, resolver: Any, strategy: Any, settings: Any) -> Resolv
         if how is not None and not isinstance(how, _Same):
             how = _file_key(how)
         if cat is not None and (settings is None or how is not None):
-            key = (cat, how, strategy)
+            # The cache directory is chosen from the environment at each
+            # bundle load: a retriever made under another one opens its own.
+            key = (cat, how, strategy, default_cache_dir())
+    found = None
     if key is not None:
         with _OPENED_LOCK:
             found = _OPENED.get(key)
-        if found is not None:
+        if found is not None and (settings is not None or _same_named_settings(found)):
             return found
     opened = open_resolver(catalog, resolver, strategy=strategy, settings=settings)
     if key is not None:
         with _OPENED_LOCK:
-            opened = _OPENED.setdefault(key, opened)
+            # Another thread's, opened meanwhile, is shared; one whose
+            # settings went out of date (``found``) is replaced.
+            current = _OPENED.get(key)
+            if current is None or current is found:
+                _OPENED[key] = opened
+            else:
+                opened = current
     return opened
+
+
+def _same_named_settings(resolver: Resolver) -> bool:
+    """Whether the settings file its catalog names (read again now, a small
+    file) still gives ``resolver`` its settings: ``okfast tune --apply``
+    rewrites that file while retrievers are alive (docs/integrations.md)."""
+    now = settings_for(resolver.catalog, None)
+    return now == (resolver.settings, resolver.settings_diagnostics)
 
 
 def _refuse_call_keywords(unknown: Mapping[str, Any]) -> None:
