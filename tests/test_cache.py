@@ -494,6 +494,58 @@ def test_concurrent_processes_share_one_cache(tmp_path: Path) -> None:
     assert b.cache_status == "hit" and snap == fresh(root)
 
 
+KILLED_WHILE_WRITING = """
+import os, signal, sys, threading, time, okfast
+cache = sys.argv[2]
+own = f".tmp-{os.getpid()}-"
+def kill_once_writing():
+    while True:
+        if os.path.isdir(cache) and any(own in n for n in os.listdir(cache)):
+            os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(0.0002)
+threading.Thread(target=kill_once_writing, daemon=True).start()
+okfast.Bundle.load(sys.argv[1], cache_dir=cache)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL and flock are POSIX")
+def test_a_temporary_file_a_killed_load_left_is_removed_by_the_next_write(tmp_path: Path) -> None:
+    """A load killed while it writes its cache file runs no clean-up: the
+    next load that writes a cache file in that directory removes what it
+    left, and only that: a file another writer still holds stays
+    (docs/spec.md §9.5)."""
+    import fcntl
+    import signal
+
+    # Large enough that the load is still writing when the watcher sees its
+    # temporary file (the native load runs without the GIL).
+    files = {
+        f"d{i % 13}/c{i}.md": f"---\ntype: T\ntitle: t{i}\n---\n{'body ' * 40}{i}\n"
+        for i in range(4000)
+    }
+    root = write_bundle(tmp_path / "kb", files)
+    other = write_bundle(tmp_path / "other", files)
+    cache = tmp_path / "cache"
+    for r in (root, other):
+        p = subprocess.run([sys.executable, "-c", KILLED_WHILE_WRITING, str(r), str(cache)])
+        assert p.returncode == -signal.SIGKILL
+    left = sorted(p for p in cache.iterdir() if ".tmp-" in p.name)
+    assert len(left) == 2 and not list(cache.glob("*.okfc"))
+    # Settled, as they are once their writers' last writes are 2 s old.
+    for p in left:
+        os.utime(p, (HOUR_AGO, HOUR_AGO))
+    held = open(left[1], "rb")  # noqa: SIM115 - held across the load below
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        b = Bundle.load(root, cache_dir=cache)
+        assert b.cache_status == "miss"
+        assert not left[0].exists() and left[1].exists()
+    finally:
+        held.close()
+    assert Bundle.load(other, cache_dir=cache).cache_status == "miss"
+    assert sorted(p.suffix for p in cache.iterdir()) == [".okfc", ".okfc"]
+
+
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

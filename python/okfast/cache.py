@@ -13,7 +13,8 @@ The cache directory is ``$OKFAST_CACHE_DIR`` when set (``off`` or empty
 disables caching), else ``$XDG_CACHE_HOME/okfast``, else ``~/.cache/okfast``.
 It is never inside the bundle: a cache directory within the bundle root is
 refused (the load runs without cache). Writes are temp file + rename, so
-concurrent processes never see a torn file; a file that is torn anyway (a
+concurrent processes never see a torn file (a killed load's temp file is
+removed by the next write in the directory); a file that is torn anyway (a
 crash, a full disk) fails its checksum and is rebuilt, with a
 :class:`okfast.CacheWarning`. Nothing is unpickled: the format is okfast's own.
 """

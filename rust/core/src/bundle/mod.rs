@@ -11,6 +11,7 @@ mod refresh;
 mod spliced;
 #[cfg(test)]
 mod spliced_tests;
+mod temporary;
 #[cfg(test)]
 mod tests;
 mod writing;

@@ -14,6 +14,7 @@ use rustc_hash::FxHashMap;
 
 use super::assemble::{finish, ordinal_ranks, Outcome, SnapshotParts};
 use super::cell::ConceptCell;
+use super::temporary::Temporary;
 use super::Bundle;
 use crate::array::Array;
 use crate::cache::{self, CacheFile};
@@ -67,10 +68,9 @@ pub(super) fn build_writing(
         dirs,
         language,
     } = to;
-    let tmp = temporary_beside(cache_file);
     // However this ends (cancelled, failed, renamed), no temporary file stays.
-    let _cleanup = RemoveOnDrop(&tmp);
-    let mut sink = new_sink(&tmp, root_key, language);
+    let tmp = Temporary::beside(cache_file);
+    let mut sink = tmp.sink(root_key, language);
     let mut refs: Vec<cache::TextRef> = Vec::new();
     let total = found.len();
     progress.start(Phase::Read, total);
@@ -115,7 +115,7 @@ pub(super) fn build_writing(
     let written = sink.and_then(|mut s| {
         let own = s.store(cache_file)?;
         s.index_tail(&index.bm25f)?;
-        put_in_place(&tmp, cache_file)?;
+        tmp.put_in_place(cache_file)?;
         Ok(own)
     });
     // On failure the temporary file is removed; texts already served from it
@@ -146,9 +146,8 @@ pub(super) fn write_whole(
     old: &Arc<CacheFile>,
     to: CacheTarget<'_>,
 ) -> ((Arc<Index>, Array<u32>), std::io::Result<()>) {
-    let tmp = temporary_beside(to.cache_file);
-    let _cleanup = RemoveOnDrop(&tmp);
-    let mut sink = new_sink(&tmp, to.root_key, to.language);
+    let tmp = Temporary::beside(to.cache_file);
+    let mut sink = tmp.sink(to.root_key, to.language);
     // Per concept, its old record and where its texts go, when it is copied.
     let mut copied: Vec<Option<(&[u8], u64)>> = vec![None; g.concepts.len()];
     let (mut runs, mut at) = (Vec::<(u64, u64)>::new(), 0u64);
@@ -198,7 +197,7 @@ pub(super) fn write_whole(
     let written = sink.and_then(|mut s| {
         let own = s.store(to.cache_file)?;
         s.finish(&index, &ordinal)?;
-        put_in_place(&tmp, to.cache_file)?;
+        tmp.put_in_place(to.cache_file)?;
         Ok(own)
     });
     let served = match &written {
@@ -214,38 +213,6 @@ pub(super) fn write_whole(
         Err(_) => None,
     };
     (served.unwrap_or((index, ordinal)), written.map(drop))
-}
-
-/// Rename the written file `tmp` to `cache_file`, removing the file there
-/// first: a reader finds the old file, none (and builds), or the new one,
-/// never a torn one (docs/spec.md §9.5). Not a rename over the old file:
-/// ext4 then writes the new file's data out before the rename returns (its
-/// `auto_da_alloc`), 0.2 s for 340 MB, an ordering the checksums make
-/// unneeded (a file cut short by a crash is refused and built again).
-fn put_in_place(tmp: &Path, cache_file: &Path) -> std::io::Result<()> {
-    // Where the old file cannot be removed, the rename says whether it can
-    // be replaced.
-    let _ = fs::remove_file(cache_file);
-    fs::rename(tmp, cache_file)
-}
-
-/// A new file's name beside `cache_file`, unique to this process and instant.
-fn temporary_beside(cache_file: &Path) -> std::path::PathBuf {
-    cache_file.with_extension(format!("tmp-{}-{}", std::process::id(), now_ns()))
-}
-
-/// A cache file started at `tmp`, which must not exist yet.
-fn new_sink(
-    tmp: &Path,
-    root_key: &str,
-    language: Option<Language>,
-) -> std::io::Result<cache::Sink> {
-    fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(tmp)
-        .and_then(|f| cache::Sink::new(f, root_key, Analyzer::new(language).name()))
 }
 
 /// The snapshot served from the cache file just written, as a reopen would
@@ -427,15 +394,6 @@ fn serve_stored(
         if let Some(c) = c.get_mut() {
             c.source = stored(&store, r);
         }
-    }
-}
-
-/// Removes a file when dropped (nothing happens if it is gone).
-struct RemoveOnDrop<'a>(&'a Path);
-
-impl Drop for RemoveOnDrop<'_> {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(self.0);
     }
 }
 

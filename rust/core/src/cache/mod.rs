@@ -67,6 +67,12 @@ pub use read::{CacheFile, OpenError};
 pub use write::{FileRecord, RecordOut, Sink, TextRef};
 
 const MAGIC: &[u8; 8] = b"OKFASTC\0";
+
+/// Whether `head`, up to the first 8 bytes of a file, can be those of a
+/// cache file a writer has begun (none yet written included).
+pub fn begins_a_cache_file(head: &[u8]) -> bool {
+    MAGIC.starts_with(head)
+}
 /// Bump whenever the layout or the meaning of a field changes.
 pub const FORMAT: u32 = 11;
 const VERSION: &str = env!("CARGO_PKG_VERSION");
