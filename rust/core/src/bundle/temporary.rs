@@ -13,24 +13,46 @@ use super::writing::now_ns;
 use crate::cache;
 use crate::text::analyze::{Analyzer, Language};
 
-/// How long a temporary file must have gone unmodified before another load
-/// may take it for a killed writer's: its writer locks it right after
-/// creating it, and this covers the instant between the two.
+/// How long a temporary file written on this machine since its boot must
+/// have gone unmodified before another load may take it for a killed
+/// writer's: its writer locks it right after creating it, and this covers
+/// the instant between the two.
 const SETTLED: Duration = Duration::from_secs(2);
+
+/// The same for a file written elsewhere (another machine sharing the
+/// directory, whose lock this machine may not see) or before a reboot.
+const SETTLED_ELSEWHERE: Duration = Duration::from_secs(3600);
+
+/// This machine since its boot, as a temporary file's name carries it (the
+/// hex digits of Linux's boot id; `0` where there is none).
+fn this_boot() -> &'static str {
+    static BOOT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BOOT.get_or_init(|| {
+        let id = fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+        let hex: String = id.chars().filter(char::is_ascii_hexdigit).collect();
+        if hex.is_empty() {
+            "0".into()
+        } else {
+            hex
+        }
+    })
+}
 
 /// A temporary file beside a cache file, removed when dropped unless it was
 /// put in place (nothing happens if it is gone).
 pub(super) struct Temporary(PathBuf);
 
 impl Temporary {
-    /// A new name beside `cache_file`, unique to this process and instant.
-    /// Files killed writers left beside it are removed first (a load killed
-    /// while writing, by a signal, the OOM killer or a power cut, runs no
-    /// clean-up of its own): so a crash leaves no more than one file behind,
-    /// and only until a load writes in that directory again.
+    /// A new name beside `cache_file`, unique to this process, instant and
+    /// machine (`<stem>.tmp-<pid>-<ns>-<boot>`). Files killed writers left
+    /// beside it are removed first (a load killed while writing, by a
+    /// signal, the OOM killer or a power cut, runs no clean-up of its own):
+    /// so a crash leaves no more than one file behind, and only until a load
+    /// writes in that directory again.
     pub(super) fn beside(cache_file: &Path) -> Temporary {
         remove_abandoned(cache_file.parent().unwrap_or(Path::new(".")));
-        Temporary(cache_file.with_extension(format!("tmp-{}-{}", std::process::id(), now_ns())))
+        let (pid, ns, boot) = (std::process::id(), now_ns(), this_boot());
+        Temporary(cache_file.with_extension(format!("tmp-{pid}-{ns}-{boot}")))
     }
 
     /// The cache file begun at this name, which must not exist yet, locked
@@ -72,42 +94,60 @@ impl Drop for Temporary {
     }
 }
 
-/// Whether `name` is one [`Temporary::beside`] gives: `<stem>.tmp-<pid>-<ns>`.
-fn is_temporary_name(name: &OsStr) -> bool {
-    let Some((stem, rest)) = name.to_str().and_then(|n| n.split_once(".tmp-")) else {
-        return false;
-    };
+/// Who wrote a temporary file, from its name as [`Temporary::beside`]
+/// gives it (`<stem>.tmp-<pid>-<ns>-<boot>`, or without `-<boot>` as
+/// versions before it named them): its process, and whether it ran on this
+/// machine since its boot. `None` for any other name.
+fn writer_of(name: &OsStr) -> Option<(u32, bool)> {
+    let (stem, rest) = name.to_str()?.split_once(".tmp-")?;
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    !stem.is_empty()
-        && rest
-            .split_once('-')
-            .is_some_and(|(p, n)| digits(p) && digits(n))
+    let hex = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let mut parts = rest.split('-');
+    let (pid, ns, boot) = (parts.next()?, parts.next()?, parts.next());
+    if stem.is_empty() || !digits(pid) || !digits(ns) || !boot.is_none_or(hex) {
+        return None;
+    }
+    if parts.next().is_some() {
+        return None;
+    }
+    let here = boot == Some(this_boot()) && this_boot() != "0";
+    Some((pid.parse().ok()?, here))
 }
 
 /// Remove, in `dir`, every temporary cache file no writer holds: named as
-/// [`Temporary::beside`] names them, a regular file (no link followed),
-/// empty or begun as a cache file is, unmodified for [`SETTLED`] and not
-/// locked. Anything else, and any file that cannot be checked, is left.
+/// [`Temporary::beside`] names them, not by this process, a regular file (no
+/// link followed), empty or begun as a cache file is, unmodified for
+/// [`SETTLED`] (written on this machine since its boot) or
+/// [`SETTLED_ELSEWHERE`] (otherwise), and not locked. Anything else, and any
+/// file that cannot be checked, is left.
 fn remove_abandoned(dir: &Path) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
-        if is_temporary_name(&entry.file_name()) {
-            let path = entry.path();
-            if let Ok(Some(locked)) = abandoned(&path) {
-                // Removed while this process holds the lock, so no writer can
-                // have taken it meanwhile.
-                let _ = fs::remove_file(&path);
-                drop(locked);
-            }
+        let Some((pid, here)) = writer_of(&entry.file_name()) else {
+            continue;
+        };
+        // This process's own files are its writers' (on a network file
+        // system, whose locks are a process's, its own lock would not stop
+        // it).
+        if here && pid == std::process::id() {
+            continue;
+        }
+        let path = entry.path();
+        let settled = if here { SETTLED } else { SETTLED_ELSEWHERE };
+        if let Ok(Some(locked)) = abandoned(&path, settled) {
+            // Removed while this process holds the lock, so no writer can
+            // have taken it meanwhile.
+            let _ = fs::remove_file(&path);
+            drop(locked);
         }
     }
 }
 
 /// The file at `path`, opened and locked, when it is a temporary cache file
-/// its writer has left; `None` when it is not.
-fn abandoned(path: &Path) -> std::io::Result<Option<File>> {
+/// its writer has left, unmodified for `settled`; `None` when it is not.
+fn abandoned(path: &Path, settled: Duration) -> std::io::Result<Option<File>> {
     let mut options = fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -122,7 +162,7 @@ fn abandoned(path: &Path) -> std::io::Result<Option<File>> {
     let still = SystemTime::now()
         .duration_since(meta.modified()?)
         .unwrap_or_default();
-    if !meta.is_file() || still < SETTLED {
+    if !meta.is_file() || still < settled {
         return Ok(None);
     }
     let mut head = [0u8; 8];
@@ -153,9 +193,14 @@ mod tests {
 
     #[test]
     fn only_the_names_a_temporary_file_is_given_are_taken_for_one() {
-        for name in ["c.tmp-1-2", "0a1b.tmp-4242-1765000000000000000"] {
-            assert!(is_temporary_name(OsStr::new(name)), "{name}");
-        }
+        let (boot, here) = (this_boot(), this_boot() != "0");
+        let named = |n: &str| writer_of(OsStr::new(n));
+        assert_eq!(named(&format!("c.tmp-1-2-{boot}")), Some((1, here)));
+        assert_eq!(
+            named("0a1b.tmp-42-1765000000000000000-ab12"),
+            Some((42, false))
+        );
+        assert_eq!(named("c.tmp-7-2"), Some((7, false)));
         for name in [
             "c.okfc",
             ".tmp-1-2",
@@ -164,22 +209,29 @@ mod tests {
             "c.tmp--2",
             "c.tmp-1-2x",
             "c.tmp-a-2",
+            "c.tmp-1-2-",
+            "c.tmp-1-2-xyz",
+            "c.tmp-1-2-ab-cd",
             "notes.tmp",
         ] {
-            assert!(!is_temporary_name(OsStr::new(name)), "{name}");
+            assert_eq!(named(name), None, "{name}");
         }
     }
 
-    /// A killed writer's file (settled, unlocked, begun as a cache file or
-    /// still empty) is removed when a load begins a new one beside it; a
-    /// file a live writer holds, one modified within the settling time, one
-    /// that is not a cache file and one not named as a temporary file stay.
+    /// A killed writer's file (unlocked, begun as a cache file or still
+    /// empty, settled: 2 s when written on this machine since its boot, an
+    /// hour otherwise) is removed when a load begins a new one beside it;
+    /// a file a live writer holds, one modified more recently, one that is
+    /// not a cache file, one not named as a temporary file and one of this
+    /// process stay. A writer holds the lock on its own file.
+    #[cfg(target_os = "linux")]
     #[test]
     fn a_new_temporary_file_removes_only_those_killed_writers_left() {
         let d = crate::testing::scratch_dir("bundle", "temporary");
         fs::create_dir_all(&d).unwrap();
         let cache_file = d.join("c.okfc");
-        let settled = SystemTime::now() - Duration::from_secs(60);
+        let (boot, me) = (this_boot(), std::process::id());
+        let ago = |s: u64| SystemTime::now() - Duration::from_secs(s);
         // A file as a writer leaves it: its header written (the sink's
         // buffer is flushed when dropped), or `bytes`.
         let put = |name: &str, bytes: Option<&[u8]>, at: SystemTime| {
@@ -196,38 +248,46 @@ mod tests {
                 .unwrap();
             p
         };
-        let killed = put("c.tmp-1-1", None, settled);
-        let empty = put("other.tmp-2-2", Some(b""), settled);
-        let held = put("c.tmp-3-3", None, settled);
-        let recent = put("c.tmp-4-4", None, SystemTime::now());
-        let foreign = put("c.tmp-5-5", Some(b"someone else's"), settled);
-        let unnamed = put("c.tmp-6", None, settled);
-        assert!(fs::metadata(&killed).unwrap().len() > 8);
+        let gone = [
+            put(&format!("c.tmp-1-1-{boot}"), None, ago(60)),
+            put(&format!("other.tmp-2-2-{boot}"), Some(b""), ago(60)),
+            put("c.tmp-9-9-ffff", None, ago(7200)),
+            put("c.tmp-10-10", None, ago(7200)),
+        ];
+        let held = put(&format!("c.tmp-3-3-{boot}"), None, ago(60));
+        let kept = [
+            put(&format!("c.tmp-4-4-{boot}"), None, SystemTime::now()),
+            put(
+                &format!("c.tmp-5-5-{boot}"),
+                Some(b"someone else's"),
+                ago(60),
+            ),
+            put("c.tmp-6", None, ago(60)),
+            put(&format!("c.tmp-{me}-7-{boot}"), None, ago(60)),
+            put("c.tmp-8-8-ffff", None, ago(60)),
+        ];
+        assert!(fs::metadata(&gone[0]).unwrap().len() > 8);
         let holder = File::open(&held).unwrap();
         try_lock(&holder).unwrap();
         let t = Temporary::beside(&cache_file);
-        assert!(!killed.exists() && !empty.exists());
-        for kept in [&held, &recent, &foreign, &unnamed] {
-            assert!(kept.exists(), "{}", kept.display());
+        for p in &gone {
+            assert!(!p.exists(), "{}", p.display());
         }
+        for p in kept.iter().chain([&held]) {
+            assert!(p.exists(), "{}", p.display());
+        }
+        drop(holder);
+        Temporary::beside(&cache_file);
+        assert!(!held.exists() && kept.iter().all(|p| p.exists()));
         // Its own file is locked while it is written, and removed when the
         // write is dropped unfinished.
         let sink = t.sink("root", None).unwrap();
+        assert!(try_lock(&File::open(&t.0).unwrap()).is_err());
         let own = t.0.clone();
-        File::options()
-            .write(true)
-            .open(&own)
-            .unwrap()
-            .set_modified(settled)
-            .unwrap();
-        Temporary::beside(&cache_file);
-        assert!(own.exists());
         drop(sink);
+        assert!(try_lock(&File::open(&own).unwrap()).is_ok());
         drop(t);
         assert!(!own.exists());
-        drop(holder);
-        Temporary::beside(&cache_file);
-        assert!(!held.exists() && recent.exists() && foreign.exists());
         let _ = fs::remove_dir_all(&d);
     }
 }
