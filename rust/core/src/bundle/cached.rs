@@ -15,7 +15,7 @@ use crate::concept::source::SourceText;
 use crate::concept::ConceptRow;
 use crate::error::Error;
 use crate::fs::range::IdRange;
-use crate::fs::read::read_found;
+use crate::fs::read::{read_found, RootDir};
 use crate::fs::stamp::{trusted_before, Stamp};
 use crate::fs::walk::{walk_range, FileEntry, Prior, Stamps, WalkResult};
 use crate::fs::watch::Watch;
@@ -118,7 +118,7 @@ enum NotKept {
 /// whichever other file differs (the outcome does not depend on the order
 /// of a parallel run).
 fn same_indexed_input(
-    root: &Path,
+    root: &RootDir,
     found: &[FileEntry],
     record: &mut [Option<usize>],
     o: &CacheFile,
@@ -244,6 +244,7 @@ impl Bundle {
             diagnostics: walk_diagnostics,
             dirs,
             listed,
+            root: under,
         } = walk;
         drop(listings);
         if report.status == CacheStatus::Rebuilt {
@@ -267,7 +268,7 @@ impl Bundle {
         // describes exactly these concepts (docs/spec.md §9.4).
         let kept = opened
             .as_ref()
-            .map(|o| same_indexed_input(root, &found, &mut record, o));
+            .map(|o| same_indexed_input(&under, &found, &mut record, o));
         // A damaged text met on the way is read from its file instead, by a
         // rebuild that writes a new cache file (docs/spec.md §9.6).
         let met_damage = matches!(kept, Some(Err(NotKept::Damaged)));
@@ -352,7 +353,7 @@ impl Bundle {
         if let Some(planned) = opened
             .as_ref()
             .filter(|_| !met_damage)
-            .and_then(|o| spliced::plan(root, &found, &record, o, language))
+            .and_then(|o| spliced::plan(&under, &found, &record, o, language))
         {
             match planned {
                 Ok(plan) => {
@@ -405,7 +406,7 @@ impl Bundle {
             read
         };
         let (bundle, written) = build_writing(
-            root,
+            &under,
             found,
             walk_diagnostics,
             watch,

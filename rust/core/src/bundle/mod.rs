@@ -208,9 +208,10 @@ impl Bundle {
                 found,
                 diagnostics: walk_diagnostics,
                 listed,
+                root: opened,
                 ..
             } = walk;
-            let reads = read_all(root, &found, &|_| None, progress)?;
+            let reads = read_all(&opened, &found, &|_| None, progress)?;
             let b = assemble_with(
                 root,
                 found,

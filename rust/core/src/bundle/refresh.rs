@@ -16,7 +16,7 @@ use crate::array::Array;
 use crate::concept::source::TextError;
 use crate::diagnostic::Code;
 use crate::error::Error;
-use crate::fs::read::read_found;
+use crate::fs::read::{read_found, RootDir};
 use crate::fs::stamp::{stamp, stamp_of, Stamp};
 use crate::fs::walk::{walk_range, FileEntry, Stamps, WalkResult};
 use crate::fs::watch::{Changes, Watch};
@@ -82,6 +82,7 @@ impl Bundle {
         let WalkResult {
             found,
             diagnostics: walk_diagnostics,
+            root: under,
             ..
         } = walk;
         let stamps: Vec<Stamp> = found.iter().map(|f| f.stamp).collect();
@@ -94,7 +95,7 @@ impl Bundle {
                 .all(|((f, st), old)| {
                     st.is_some()
                         && f.id == old.id
-                        && (*st == old.stamp || self.still_unreadable(f, old))
+                        && (*st == old.stamp || self.still_unreadable(&under, f, old))
                 })
             && walk_diagnostics == self.walk_diagnostics
             && stamp(&self.root.join("index.md")) == self.index_stamp
@@ -121,7 +122,7 @@ impl Bundle {
                     )
                 }
                 _ => {
-                    let (read, stamp) = read_found(&self.root, f);
+                    let (read, stamp) = read_found(&under, f);
                     (read.into(), stamp)
                 }
             })
@@ -136,11 +137,11 @@ impl Bundle {
     /// still cannot be read, for the same reason: then it has not changed
     /// as far as a load sees it. A stamp cannot tell (a file made readable
     /// by `chmod` keeps its size and time), so it is opened again.
-    fn still_unreadable(&self, f: &FileEntry, old: &FileState) -> bool {
+    fn still_unreadable(&self, under: &RootDir, f: &FileEntry, old: &FileState) -> bool {
         if old.stamp.is_some() || old.position.is_some() {
             return false;
         }
-        let (read, stamp) = read_found(&self.root, f);
+        let (read, stamp) = read_found(under, f);
         stamp.is_none() && read.concept.is_none() && read.diagnostics == old.diagnostics.get()
     }
 
@@ -257,7 +258,9 @@ impl Bundle {
             }
         }
         // Unchanged files are carried over from the state beside them in
-        // `kept` (no lookups), the rest read.
+        // `kept` (no lookups), the rest read, all under one opening of the
+        // root.
+        let under = RootDir::open(&self.root);
         let reads: Vec<(Outcome, Stamp)> = found
             .par_iter()
             .zip(&kept)
@@ -268,7 +271,7 @@ impl Bundle {
                     (Outcome { cell, diagnostics }, old.stamp)
                 }
                 _ => {
-                    let (read, stamp) = read_found(&self.root, f);
+                    let (read, stamp) = read_found(&under, f);
                     (read.into(), stamp)
                 }
             })

@@ -19,7 +19,7 @@ use crate::cache::{CacheFile, Rejected};
 use crate::concept::ConceptRow;
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
-use crate::fs::read::read_found;
+use crate::fs::read::{read_found, RootDir};
 use crate::fs::stamp::{trusted_before, Stamp};
 use crate::fs::walk::FileEntry;
 use crate::fs::watch::Watch;
@@ -45,7 +45,7 @@ pub(super) struct Plan {
 /// written by a rebuild, trusts it). `Err` when the cache file turns out
 /// not to hold together.
 pub(super) fn plan(
-    root: &Path,
+    root: &RootDir,
     found: &[FileEntry],
     record: &[Option<usize>],
     o: &CacheFile,

@@ -21,7 +21,7 @@ use crate::cache::{self, CacheFile};
 use crate::concept::source::{SourceText, TextStore};
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
-use crate::fs::read::read_some;
+use crate::fs::read::{read_some, RootDir};
 use crate::fs::walk::{listings, DirRecord, FileEntry};
 use crate::fs::watch::Watch;
 use crate::index::bm25f::{ListSizes, MappedLists};
@@ -52,7 +52,7 @@ pub(super) struct CacheTarget<'a> {
 /// write the cache only leaves the texts in memory; it is returned beside the
 /// bundle.
 pub(super) fn build_writing(
-    root: &Path,
+    root: &RootDir,
     found: Vec<FileEntry>,
     walk_diagnostics: Vec<Diagnostic>,
     watch: Watch,
@@ -126,7 +126,7 @@ pub(super) fn build_writing(
         Err(_) => None,
     };
     let saved = saved.unwrap_or((index, ordinal));
-    let b = finish(root, g, walk_diagnostics, watch, saved);
+    let b = finish(root.path(), g, walk_diagnostics, watch, saved);
     progress.start(Phase::Done, 0);
     Ok((b, written.map(drop)))
 }

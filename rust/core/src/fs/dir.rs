@@ -92,6 +92,11 @@ mod by_descriptor {
             Ok(Dir(self.0.try_clone()?))
         }
 
+        /// The open directory's descriptor.
+        pub fn into_fd(self) -> std::os::fd::OwnedFd {
+            self.0
+        }
+
         /// The open directory itself, to watch (not whatever its path now
         /// names).
         pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {

@@ -3,7 +3,7 @@
 
 use std::fs;
 use std::io::Read as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
@@ -14,38 +14,35 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::error::Error;
 use crate::progress::{Phase, Progress};
 
-/// Read one found file of the bundle at `root`: its outcome and the stamp
-/// it was read at — the walk's, or, when the walk took none
-/// ([`crate::fs::walk::Stamps::Unopened`]), the opened file's own.
-pub fn read_found(root: &Path, f: &FileEntry) -> (FileOutcome, Stamp) {
-    read_found_in(&RootDir::open(root), f)
-}
-
 /// The bundle's root: its path, and (on Unix, when it could be opened) the
-/// directory itself, so each file is opened relative to it — the kernel
-/// then resolves only the id's own components, not the root's path again
-/// for every file.
-struct RootDir<'a> {
-    path: &'a Path,
+/// directory itself, so each file is opened relative to it. The walk opens
+/// it once and its files are read under that same directory (its
+/// [`crate::fs::walk::WalkResult::root`]): a root path retargeted while a
+/// load runs (a link swapped to a new release) cannot give a snapshot whose
+/// listing is one directory's and whose files are another's; and the kernel
+/// resolves only the id's own components, not the root's path again for
+/// every file.
+pub struct RootDir {
+    path: PathBuf,
     #[cfg(unix)]
     dir: Option<rustix::fd::OwnedFd>,
 }
 
-impl<'a> RootDir<'a> {
+impl RootDir {
     /// Files opened by full path (as where the root cannot be opened).
-    #[cfg(test)]
-    fn path_only(path: &'a Path) -> RootDir<'a> {
+    #[cfg(any(test, not(unix)))]
+    pub(crate) fn path_only(path: &Path) -> RootDir {
         RootDir {
-            path,
+            path: path.to_path_buf(),
             #[cfg(unix)]
             dir: None,
         }
     }
 
     /// `path`, opened when it can be (if not, files are opened by full path).
-    fn open(path: &'a Path) -> RootDir<'a> {
+    pub fn open(path: &Path) -> RootDir {
         RootDir {
-            path,
+            path: path.to_path_buf(),
             #[cfg(unix)]
             dir: rustix::fs::open(
                 path,
@@ -55,6 +52,20 @@ impl<'a> RootDir<'a> {
                 rustix::fs::Mode::empty(),
             )
             .ok(),
+        }
+    }
+
+    /// Its path, as the load was given it.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The root at `path` as already opened (`dir`).
+    #[cfg(unix)]
+    pub(crate) fn opened(path: &Path, dir: rustix::fd::OwnedFd) -> RootDir {
+        RootDir {
+            path: path.to_path_buf(),
+            dir: Some(dir),
         }
     }
 
@@ -75,8 +86,10 @@ impl<'a> RootDir<'a> {
     }
 }
 
-/// [`read_found`] under an opened root.
-fn read_found_in(root: &RootDir<'_>, f: &FileEntry) -> (FileOutcome, Stamp) {
+/// Read one found file of the bundle under `root`: its outcome and the
+/// stamp it was read at — the walk's, or, when the walk took none
+/// ([`crate::fs::walk::Stamps::Unopened`]), the opened file's own.
+pub fn read_found(root: &RootDir, f: &FileEntry) -> (FileOutcome, Stamp) {
     let path = format!("{}.md", f.id);
     let skip = |code, msg: String| FileOutcome {
         concept: None,
@@ -213,7 +226,7 @@ fn read_into_spare(mut file: &fs::File, bytes: &mut Vec<u8>) -> std::io::Result<
 /// Read every found file in parallel, except those `cached` yields (it is
 /// given the file's position in `found`); each outcome as a `T`.
 pub fn read_all<T: From<FileOutcome> + Send>(
-    root: &Path,
+    root: &RootDir,
     found: &[FileEntry],
     cached: &(dyn Fn(usize) -> Option<T> + Sync),
     progress: &Progress,
@@ -227,13 +240,12 @@ pub fn read_all<T: From<FileOutcome> + Send>(
 /// Read `found` (files `first..` of the load) in parallel, except those
 /// `cached` yields, counting each file done.
 pub fn read_some<T: From<FileOutcome> + Send>(
-    root: &Path,
+    root: &RootDir,
     found: &[FileEntry],
     first: usize,
     cached: &(dyn Fn(usize) -> Option<T> + Sync),
     progress: &Progress,
 ) -> Vec<(T, Stamp)> {
-    let root = RootDir::open(root);
     found
         .par_iter()
         .enumerate()
@@ -242,7 +254,7 @@ pub fn read_some<T: From<FileOutcome> + Send>(
                 Some(read) => (read, f.stamp),
                 None if progress.cancelled() => (FileOutcome::default().into(), None),
                 None => {
-                    let (read, stamp) = read_found_in(&root, f);
+                    let (read, stamp) = read_found(root, f);
                     (read.into(), stamp)
                 }
             };
@@ -272,11 +284,53 @@ mod tests {
         }
     }
 
+    /// A load reads its files under the root the walk opened, not under
+    /// what the root's path names by then: a link retargeted between the two
+    /// (a new release swapped in) gives a snapshot of the old directory
+    /// only, never the old listing with the new files (docs/spec.md §1.3).
+    #[cfg(unix)]
+    #[test]
+    fn files_are_read_under_the_root_the_walk_opened() {
+        use crate::fs::range::IdRange;
+        use crate::fs::walk::{walk_range, Stamps};
+        use crate::fs::watch::Watch;
+        let d = scratch("retarget");
+        for (release, title) in [("a", "old"), ("b", "new")] {
+            fs::create_dir_all(d.join(release)).unwrap();
+            let text = format!("---\ntype: T\ntitle: {title}\n---\nbody\n");
+            fs::write(d.join(release).join("x.md"), text).unwrap();
+        }
+        fs::write(d.join("b").join("y.md"), "---\ntype: T\n---\nnew\n").unwrap();
+        let current = d.join("current");
+        std::os::unix::fs::symlink(d.join("a"), &current).unwrap();
+        let progress = Progress::default();
+        let walk = walk_range(
+            &current,
+            &Watch::none(),
+            &progress,
+            None,
+            Stamps::Unopened,
+            &IdRange::default(),
+        )
+        .unwrap();
+        fs::remove_file(&current).unwrap();
+        std::os::unix::fs::symlink(d.join("b"), &current).unwrap();
+        let reads: Vec<(FileOutcome, Stamp)> =
+            read_all(&walk.root, &walk.found, &|_| None, &progress).unwrap();
+        let titles: Vec<_> = reads
+            .iter()
+            .map(|(r, _)| r.concept.as_ref().and_then(|c| c.title.clone()))
+            .collect();
+        assert_eq!(walk.found.len(), 1);
+        assert_eq!(titles, [Some("old".to_string())]);
+        assert_eq!(walk.root.path(), current);
+    }
+
     #[test]
     fn a_file_that_vanishes_before_reading_is_unreadable() {
         let d = scratch("vanish");
         let f = unstamped("x");
-        let (r, st) = read_found(&d, &f);
+        let (r, st) = read_found(&RootDir::open(&d), &f);
         assert_eq!(st, None);
         assert!(r.concept.is_none());
         assert_eq!(r.diagnostics[0].code, Code::UnreadableFile);
@@ -293,7 +347,7 @@ mod tests {
         let d = scratch("own-stamp");
         fs::write(d.join("x.md"), "---\ntype: T\ntitle: x\n---\nbody").unwrap();
         let f = unstamped("x");
-        let (r, st) = read_found(&d, &f);
+        let (r, st) = read_found(&RootDir::open(&d), &f);
         assert!(r.diagnostics.is_empty());
         assert_eq!(r.concept.unwrap().body().unwrap(), "body");
         assert_eq!(st, stamp(&d.join("x.md")));
@@ -358,7 +412,7 @@ mod tests {
             (RootDir::open(&d), unstamped("x")),
             (RootDir::open(&d), seen),
         ] {
-            let (r, st) = read_found_in(&root, &f);
+            let (r, st) = read_found(&root, &f);
             assert_eq!(st, None);
             assert!(r.concept.is_none());
             assert_eq!(r.diagnostics[0].code, Code::UnreadableFile);
@@ -394,7 +448,7 @@ mod tests {
                     if root.dir.is_none() && id == "z/x" {
                         continue; // by full path only the last component is checked
                     }
-                    let (r, _) = read_found_in(&root, &f);
+                    let (r, _) = read_found(&root, &f);
                     assert!(r.concept.is_none(), "{id}");
                     assert_eq!(
                         r.diagnostics[0].message,
@@ -429,10 +483,10 @@ mod tests {
         fs::write(d.join("sub/x.md"), "---\ntype: T\ntitle: x\n---\nin sub").unwrap();
         let root = RootDir::open(&d);
         assert!(root.dir.is_some());
-        let (r, st) = read_found_in(&root, &unstamped("sub/x"));
+        let (r, st) = read_found(&root, &unstamped("sub/x"));
         assert_eq!(r.concept.unwrap().body().unwrap(), "in sub");
         assert_eq!(st, stamp(&d.join("sub/x.md")));
-        let (r, _) = read_found_in(&root, &unstamped("sub/gone"));
+        let (r, _) = read_found(&root, &unstamped("sub/gone"));
         assert_eq!(r.diagnostics[0].code, Code::UnreadableFile);
     }
 }

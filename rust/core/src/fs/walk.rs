@@ -23,6 +23,7 @@ use rayon::prelude::*;
 
 use super::dir::{Dir, Kind};
 use super::range::IdRange;
+use super::read::RootDir;
 use super::stamp::{DirStamp, Stamp};
 use super::watch::Watch;
 use crate::diagnostic::{Code, Diagnostic};
@@ -55,14 +56,15 @@ pub struct DirRecord {
 
 /// What a walk found: the concept files in id order, the walk's diagnostics,
 /// every directory (the root first, each before what is below it, siblings
-/// in id order), and how many directories were listed (the rest reused
-/// their recorded listing).
-#[derive(Default)]
+/// in id order), how many directories were listed (the rest reused
+/// their recorded listing), and the root as the walk opened it, to read
+/// the files found under (docs/spec.md §1.3).
 pub struct WalkResult {
     pub found: Vec<FileEntry>,
     pub diagnostics: Vec<Diagnostic>,
     pub dirs: Vec<DirRecord>,
     pub listed: usize,
+    pub root: RootDir,
 }
 
 /// A [`WalkResult`] under way: its files in runs (a directory's own files
@@ -245,6 +247,15 @@ pub fn walk_range(
     }
     let base = Dir::open(root).map_err(|e| not_found(e.to_string()))?;
     let dir = base.try_clone().map_err(|e| not_found(e.to_string()))?;
+    #[cfg(unix)]
+    let opened = RootDir::opened(
+        root,
+        base.try_clone()
+            .map_err(|e| not_found(e.to_string()))?
+            .into_fd(),
+    );
+    #[cfg(not(unix))]
+    let opened = RootDir::path_only(root);
     let ctx = Ctx {
         root: &base,
         root_path: root,
@@ -263,6 +274,7 @@ pub fn walk_range(
         diagnostics: part.diagnostics,
         dirs: part.dirs,
         listed: part.listed,
+        root: opened,
     };
     // The walk yields id order; should a name ever break that, sort (and
     // record no listing: the files are no longer in walk order).
