@@ -215,6 +215,23 @@ def test_symlink_in_path_is_refused_but_root_may_be_one(tmp: Path) -> None:
     assert cat.sources[0].directory == alias / "docs"
 
 
+def test_a_source_directory_is_reached_from_the_root_without_following_links(tmp: Path) -> None:
+    # docs/spec.md §5.10: what a resolver compares the loaded root with.
+    from okfast.catalog import _reached
+
+    (tmp / "a" / "b").mkdir(parents=True)
+    st = os.stat(tmp / "a" / "b")
+    assert _reached(str(tmp), str(tmp / "a" / "b")) == (None, (st.st_dev, st.st_ino))
+    os.symlink(tmp / "a", tmp / "l")
+    why, reached = _reached(str(tmp), str(tmp / "l" / "b"))
+    assert reached is None and why is not None and "a symbolic link on its path" in why
+    # The root itself may be a link.
+    alias = tmp.parent / (tmp.name + "-root-alias")
+    os.symlink(tmp, alias)
+    assert _reached(str(alias), str(alias / "a" / "b")) == (None, (st.st_dev, st.st_ino))
+    assert _reached(str(tmp), str(tmp / "missing")) == (None, None)
+
+
 def test_explicit_root(tmp: Path) -> None:
     (tmp / "sub").mkdir()
     doc = {"version": 1, "sources": [src(path="../docs")]}

@@ -448,13 +448,9 @@ def test_both_passes_of_the_cut_read_the_snapshot_the_search_took(
     assert "SourceUnavailable" not in {d.code for d in ctx.diagnostics}
 
 
-@pytest.mark.parametrize("staleness", [0, 3600])
-def test_a_link_put_on_a_source_path_later_is_not_followed(
-    tmp_path: Path, staleness: float
-) -> None:
-    # docs/spec.md §4.2, §5.10: the catalog checked 'kb/docs' for links when
-    # it was read; a running resolver checks again before it loads or
-    # refreshes, so 'kb' swapped for a link does not serve what it points to.
+def linked_later(tmp_path: Path) -> tuple[Catalog, Path]:
+    """A catalog of 'kb/docs' and 'other', and a bundle outside its root that
+    a link put on 'kb' would lead to."""
     cat = make(
         tmp_path,
         {"kb/docs": {"x.md": concept("order")}, "other": {"y.md": concept("order")}},
@@ -462,6 +458,17 @@ def test_a_link_put_on_a_source_path_later_is_not_followed(
     )
     outside = tmp_path.parent / f"{tmp_path.name}-outside"
     write_bundle(outside / "docs", {"secret.md": concept("order")})
+    return cat, outside
+
+
+@pytest.mark.parametrize("staleness", [0, 3600])
+def test_a_link_put_on_a_source_path_later_is_not_followed(
+    tmp_path: Path, staleness: float
+) -> None:
+    # docs/spec.md §4.2, §5.10: the catalog checked 'kb/docs' for links when
+    # it was read; a running resolver checks again before it loads or
+    # refreshes, so 'kb' swapped for a link does not serve what it points to.
+    cat, outside = linked_later(tmp_path)
     r = Resolver(cat, max_staleness=staleness)
     assert ("docs", "x") in ids(r.search("order"))
     (tmp_path / "kb").rename(tmp_path / "kb-was")
@@ -479,6 +486,29 @@ def test_a_link_put_on_a_source_path_later_is_not_followed(
     (tmp_path / "kb").unlink()
     (tmp_path / "kb-was").rename(tmp_path / "kb")
     assert ("docs", "x") in ids(r.search("order"))
+
+
+def test_a_link_put_on_a_source_path_between_the_check_and_the_load_is_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # docs/spec.md §5.10: the resolver checks the path for links, then the
+    # load opens it; a link put there in between (here, just as the load
+    # starts) is caught by comparing the directory the load opened with the
+    # one the check reached, and nothing read through it is served.
+    cat, outside = linked_later(tmp_path)
+    real_load = Bundle.load.__func__  # type: ignore[attr-defined]
+
+    def swap_then_load(cls: type[Bundle], path: Any, **kw: Any) -> Bundle:
+        if Path(path) == tmp_path / "kb" / "docs" and not (tmp_path / "kb").is_symlink():
+            (tmp_path / "kb").rename(tmp_path / "kb-was")
+            (tmp_path / "kb").symlink_to(outside)
+        return real_load(cls, path, **kw)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Bundle, "load", classmethod(swap_then_load))
+    ctx = Resolver(cat).search("order")
+    assert ids(ctx) == [("other", "y")]
+    [d] = [d for d in ctx.diagnostics if d.code == "SourceUnavailable"]
+    assert d.source_id == "docs" and "changed while it was opened" in d.message
 
 
 def test_example_catalog_resolves() -> None:

@@ -202,6 +202,9 @@ class Bundle:
         whole bundle (docs/spec.md §1.10)."""
         return self._native.id_range
 
+    #: The root directory its walk opened, as (device, inode): docs/spec.md §5.10.
+    _root_identity = property(lambda self: self._native.root_identity)
+
     @property
     def made_by(self) -> str:
         """How this snapshot was made: ``load``, ``load, index kept`` (a load
@@ -209,12 +212,11 @@ class Bundle:
         text, and used the saved index; docs/spec.md §9.4) or ``load, index
         spliced`` (a few files read again with changed indexed text, added or
         removed, and the saved index spliced with theirs: the results of a
-        rebuild, without one); by :meth:`refresh`, ``walk``
-        (every file compared), ``events`` (only the files the change queue
-        named were looked at), ``events, index kept`` (and no indexed text
-        changed, so the index is shared with the previous snapshot) or
-        ``events, index spliced`` (a few concepts changed, and the previous
-        snapshot's index was spliced with theirs)."""
+        rebuild, without one); by :meth:`refresh`, ``walk`` (every file
+        compared), ``events`` (only the files the change queue named were
+        looked at), ``events, index kept`` (and no indexed text changed, so the
+        index is shared with the previous snapshot) or ``events, index
+        spliced`` (a few concepts changed, the previous index spliced)."""
         return self._native.made_by
 
     @property

@@ -9,6 +9,7 @@ good snapshot instead.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -156,6 +157,35 @@ def first_link(root: str, full: str) -> str | None:
             return f"{cur} is a symbolic link; okfast does not follow links in source paths"
         cur = os.path.dirname(cur)
     return None
+
+
+def _reached(root: str, full: str) -> tuple[str | None, tuple[int, int] | None]:
+    """``full`` opened from ``root`` one directory at a time, no link
+    followed: ``(None, (device, inode))``; a link met on the way (put there
+    since :func:`first_link` looked) refuses it; any other failure is left
+    to the load to report."""
+    if not hasattr(os, "O_NOFOLLOW") or os.open not in os.supports_dir_fd:
+        return None, None
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return None, None
+    try:
+        for part in os.path.relpath(full, root).split(os.sep):
+            fd, parent = os.open(part, flags, dir_fd=fd), fd
+            os.close(parent)
+        st = os.fstat(fd)
+        return None, (st.st_dev, st.st_ino)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR):
+            return (
+                f"{full}: a symbolic link on its path; okfast does not follow links in source paths",
+                None,
+            )
+        return None, None
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -458,13 +488,18 @@ class Catalog:
         at = _root_of(base_dir, root)
         return cls(sources, None, root_path, 1, Path(base_dir), settings, None, at)
 
-    def link_on_path(self, source: Source) -> str | None:
+    def link_on_path(self, source: Source) -> tuple[str | None, tuple[int, int] | None]:
         """Why ``source``'s directory may not be loaded now: a symbolic link
         put between the catalog root and it since the catalog was read
-        (docs/spec.md §4.2, §5.10); ``None`` when there is none."""
+        (docs/spec.md §4.2, §5.10); ``None`` when there is none. Beside it,
+        the device and inode of the directory reached from the root without
+        following a link, which the load must then have opened (on POSIX;
+        ``None`` where it cannot be told)."""
         if self._resolved_root is None or source.directory is None:
-            return None
-        return first_link(self._resolved_root, str(source.directory))
+            return None, None
+        full = str(source.directory)
+        why = first_link(self._resolved_root, full)
+        return (why, None) if why is not None else _reached(self._resolved_root, full)
 
     def snapshot(self) -> CatalogView:
         """The sources and the generation they belong to, read together: a

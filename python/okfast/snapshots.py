@@ -48,12 +48,13 @@ class Snapshots:
         self,
         max_staleness: float,
         progress: Progress | None = None,
-        guard: Callable[[Source], str | None] | None = None,
+        guard: Callable[[Source], tuple[str | None, tuple[int, int] | None]] | None = None,
     ) -> None:
         self.max_staleness = max_staleness
         self.progress = progress
-        #: Why a source's directory may not be read now, if so
-        #: (Catalog.link_on_path), asked before every load or refresh.
+        #: Why a source's directory may not be read now, if so, else the
+        #: directory a load must open (Catalog.link_on_path), asked before
+        #: every load or refresh.
         self.guard = guard
         self._lock = threading.Lock()
         #: (directory key, language, id range) → its snapshot
@@ -78,7 +79,7 @@ class Snapshots:
             return snap
         # docs/spec.md §5.10: a link put on the source's path since the
         # catalog was read is not followed to load or refresh through it.
-        refused = self.guard(source) if self.guard is not None else None
+        refused, reached = self.guard(source) if self.guard is not None else (None, None)
         if refused is not None:
             raise BundleNotFoundError(refused)
         if snap is None:
@@ -91,6 +92,14 @@ class Snapshots:
                 snap.checked = now
                 return snap
             bundle = changed
+        # The path checked for links may name another directory by the time
+        # the load opened it (a link put there meanwhile): what was read is
+        # then not kept (docs/spec.md §5.10).
+        if reached is not None and bundle._root_identity not in (None, reached):
+            raise BundleNotFoundError(
+                f"{source.directory} changed while it was opened (a symbolic link put on "
+                "its path?); okfast does not follow links in source paths"
+            )
         fresh = CachedBundle(bundle, bundle.stale_after_us(), bundle.ordinal_ranks(), now)
         with self._lock:
             self._snaps[key] = fresh
@@ -118,7 +127,7 @@ class Snapshots:
             # A source a search would refuse (a link on its path) is not
             # raised here for all the others: its snapshots are dropped, so
             # the next search that needs it reports it.
-            if s.directory is not None and self.guard is not None and self.guard(s) is not None:
+            if s.directory is not None and self.guard is not None and self.guard(s)[0] is not None:
                 gone = directory_key(s.directory)
                 with self._lock:
                     for k in [k for k in self._snaps if k[0] == gone]:

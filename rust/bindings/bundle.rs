@@ -239,6 +239,12 @@ impl PyBundle {
         self.inner.made_by.as_str()
     }
 
+    /// The root directory its walk opened, as (device, inode): docs/spec.md §5.10.
+    #[getter]
+    fn root_identity(&self) -> Option<(u64, u64)> {
+        self.inner.root_identity
+    }
+
     /// How many concepts' texts (body and frontmatter) are read from the
     /// cache file on demand rather than held in memory.
     #[getter]

@@ -301,7 +301,7 @@ class RayResolver:
                 failed[s.id] = f"{s.directory} is not a directory"
                 continue
             # docs/spec.md §5.10: as a local resolver's snapshots refuse it.
-            refused = self.local.catalog.link_on_path(s)
+            refused = self.local.catalog.link_on_path(s)[0]
             if refused is not None:
                 failed[s.id] = refused
                 continue

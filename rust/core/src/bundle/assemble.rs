@@ -17,6 +17,7 @@ use crate::concept::{
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
 use crate::fs::range::IdRange;
+use crate::fs::read::RootDir;
 use crate::fs::stamp::{stamp, Stamp};
 use crate::fs::walk::FileEntry;
 use crate::fs::watch::Watch;
@@ -98,7 +99,7 @@ pub(super) fn okf_version(root: &Path) -> Option<String> {
 
 /// Build a snapshot from the files' outcomes (in `found`'s id order).
 pub(super) fn assemble(
-    root: &Path,
+    root: &RootDir,
     found: Vec<FileEntry>,
     reads: Vec<(Outcome, Stamp)>,
     walk_diagnostics: Vec<Diagnostic>,
@@ -248,7 +249,7 @@ pub(super) fn ordinal_ranks(concepts: &[ConceptCell]) -> Array<u32> {
 /// `saved` holds them (a cache that matched every file).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn assemble_with(
-    root: &Path,
+    root: &RootDir,
     found: Vec<FileEntry>,
     reads: Vec<(Outcome, Stamp)>,
     walk_diagnostics: Vec<Diagnostic>,
@@ -273,7 +274,7 @@ pub(super) fn assemble_with(
 
 /// The snapshot of gathered files with their index.
 pub(super) fn finish(
-    root: &Path,
+    under: &RootDir,
     mut g: SnapshotParts,
     walk_diagnostics: Vec<Diagnostic>,
     watch: Watch,
@@ -281,8 +282,10 @@ pub(super) fn finish(
 ) -> Bundle {
     // Stable: one file's own diagnostics keep their order.
     g.diagnostics.sort_by(|a, b| id_cmp(&a.path, &b.path));
+    let root = under.path();
     Bundle {
         root: root.to_path_buf(),
+        root_identity: under.identity(),
         concepts: g.concepts,
         columns: g.columns,
         diagnostics: g.diagnostics,

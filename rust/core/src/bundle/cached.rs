@@ -326,7 +326,7 @@ impl Bundle {
                         let mut diagnostics = with_diagnostics.into_inner().unwrap_or_default();
                         diagnostics.sort_unstable_by_key(|(i, _)| *i);
                         g.add_stored(found, &columns, diagnostics, &record, &o, fresh);
-                        let mut b = finish(root, g, walk_diagnostics, watch, (Arc::new(ix), ord));
+                        let mut b = finish(&under, g, walk_diagnostics, watch, (Arc::new(ix), ord));
                         if kept {
                             b.made_by = MadeBy::LoadIndexKept;
                         }
@@ -361,7 +361,7 @@ impl Bundle {
                         report.status = CacheStatus::Partial;
                         progress.start(Phase::Index, 0);
                         let (b, written) = spliced::assemble(
-                            root,
+                            &under,
                             found,
                             &record,
                             &o,

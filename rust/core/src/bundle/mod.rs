@@ -43,6 +43,9 @@ pub const DEFAULT_LANGUAGE: Option<Language> = None;
 
 pub struct Bundle {
     pub root: PathBuf,
+    /// The device and inode of the root directory its walk opened
+    /// ([`crate::fs::read::RootDir::identity`]).
+    pub root_identity: Option<(u64, u64)>,
     /// Shared with the snapshots a refresh makes (unchanged concepts are not
     /// copied); from a cache file, decoded when first used ([`ConceptCell`]).
     pub concepts: Vec<ConceptCell>,
@@ -213,7 +216,7 @@ impl Bundle {
             } = walk;
             let reads = read_all(&opened, &found, &|_| None, progress)?;
             let b = assemble_with(
-                root,
+                &opened,
                 found,
                 reads,
                 walk_diagnostics,

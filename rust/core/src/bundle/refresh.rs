@@ -128,7 +128,7 @@ impl Bundle {
             })
             .collect();
         let language = self.index.bm25f.language;
-        let mut b = assemble(&self.root, found, reads, walk_diagnostics, watch, language)?;
+        let mut b = assemble(&under, found, reads, walk_diagnostics, watch, language)?;
         b.made_by = MadeBy::Walk;
         b.range = self.range.clone();
         Ok(Some(b))
@@ -323,7 +323,7 @@ impl Bundle {
             spliced.map(|(ix, ord)| (Arc::new(ix), ord))
         };
         let mut b = match assemble_with(
-            &self.root,
+            &under,
             found,
             reads,
             self.walk_diagnostics.clone(),

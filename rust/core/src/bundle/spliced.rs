@@ -4,7 +4,6 @@
 //! saved index spliced with theirs ([`Index::splice`]) make the snapshot,
 //! instead of indexing every concept again.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -129,7 +128,7 @@ fn recorded_stamp(o: &CacheFile, id: &[u8]) -> Result<Stamp, Rejected> {
 /// those read again in memory.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn assemble(
-    root: &Path,
+    root: &RootDir,
     found: Vec<FileEntry>,
     record: &[Option<usize>],
     o: &Arc<CacheFile>,

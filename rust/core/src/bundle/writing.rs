@@ -126,7 +126,7 @@ pub(super) fn build_writing(
         Err(_) => None,
     };
     let saved = saved.unwrap_or((index, ordinal));
-    let b = finish(root.path(), g, walk_diagnostics, watch, saved);
+    let b = finish(root, g, walk_diagnostics, watch, saved);
     progress.start(Phase::Done, 0);
     Ok((b, written.map(drop)))
 }

@@ -60,6 +60,19 @@ impl RootDir {
         &self.path
     }
 
+    /// The device and inode of the directory opened (`None` where it was
+    /// not): what a caller that checked the path beforehand compares with
+    /// what it checked, since the path may name another directory by now.
+    pub fn identity(&self) -> Option<(u64, u64)> {
+        #[cfg(unix)]
+        if let Some(dir) = &self.dir {
+            let st = rustix::fs::fstat(dir).ok()?;
+            #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+            return Some((st.st_dev as u64, st.st_ino as u64));
+        }
+        None
+    }
+
     /// The root at `path` as already opened (`dir`).
     #[cfg(unix)]
     pub(crate) fn opened(path: &Path, dir: rustix::fd::OwnedFd) -> RootDir {
