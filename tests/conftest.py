@@ -64,6 +64,27 @@ def make_bundle(tmp_path: Path) -> MakeBundle:
     return make
 
 
+def link_swapped_in_at_load(
+    monkeypatch: pytest.MonkeyPatch, directory: Path, swapped: Path, outside: Path
+) -> None:
+    """``Bundle.load`` of ``directory`` first moves ``swapped`` (a directory on
+    its path) aside and puts a link to ``outside`` in its place: a link put on
+    a source path between the check and the load (docs/spec.md §5.10)."""
+    from typing import Any
+
+    from okfast import Bundle
+
+    real_load = Bundle.load.__func__  # type: ignore[attr-defined]
+
+    def swap_then_load(cls: type[Bundle], path: Any, **kw: Any) -> Bundle:
+        if Path(path) == directory and not swapped.is_symlink():
+            swapped.rename(swapped.with_name(swapped.name + "-was"))
+            swapped.symlink_to(outside)
+        return real_load(cls, path, **kw)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Bundle, "load", classmethod(swap_then_load))
+
+
 def make_catalog(
     tmp: Path, bundles: dict[str, dict[str, str]], sources: list[dict[str, object]]
 ) -> Catalog:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CORPORA, make_catalog, requires_corpora
+from conftest import CORPORA, link_swapped_in_at_load, make_catalog, requires_corpora
 from integration_extras import require
 from okfast import (
     BM25FParams,
@@ -371,6 +371,10 @@ def test_a_link_put_on_a_source_path_later_is_refused_as_locally(tmp_path: Path)
     (outside / "docs" / "secret.md").write_text(concept("Secret", "memo"))
     local = Resolver(cat, max_staleness=0, clock=lambda: NOW)
     remote = RayResolver(cat, max_staleness=0, clock=lambda: NOW)
+    remote.search(Query("memo", strategy="merged"))
+    # Every unit a shard was sent names the root it checks from on its node.
+    sent = [u for given in remote._pool._given for u in given.values()]
+    assert sent and {u.root for u in sent} == {cat.resolved_root}
     (tmp_path / "kb").rename(tmp_path / "kb-was")
     (tmp_path / "kb").symlink_to(outside)
     got = same(local, remote, Query("memo", strategy="merged"))
@@ -805,6 +809,33 @@ def test_a_shard_searches_one_snapshot_of_a_directory_two_sources_name(
     assert len(writes) == 1
     assert [f.ids for f in found] == ["one", "one"]  # type: ignore[union-attr]
     assert found[0].version == found[1].version  # type: ignore[union-attr]
+
+
+def test_a_shard_checks_the_source_path_for_links_on_its_own_node(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """docs/spec.md §5.10 where the shard loads: a directory swapped in
+    between the shard's link check and its load (here, just as the load
+    starts) is not kept, and the link is refused from then on."""
+    from okfast import BundleNotFoundError
+    from okfast.distributed.shard import Shard
+
+    cat = make_catalog(
+        tmp_path,
+        {"kb/docs": {"one.md": concept("One", "memo")}},
+        [{"id": "docs", "path": "kb/docs"}],
+    )
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    (outside / "docs").mkdir(parents=True)
+    (outside / "docs" / "secret.md").write_text(concept("Secret", "memo"))
+    link_swapped_in_at_load(monkeypatch, tmp_path / "kb" / "docs", tmp_path / "kb", outside)
+    unit = Unit(cat.sources[0], None, 0, 1, None, None, cat.resolved_root)
+    shard = Shard({}, 0.0)
+    with pytest.raises(BundleNotFoundError, match="changed while it was opened"):
+        shard._current(unit)
+    with pytest.raises(BundleNotFoundError, match="symbolic link"):
+        shard._current(unit)
+    assert shard._held == {}
 
 
 def test_ray_shut_down_is_source_unavailable_not_a_bare_exception(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import REPO, make_catalog, write_bundle
+from conftest import REPO, link_swapped_in_at_load, make_catalog, write_bundle
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from okfast import Bundle, _native
@@ -496,15 +496,7 @@ def test_a_link_put_on_a_source_path_between_the_check_and_the_load_is_not_follo
     # starts) is caught by comparing the directory the load opened with the
     # one the check reached, and nothing read through it is served.
     cat, outside = linked_later(tmp_path)
-    real_load = Bundle.load.__func__  # type: ignore[attr-defined]
-
-    def swap_then_load(cls: type[Bundle], path: Any, **kw: Any) -> Bundle:
-        if Path(path) == tmp_path / "kb" / "docs" and not (tmp_path / "kb").is_symlink():
-            (tmp_path / "kb").rename(tmp_path / "kb-was")
-            (tmp_path / "kb").symlink_to(outside)
-        return real_load(cls, path, **kw)  # type: ignore[no-any-return]
-
-    monkeypatch.setattr(Bundle, "load", classmethod(swap_then_load))
+    link_swapped_in_at_load(monkeypatch, tmp_path / "kb" / "docs", tmp_path / "kb", outside)
     ctx = Resolver(cat).search("order")
     assert ids(ctx) == [("other", "y")]
     [d] = [d for d in ctx.diagnostics if d.code == "SourceUnavailable"]

@@ -188,6 +188,15 @@ def _reached(root: str, full: str) -> tuple[str | None, tuple[int, int] | None]:
         os.close(fd)
 
 
+def link_on_path(root: str | None, source: Source) -> tuple[str | None, tuple[int, int] | None]:
+    """:meth:`Catalog.link_on_path` from the catalog root ``root``."""
+    if root is None or source.directory is None:
+        return None, None
+    full = str(source.directory)
+    why = first_link(root, full)
+    return (why, None) if why is not None else _reached(root, full)
+
+
 @dataclass(frozen=True)
 class Placed:
     """An enabled entry whose path resolved, problems elsewhere or not: what
@@ -495,11 +504,12 @@ class Catalog:
         the device and inode of the directory reached from the root without
         following a link, which the load must then have opened (on POSIX;
         ``None`` where it cannot be told)."""
-        if self._resolved_root is None or source.directory is None:
-            return None, None
-        full = str(source.directory)
-        why = first_link(self._resolved_root, full)
-        return (why, None) if why is not None else _reached(self._resolved_root, full)
+        return link_on_path(self._resolved_root, source)
+
+    @property
+    def resolved_root(self) -> str | None:
+        """The directory sources' paths are checked for links from (§4.2)."""
+        return self._resolved_root
 
     def snapshot(self) -> CatalogView:
         """The sources and the generation they belong to, read together: a

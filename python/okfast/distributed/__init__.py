@@ -223,8 +223,9 @@ class RayResolver:
                 ranges: list[tuple[str | None, str | None]] = [(None, None)]
                 if k > 1:
                     ranges = split_ranges(s.directory, k)
+                root = catalog.resolved_root
                 out[key] = [
-                    Unit(s, language, part, k, lo, hi) for part, (lo, hi) in enumerate(ranges)
+                    Unit(s, language, part, k, lo, hi, root) for part, (lo, hi) in enumerate(ranges)
                 ]
         return dict(sorted(out.items()))
 
@@ -296,6 +297,7 @@ class RayResolver:
         failed: dict[str, str] = {}
         plan: dict[str, list[tuple[int, Unit]]] = {}
         queries: dict[str, Bm25fQuery] = {}
+        root = self.local.catalog.resolved_root
         for s in sources:
             if s.directory is None:
                 failed[s.id] = f"{s.directory} is not a directory"
@@ -309,7 +311,8 @@ class RayResolver:
             where = self._where(s)
             ranges = self._ranges[directory_key(s.directory)]
             plan[s.id] = [
-                (sh, Unit(s, language, k, len(where), *ranges[k])) for k, sh in enumerate(where)
+                (sh, Unit(s, language, k, len(where), *ranges[k], root))
+                for k, sh in enumerate(where)
             ]
             if bm25f:
                 queries[s.id] = Bm25fQuery(q.text, language_of(language), how.bm25f.stop_words)

@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from okfast import governance
 from okfast.bundle import Bm25fQuery, Bm25fStats, Bundle, QueryTerms
-from okfast.catalog import Source
+from okfast.catalog import Source, link_on_path
 from okfast.errors import BundleNotFoundError, OkfastError
 from okfast.exclusions import iso
 from okfast.governance import Declared
@@ -52,7 +52,8 @@ HELD = 2
 class Unit:
     """What a shard searches for one source: the source, the analyzer
     language, and which of the source's ``parts`` it holds — the concepts
-    whose ids are in ``[lo, hi)`` (docs/spec.md §1.10, §15.5)."""
+    whose ids are in ``[lo, hi)`` (docs/spec.md §1.10, §15.5); ``root``,
+    the catalog root its path is checked for links from (§5.10)."""
 
     source: Source
     language: str | None
@@ -60,6 +61,7 @@ class Unit:
     parts: int = 1
     lo: str | None = None
     hi: str | None = None
+    root: str | None = None
 
 
 @dataclass(frozen=True)
@@ -274,7 +276,9 @@ class Shard:
     """The bundles of some units, loaded, kept fresh and searched."""
 
     def __init__(self, units: dict[int, Unit], max_staleness: float) -> None:
-        self._bundles = Snapshots(max_staleness)
+        self._bundles = Snapshots(max_staleness, guard=self._links)
+        #: directory key → the catalog root its path is checked from
+        self._roots: dict[str, str | None] = {}
         #: the units by the driver's numbers
         self._units = dict(units)
         #: bundle key → [(version, snapshot)], newest last
@@ -311,6 +315,7 @@ class Shard:
         """The unit's snapshot after the freshness check (docs/spec.md §5.10)."""
         if u.source.directory is None or not u.source.directory.is_dir():
             raise BundleNotFoundError(f"{u.source.directory} is not a directory")
+        self._roots[self._key(u)[0]] = u.root
         snap = self._bundles.get(u.source, u.language, id_range=(u.lo, u.hi))
         held = self._held.setdefault(self._key(u), [])
         if held and held[-1][1] is snap:
@@ -318,6 +323,13 @@ class Shard:
         held.append((uuid.uuid4().hex, snap))
         del held[:-HELD]
         return held[-1]
+
+    def _links(self, source: Source) -> tuple[str | None, tuple[int, int] | None]:
+        """docs/spec.md §5.10 on this node, as a local resolver checks: a link
+        put on the source's path is not followed, nor a directory swapped in
+        between that check and the load."""
+        assert source.directory is not None
+        return link_on_path(self._roots.get(directory_key(source.directory)), source)
 
     def _at(self, u: Unit, version: str) -> CachedBundle:
         for v, snap in self._held.get(self._key(u), []):

@@ -68,3 +68,20 @@ pub fn concepts_of<S: AsRef<str>>(
         })
         .collect()
 }
+
+/// The walk of the directory the link `current` points to, then `current`
+/// pointed at `to`: a root retargeted between a load's walk and its reads
+/// (docs/spec.md §1.3).
+#[cfg(unix)]
+pub fn walk_then_retarget(
+    current: &std::path::Path,
+    to: &std::path::Path,
+) -> crate::fs::walk::WalkResult {
+    use crate::fs::walk::{walk_range, Stamps};
+    let (progress, range) = (crate::progress::Progress::default(), Default::default());
+    let watch = crate::fs::watch::Watch::none();
+    let walk = walk_range(current, &watch, &progress, None, Stamps::Unopened, &range).unwrap();
+    std::fs::remove_file(current).unwrap();
+    std::os::unix::fs::symlink(to, current).unwrap();
+    walk
+}

@@ -1,8 +1,6 @@
 //! Putting a snapshot together: each file's outcome in id order, the
 //! concepts' columns and diagnostics, the index and the ordinal ranks.
 
-use std::fs;
-use std::path::Path;
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -11,14 +9,12 @@ use super::cell::ConceptCell;
 use super::{Bundle, MadeBy};
 use crate::array::Array;
 use crate::cache::CacheFile;
-use crate::concept::{
-    split_frontmatter, Concept, ConceptColumns, ConceptRow, FileOutcome, MAX_FILE_BYTES,
-};
+use crate::concept::{split_frontmatter, Concept, ConceptColumns, ConceptRow, FileOutcome};
 use crate::diagnostic::Diagnostic;
 use crate::error::Error;
 use crate::fs::range::IdRange;
 use crate::fs::read::RootDir;
-use crate::fs::stamp::{stamp, Stamp};
+use crate::fs::stamp::Stamp;
 use crate::fs::walk::FileEntry;
 use crate::fs::watch::Watch;
 use crate::index::Index;
@@ -81,14 +77,9 @@ pub(super) fn same_indexed_text(a: &Concept, b: &Concept) -> bool {
         && matches!((a.body(), b.body()), (Ok(x), Ok(y)) if x == y)
 }
 
-pub(super) fn okf_version(root: &Path) -> Option<String> {
-    let p = root.join("index.md");
-    let meta = fs::symlink_metadata(&p).ok()?;
-    if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
-        return None;
-    }
-    let bytes = fs::read(&p).ok()?;
-    let text = std::str::from_utf8(&bytes).ok()?;
+/// The `okf_version` in the frontmatter of the bundle's `index.md` (`bytes`).
+pub(super) fn okf_version(bytes: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(bytes).ok()?;
     let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
     let (lines, _) = split_frontmatter(text).ok()??;
     let map = yaml::parse(&lines).ok()?;
@@ -289,12 +280,14 @@ pub(super) fn finish(
         concepts: g.concepts,
         columns: g.columns,
         diagnostics: g.diagnostics,
-        okf_version: okf_version(root),
+        // Stamped before it is read: a change in between is seen as one
+        // by the next refresh. Both under the walk's root (docs/spec.md §1.3).
+        index_stamp: under.stamp_entry("index.md"),
+        okf_version: under.read_entry("index.md").and_then(|b| okf_version(&b)),
         index,
         ordinal_rank,
         files: g.files,
         walk_diagnostics,
-        index_stamp: stamp(&root.join("index.md")),
         watch,
         last_full_check: std::sync::Mutex::new(std::time::Instant::now()),
         made_by: MadeBy::Load,

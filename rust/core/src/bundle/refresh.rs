@@ -17,7 +17,7 @@ use crate::concept::source::TextError;
 use crate::diagnostic::Code;
 use crate::error::Error;
 use crate::fs::read::{read_found, RootDir};
-use crate::fs::stamp::{stamp, stamp_of, Stamp};
+use crate::fs::stamp::{stamp_of, Stamp};
 use crate::fs::walk::{walk_range, FileEntry, Stamps, WalkResult};
 use crate::fs::watch::{Changes, Watch};
 use crate::index::splice::{Remap, GONE};
@@ -98,7 +98,7 @@ impl Bundle {
                         && (*st == old.stamp || self.still_unreadable(&under, f, old))
                 })
             && walk_diagnostics == self.walk_diagnostics
-            && stamp(&self.root.join("index.md")) == self.index_stamp
+            && under.stamp_entry("index.md") == self.index_stamp
             // Changed directories leave this snapshot's watches stale.
             && !dirs_changed;
         if same {

@@ -514,3 +514,31 @@ mod watch {
         let _ = fs::remove_dir_all(&d);
     }
 }
+
+/// docs/spec.md §1.3: the bundle's own `index.md` (its `okf_version` and the
+/// stamp a refresh compares) is read under the root the walk opened, like its
+/// concepts, not under whatever the root's path names by the end of the load.
+#[cfg(unix)]
+#[test]
+fn index_md_is_read_under_the_root_the_walk_opened() {
+    let d = crate::testing::scratch_dir("bundle", "index-retarget");
+    for (release, version) in [("a", "0.1"), ("b", "0.2-rc")] {
+        fs::create_dir_all(d.join(release)).unwrap();
+        fs::write(d.join(release).join("x.md"), "---\ntype: T\n---\nbody\n").unwrap();
+        let index = format!("---\nokf_version: \"{version}\"\n---\n");
+        fs::write(d.join(release).join("index.md"), index).unwrap();
+    }
+    let current = d.join("current");
+    std::os::unix::fs::symlink(d.join("a"), &current).unwrap();
+    let walk = crate::testing::walk_then_retarget(&current, &d.join("b"));
+    let progress = Progress::default();
+    let reads = read_all(&walk.root, &walk.found, &|_| None, &progress).unwrap();
+    let (found, diags) = (walk.found, walk.diagnostics);
+    let b = super::assemble::assemble(&walk.root, found, reads, diags, Watch::none(), None);
+    let b = b.unwrap();
+    assert_eq!(b.okf_version.as_deref(), Some("0.1"));
+    assert_eq!(
+        b.index_stamp,
+        crate::fs::stamp::stamp(&d.join("a/index.md"))
+    );
+}

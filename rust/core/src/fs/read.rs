@@ -82,6 +82,38 @@ impl RootDir {
         }
     }
 
+    /// The stamp of the entry `name` directly in this root, taken as the
+    /// walk takes a file's (no link followed).
+    pub fn stamp_entry(&self, name: &str) -> Stamp {
+        #[cfg(unix)]
+        if let Some(dir) = &self.dir {
+            use rustix::fs::AtFlags;
+            let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+            #[allow(clippy::unnecessary_cast)]
+            return super::stamp::stamp_from(
+                st.st_size as u64,
+                st.st_mtime as i64,
+                st.st_mtime_nsec as u32,
+            );
+        }
+        super::stamp::stamp(&self.path.join(name))
+    }
+
+    /// The bytes of the regular file `name` directly in this root, read
+    /// under it with no link followed (docs/spec.md §1.3), or `None` (absent,
+    /// a link, not a regular file, unreadable, or over the concept size limit).
+    pub fn read_entry(&self, name: &str) -> Option<Vec<u8>> {
+        let file = self.open_file(name).ok()?;
+        let meta = file.metadata().ok()?;
+        if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+            return None;
+        }
+        let mut bytes = Vec::new();
+        // A file grown past the limit since the stat is not read whole.
+        file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).ok()?;
+        (bytes.len() as u64 <= MAX_FILE_BYTES).then_some(bytes)
+    }
+
     /// Open the concept file at `rel` (relative to the root) for reading,
     /// following no symbolic link on the way (docs/spec.md §1.3): a file or
     /// directory the walk saw, swapped for a link since, fails with `ELOOP`
@@ -304,30 +336,21 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn files_are_read_under_the_root_the_walk_opened() {
-        use crate::fs::range::IdRange;
-        use crate::fs::walk::{walk_range, Stamps};
-        use crate::fs::watch::Watch;
         let d = scratch("retarget");
         for (release, title) in [("a", "old"), ("b", "new")] {
             fs::create_dir_all(d.join(release)).unwrap();
             let text = format!("---\ntype: T\ntitle: {title}\n---\nbody\n");
             fs::write(d.join(release).join("x.md"), text).unwrap();
+            let index = format!("---\nokf_version: {release}\n---\n");
+            fs::write(d.join(release).join("index.md"), index).unwrap();
         }
+        // Apart in size, so their stamps differ whatever the clock.
+        fs::write(d.join("b").join("index.md"), "---\nokf_version: b2\n---\n").unwrap();
         fs::write(d.join("b").join("y.md"), "---\ntype: T\n---\nnew\n").unwrap();
         let current = d.join("current");
         std::os::unix::fs::symlink(d.join("a"), &current).unwrap();
+        let walk = crate::testing::walk_then_retarget(&current, &d.join("b"));
         let progress = Progress::default();
-        let walk = walk_range(
-            &current,
-            &Watch::none(),
-            &progress,
-            None,
-            Stamps::Unopened,
-            &IdRange::default(),
-        )
-        .unwrap();
-        fs::remove_file(&current).unwrap();
-        std::os::unix::fs::symlink(d.join("b"), &current).unwrap();
         let reads: Vec<(FileOutcome, Stamp)> =
             read_all(&walk.root, &walk.found, &|_| None, &progress).unwrap();
         let titles: Vec<_> = reads
@@ -337,6 +360,14 @@ mod tests {
         assert_eq!(walk.found.len(), 1);
         assert_eq!(titles, [Some("old".to_string())]);
         assert_eq!(walk.root.path(), current);
+        // The bundle's own index.md (its okf_version and stamp) too.
+        let index = walk.root.read_entry("index.md").unwrap();
+        assert_eq!(
+            String::from_utf8(index).unwrap(),
+            "---\nokf_version: a\n---\n"
+        );
+        let stamp_a = crate::fs::stamp::stamp(&d.join("a").join("index.md"));
+        assert_eq!(walk.root.stamp_entry("index.md"), stamp_a);
     }
 
     #[test]
