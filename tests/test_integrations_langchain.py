@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from integration_extras import EXAMPLES, copy_examples, require
+from integration_extras import EXAMPLES, copy_examples, copy_examples_naming_settings, require
 from okfast import (
     Catalog,
     CatalogError,
@@ -292,12 +292,9 @@ def test_settings_the_catalog_names_rewritten_open_a_new_resolver(
     while a retriever is alive: a retriever made after it ranks by the new
     settings, not by the live one's resolver; one made under another cache
     directory opens its own (docs/integrations.md)."""
-    catalog = copy_examples(tmp_path)
-    spec = json.loads(catalog.read_text())
-    spec["settings"] = "./okfast-settings.json"
-    catalog.write_text(json.dumps(spec))
-    named = catalog.parent / "okfast-settings.json"
-    named.write_text(json.dumps({"version": 1, "scorer": "weighted_count"}))
+    catalog, named = copy_examples_naming_settings(
+        tmp_path, {"version": 1, "scorer": "weighted_count"}
+    )
     first = OkfastRetriever(catalog=catalog, k=4)
     assert OkfastRetriever(catalog=catalog, k=2)._resolver is first._resolver
     named.write_text(json.dumps({"version": 1, "scorer": "bm25f"}))

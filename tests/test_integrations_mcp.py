@@ -5,6 +5,7 @@ resources, and a server that outlives a vanished bundle or a damaged cache."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import warnings
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ from typing import Any
 
 import okfast
 import pytest
-from integration_extras import copy_examples, require
+from integration_extras import copy_examples, copy_examples_naming_settings, require
 from okfast import Catalog, ContextAssembler, FileMemoryStore, Query, Resolver, Scope, Strategy
 from okfast.integrations.records import PassageRecord
 
@@ -509,3 +510,89 @@ async def test_resolve_takes_a_scorer_and_the_server_settings(
     store = FileMemoryStore.from_catalog(Catalog.load(catalog))
     mine = store.read(ALICE, q, limit=10, scorer=scorer)
     assert [p["score"] for p in memory["passages"]] == [p.score for p in mine.passages]
+
+
+async def test_the_settings_file_the_catalog_names_rewritten_reopens_the_catalog(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """docs/spec.md §13.5: `okfast tune --apply` rewrites the settings file
+    the catalog names while the server runs; the next call ranks by the new
+    settings, a rewrite to the same settings reopens nothing, and a removed
+    file leaves the built-in defaults."""
+    catalog, named = copy_examples_naming_settings(
+        tmp_path, {"version": 1, "scorer": "weighted_count"}
+    )
+    q = "sourdough starter flour"
+    by = {
+        s: Resolver(Catalog.load(catalog)).search(Query(q, limit=5, scorer=s)).digest
+        for s in ("weighted_count", "bm25f")
+    }
+    assert by["weighted_count"] != by["bm25f"]
+
+    def replace_with(doc: dict[str, Any]) -> None:
+        # As tune --apply writes it: a new file renamed over the old one.
+        fresh = named.with_suffix(".tmp")
+        fresh.write_text(json.dumps(doc))
+        fresh.replace(named)
+
+    server = okfast_mcp.build_server(catalog, scope=ALICE)
+    async with Client(server) as c:
+
+        async def digest() -> str:
+            got = structured(await c.call_tool("resolve", {"query": q, "limit": 5}))
+            return str(got["digest"])
+
+        assert await digest() == by["weighted_count"]
+        replace_with({"version": 1, "scorer": "bm25f", "surplus": 1})
+        with caplog.at_level("WARNING"):
+            assert await digest() == by["bm25f"]
+        assert "okfast-settings.json: [UnknownProperty]" in caplog.text
+        # Memory is scored by the new scorer too.
+        memory = structured(await c.call_tool("memory_read", {"query": q}))
+        store = FileMemoryStore.from_catalog(Catalog.load(catalog))
+        mine = store.read(ALICE, q, limit=10, scorer="bm25f")
+        assert [p["score"] for p in memory["passages"]] == [p.score for p in mine.passages]
+        caplog.clear()
+        replace_with({"version": 1, "scorer": "bm25f", "surplus": 1})
+        with caplog.at_level("WARNING"):
+            assert await digest() == by["bm25f"]
+        assert "reopening" not in caplog.text
+        named.unlink()
+        assert await digest() == by["weighted_count"]
+
+
+async def test_a_settings_file_given_that_turns_unreadable_keeps_the_settings(
+    catalog: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """docs/spec.md §13.5: a settings file the caller named, rewritten as
+    something that cannot be read, leaves the server on the settings it had,
+    with a warning, until it is readable again; settings given as an object
+    are never read again."""
+    q = "sourdough starter flour"
+    bm25f = Resolver(Catalog.load(catalog)).search(Query(q, limit=5, scorer="bm25f")).digest
+    weighted = Resolver(Catalog.load(catalog)).search(Query(q, limit=5)).digest
+    given = tmp_path / "s.json"
+    given.write_text(json.dumps({"version": 1, "scorer": "bm25f"}))
+    async with Client(okfast_mcp.build_server(catalog, settings=given)) as c:
+
+        async def digest() -> str:
+            got = structured(await c.call_tool("resolve", {"query": q, "limit": 5}))
+            return str(got["digest"])
+
+        assert await digest() == bm25f
+        given.write_text("{not json")
+        with caplog.at_level("WARNING"):
+            assert await digest() == bm25f
+        assert "kept as they were" in caplog.text
+        # A FIFO is not opened: reading it would wait for a writer.
+        given.unlink()
+        os.mkfifo(given)
+        assert await digest() == bm25f
+        given.unlink()
+        given.write_text(json.dumps({"version": 1, "scorer": "weighted_count"}))
+        assert await digest() == weighted
+    obj = okfast.settings.Settings.load(given)
+    given.write_text(json.dumps({"version": 1, "scorer": "bm25f"}))
+    async with Client(okfast_mcp.build_server(catalog, settings=obj)) as c:
+        got = structured(await c.call_tool("resolve", {"query": q, "limit": 5}))
+    assert got["digest"] == weighted

@@ -22,7 +22,9 @@ What the server guarantees:
   directory vanished is reported as ``SourceUnavailable`` and the others are
   still searched (docs/spec.md §5.3). A cache file damaged before the start
   is rebuilt (a ``CacheWarning`` on stderr); one damaged under a running
-  snapshot makes the server load its bundles once more and answer again.
+  snapshot makes the server load its bundles once more and answer again, as
+  does a settings file the server was opened with that now gives other
+  settings (``okfast tune --apply``; docs/spec.md §13.5).
 - **Memory stays out of resources.** ``okf://{source_id}/{concept_id}`` and
   ``get_concept`` read knowledge sources only: memory is reached through the
   scoped memory tools alone.
@@ -98,6 +100,7 @@ from okfast.integrations.records import (
     passage_record,
 )
 from okfast.integrations.searching import CatalogLike, make_query, open_resolver
+from okfast.integrations.settings_watch import SettingsWatch
 from okfast.memory.capture import capture
 from okfast.memory.scope import Scope, Tier
 from okfast.memory.store import FileMemoryStore
@@ -202,19 +205,44 @@ class _Service:
     turns out damaged (its cache file changed under it), the service loads
     every source once more and retries, instead of failing on that source
     until restarted. Without ``reopen`` (a resolver the caller owns) the
-    damage is a tool error.
+    damage is a tool error. With ``watch`` too, a call that finds the
+    settings file changed and giving other settings reopens the catalog with
+    them first (docs/spec.md §13.5).
     """
 
     resolver: Resolver
     store: FileMemoryStore
     scope: Scope | None
     reopen: Callable[[], Resolver] | None = None
+    watch: SettingsWatch | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def current(self) -> Resolver:
+        """The resolver a call runs on: reopened first when its settings file
+        now gives other settings."""
+        res = self.resolver
+        if self.watch is None or self.reopen is None or not self.watch.changed():
+            return res
+        with self._lock:
+            # Another call may have looked at the change already.
+            if self.resolver is res and self.watch.changed() and self.watch.differs(res):
+                _log.warning(
+                    "okfast mcp: settings %s changed: reopening the catalog with them",
+                    self.watch.path,
+                )
+                try:
+                    fresh = self.reopen()
+                except (OkfastError, OSError, ValueError) as e:
+                    _log.warning("okfast mcp: settings kept as they were: %s", e)
+                else:
+                    warm(fresh)
+                    self.resolver = fresh
+            return self.resolver
 
     def with_reload(self, fn: Callable[[Resolver], T]) -> T:
         """``fn(resolver)``, run once more on a reopened resolver when it met a
         damaged snapshot."""
-        used = self.resolver
+        used = self.current()
         try:
             return fn(used)
         except OkfastError as e:
@@ -297,7 +325,7 @@ class _Service:
                 raise ToolError(str(e)) from e
 
     def list_sources(self) -> SourcesResult:
-        resolver = self.resolver
+        resolver = self.current()
         out: list[SourceRecord] = []
         for s in resolver.catalog.sources:
             count: int | None = None
@@ -383,7 +411,7 @@ class _Service:
             if not query.strip():
                 raise ValueError("query must be non-blank text")
             # Memory is scored as the server scores knowledge (docs/spec.md §6).
-            res = self.resolver
+            res = self.current()
             r = self.store.read(
                 scope, query, limit=limit, scorer=res.default_scorer, bm25f=res.default_bm25f
             )
@@ -473,6 +501,9 @@ def build_server(
     or a ready ``resolver``, with the memory tools of ``scope`` when one is
     given (``capture`` adds ``memory_capture``). Every knowledge source is
     loaded before this returns, so the first question is answered at once.
+    Over a catalog, ``settings`` given as a path (or, without it, the file
+    the catalog names) is watched: once it gives other settings, the next
+    call reopens the catalog with them (docs/spec.md §13.5).
 
     With ``threads`` (the default) each tool call runs on a worker thread, so
     a slow call does not hold up the other clients of an HTTP server; without,
@@ -485,10 +516,14 @@ def build_server(
     ``resolver`` that is not an :class:`okfast.Resolver`.
     """
     reopen: Callable[[], Resolver] | None = None
+    watch: SettingsWatch | None = None
     if resolver is None:
         if catalog is None:
             raise ValueError("give either catalog= (a Catalog or a catalog.json path) or resolver=")
         cat = catalog if isinstance(catalog, Catalog) else Catalog.load(catalog)
+        if not isinstance(settings, Settings):
+            # Stamped before the resolver reads it (docs/spec.md §13.5).
+            watch = SettingsWatch(cat, settings)
 
         def reopen() -> Resolver:
             return open_resolver(cat, strategy=strategy, settings=settings)
@@ -510,7 +545,7 @@ def build_server(
     if scope is not None and not store.roots:
         raise ValueError("a memory scope was given but the catalog has no enabled memory source")
     warm(res)
-    svc = _Service(res, store, scope, reopen)
+    svc = _Service(res, store, scope, reopen, watch)
 
     tools: list[tuple[Callable[..., Any], str, ToolAnnotations]] = [
         (svc.resolve, RESOLVE_DOC, READ_ONLY),

@@ -1,0 +1,81 @@
+"""The settings file a long-running server's resolver was opened with,
+watched: whether it has changed since, and whether it now gives other
+settings (docs/spec.md §13.5). A stat before each call is all it costs while
+the file stays as it was."""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from pathlib import Path
+
+from okfast.catalog import Catalog
+from okfast.errors import OkfastError
+from okfast.resolver import Resolver
+from okfast.settings import settings_for
+
+_log = logging.getLogger(__name__)
+
+Stamp = tuple[int, int, int, int, int] | None
+
+
+def stamp_of(path: Path) -> Stamp:
+    """What tells one state of ``path`` from another: the file it names
+    (device, inode: a rename over it is another file), its size and its
+    modification and change times; ``None`` when nothing is there."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+class SettingsWatch:
+    """The settings file of ``catalog`` (``given``, a path the caller named,
+    else the one the catalog names), stamped now — before the resolver it
+    watches for reads it, so a change made while it was being read is seen
+    as a change."""
+
+    def __init__(self, catalog: Catalog, given: str | os.PathLike[str] | None) -> None:
+        self.catalog = catalog
+        self.given = Path(given) if given is not None else None
+        self.path = self.given if self.given is not None else catalog.settings_path
+        self._stamp = stamp_of(self.path) if self.path is not None else None
+
+    def changed(self) -> bool:
+        """Whether the file is not as it was when last read."""
+        return self.path is not None and stamp_of(self.path) != self._stamp
+
+    def differs(self, resolver: Resolver) -> bool:
+        """Read the file again (its stamp first): whether it gives other
+        settings or diagnostics than ``resolver`` runs on. A file the caller
+        named that can no longer be read, or is no longer a regular file (a
+        FIFO would wait for a writer), keeps the resolver's, with a warning:
+        a server goes on as it ran rather than fail every call."""
+        assert self.path is not None
+        self._stamp = stamp_of(self.path)
+        if self.given is not None and not _regular(self.given):
+            return _kept(self.path, "not a regular file (or gone)")
+        try:
+            now = settings_for(self.catalog, self.given)
+        except (OkfastError, OSError, ValueError) as e:
+            return _kept(self.path, str(e))
+        if now == (resolver.settings, resolver.settings_diagnostics):
+            return False
+        for d in now[1]:
+            # The lines the command line prints for them (docs/spec.md §13.4).
+            _log.warning("okfast: settings %s: %s", self.path, d)
+        return True
+
+
+def _kept(path: Path, why: str) -> bool:
+    _log.warning("okfast: settings %s changed but cannot be read, kept as they were: %s", path, why)
+    return False
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
