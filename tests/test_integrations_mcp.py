@@ -517,8 +517,9 @@ async def test_the_settings_file_the_catalog_names_rewritten_reopens_the_catalog
 ) -> None:
     """docs/spec.md §13.5: `okfast tune --apply` rewrites the settings file
     the catalog names while the server runs; the next call ranks by the new
-    settings, a rewrite to the same settings reopens nothing, and a removed
-    file leaves the built-in defaults."""
+    settings, a rewrite to the same settings reopens nothing, a file that
+    cannot be read keeps them, and a removed file leaves the built-in
+    defaults."""
     catalog, named = copy_examples_naming_settings(
         tmp_path, {"version": 1, "scorer": "weighted_count"}
     )
@@ -557,6 +558,11 @@ async def test_the_settings_file_the_catalog_names_rewritten_reopens_the_catalog
         with caplog.at_level("WARNING"):
             assert await digest() == by["bm25f"]
         assert "reopening" not in caplog.text
+        # Half written: kept as it was, not the defaults.
+        named.write_text('{"version": 1, "scorer": "weighted')
+        with caplog.at_level("WARNING"):
+            assert await digest() == by["bm25f"]
+        assert "kept as they were" in caplog.text
         named.unlink()
         assert await digest() == by["weighted_count"]
 

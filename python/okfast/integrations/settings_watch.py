@@ -49,10 +49,12 @@ class SettingsWatch:
 
     def differs(self, resolver: Resolver) -> bool:
         """Read the file again (its stamp first): whether it gives other
-        settings or diagnostics than ``resolver`` runs on. A file the caller
-        named that can no longer be read, or is no longer a regular file (a
-        FIFO would wait for a writer), keeps the resolver's, with a warning:
-        a server goes on as it ran rather than fail every call."""
+        settings or diagnostics than ``resolver`` runs on. A file that cannot
+        be read now, or one the caller named that is no longer a regular file
+        (a FIFO would wait for a writer), keeps the resolver's, with a
+        warning: a server goes on as it ran rather than fail every call or
+        fall back to the defaults. A removed file the catalog names gives
+        the defaults, as at a start."""
         assert self.path is not None
         self._stamp = stamp_of(self.path)
         if self.given is not None and not _regular(self.given):
@@ -61,6 +63,11 @@ class SettingsWatch:
             now = settings_for(self.catalog, self.given)
         except (OkfastError, OSError, ValueError) as e:
             return _kept(self.path, str(e))
+        unreadable = [d.message for d in now[1] if d.code == "SettingsUnreadable"]
+        if unreadable:
+            # Mid-way through an editor's write, say: the next change is
+            # looked at again, rather than the defaults served meanwhile.
+            return _kept(self.path, unreadable[0])
         if now == (resolver.settings, resolver.settings_diagnostics):
             return False
         for d in now[1]:
