@@ -624,3 +624,37 @@ def test_settings_from_a_pipe_are_read_once(catalog: Path, tmp_path: Path) -> No
     )
     writer.join(30)
     assert (done.returncode, done.stderr) == (0, "")
+
+
+async def test_settings_from_a_file_are_watched(catalog: Path, tmp_path: Path) -> None:
+    """docs/spec.md §13.5: `okfast mcp --settings FILE`, a regular file, is
+    read again once it changes; the next call ranks by the new settings."""
+    q = "sourdough starter flour"
+    by = {
+        s: Resolver(Catalog.load(catalog)).search(Query(q, limit=5, scorer=s)).digest
+        for s in ("weighted_count", "bm25f")
+    }
+    settings = tmp_path / "s.json"
+    settings.write_text(json.dumps({"version": 1, "scorer": "bm25f"}))
+    params = mcp.StdioServerParameters(
+        command=sys.executable,
+        args=okfast_mcp(catalog, "--settings", str(settings)),
+        env=server_env(),
+        cwd=str(tmp_path),
+    )
+    with open(tmp_path / "stderr.txt", "w") as errlog:
+        async with (
+            mcp_stdio.stdio_client(params, errlog=errlog) as (read, write),
+            mcp.ClientSession(read, write) as s,
+        ):
+            await s.initialize()
+
+            async def digest() -> str:
+                return str(ok(await s.call_tool("resolve", {"query": q, "limit": 5}))["digest"])
+
+            assert await digest() == by["bm25f"]
+            fresh = tmp_path / "s.json.new"
+            fresh.write_text(json.dumps({"version": 1, "scorer": "weighted_count"}))
+            fresh.replace(settings)
+            assert await digest() == by["weighted_count"]
+    assert "reopening the catalog" in (tmp_path / "stderr.txt").read_text()

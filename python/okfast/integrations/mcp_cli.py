@@ -12,12 +12,14 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
+from okfast.integrations.settings_watch import is_regular_file
 from okfast.memory.scope import Scope
 from okfast.numerals import ascii_int
 from okfast.paths import LoadCatalog, catalog_options, option_file
-from okfast.settings import command_settings
+from okfast.settings import Settings, command_settings
 
 
 def _fail(message: str) -> int:
@@ -67,9 +69,7 @@ def _run(args: argparse.Namespace, load: LoadCatalog) -> int:
             catalog,
             scope=scope,
             capture=args.capture,
-            # What was read, not the path again: `--settings <(...)` is a
-            # pipe that reads once (docs/spec.md §13.3).
-            settings=given if args.settings is not None else None,
+            settings=_served(args.settings, given),
             threads=args.transport != "stdio",
         )
     except ValueError as e:
@@ -85,6 +85,15 @@ def _run(args: argparse.Namespace, load: LoadCatalog) -> int:
     finally:
         signal.signal(signal.SIGTERM, before)
     return 0
+
+
+def _served(path: str | None, given: Settings) -> Settings | Path | None:
+    """What the server is given for ``--settings``: a regular file's path,
+    which it watches (docs/spec.md §13.5); otherwise what was read, not the
+    path again: ``--settings <(...)`` is a pipe that reads once (§13.3)."""
+    if path is None:
+        return None
+    return Path(path) if is_regular_file(path) else given
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -57,7 +57,7 @@ class SettingsWatch:
         the defaults, as at a start."""
         assert self.path is not None
         self._stamp = stamp_of(self.path)
-        if self.given is not None and not _regular(self.given):
+        if self.given is not None and not is_regular_file(self.given):
             return _kept(self.path, "not a regular file (or gone)")
         try:
             now = settings_for(self.catalog, self.given)
@@ -81,7 +81,9 @@ def _kept(path: Path, why: str) -> bool:
     return False
 
 
-def _regular(path: Path) -> bool:
+def is_regular_file(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` names a regular file (after links): one that can be
+    read again without waiting for a writer, as a FIFO would."""
     try:
         return stat.S_ISREG(os.stat(path).st_mode)
     except (OSError, ValueError):
