@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use super::stamp::Stamp;
 
 #[cfg(unix)]
-pub use by_descriptor::Dir;
+pub use by_descriptor::{stat_in, Dir};
 #[cfg(not(unix))]
 pub use by_path::Dir;
 
@@ -72,6 +72,15 @@ mod by_descriptor {
         )
     }
 
+    /// The stamp of the entry `name` of the open directory `dir`, no link
+    /// followed: how the walk stamps a file, for any directory held open
+    /// (the bundle's root, for its `index.md`).
+    pub fn stat_in(dir: impl std::os::fd::AsFd, name: &OsStr) -> Stamp {
+        let st = rfs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+        let (len, m, ..) = fields(&st);
+        stamp_from(len, m.0, m.1)
+    }
+
     impl Dir {
         pub fn open(path: &Path) -> std::io::Result<Dir> {
             let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
@@ -111,9 +120,7 @@ mod by_descriptor {
 
         /// The stamp of the file `name` in this directory.
         pub fn stat(&self, name: &OsStr) -> Stamp {
-            let st = rfs::statat(&self.0, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
-            let (len, m, ..) = fields(&st);
-            stamp_from(len, m.0, m.1)
+            stat_in(&self.0, name)
         }
 
         pub fn entries(&self) -> Entries {

@@ -87,14 +87,7 @@ impl RootDir {
     pub fn stamp_entry(&self, name: &str) -> Stamp {
         #[cfg(unix)]
         if let Some(dir) = &self.dir {
-            use rustix::fs::AtFlags;
-            let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
-            #[allow(clippy::unnecessary_cast)]
-            return super::stamp::stamp_from(
-                st.st_size as u64,
-                st.st_mtime as i64,
-                st.st_mtime_nsec as u32,
-            );
+            return super::dir::stat_in(dir, std::ffi::OsStr::new(name));
         }
         super::stamp::stamp(&self.path.join(name))
     }
@@ -103,14 +96,15 @@ impl RootDir {
     /// under it with no link followed (docs/spec.md §1.3), or `None` (absent,
     /// a link, not a regular file, unreadable, or over the concept size limit).
     pub fn read_entry(&self, name: &str) -> Option<Vec<u8>> {
-        let file = self.open_file(name).ok()?;
+        let mut file = self.open_file(name).ok()?;
         let meta = file.metadata().ok()?;
         if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
             return None;
         }
         let mut bytes = Vec::new();
-        // A file grown past the limit since the stat is not read whole.
-        file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).ok()?;
+        // Read as a concept file is: a file grown past the limit since the
+        // stat is not read whole.
+        read_concept_bytes(&mut file, &mut bytes, None, Some(meta.len())).ok()?;
         (bytes.len() as u64 <= MAX_FILE_BYTES).then_some(bytes)
     }
 
