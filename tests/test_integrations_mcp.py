@@ -536,6 +536,13 @@ async def test_the_settings_file_the_catalog_names_rewritten_reopens_the_catalog
         fresh.write_text(json.dumps(doc))
         fresh.replace(named)
 
+    loads: list[str] = []
+    real_load = okfast.Bundle.load
+
+    def counted(path: Any, *args: Any, **kwargs: Any) -> okfast.Bundle:
+        loads.append(str(path))
+        return real_load(path, *args, **kwargs)
+
     server = okfast_mcp.build_server(catalog, scope=ALICE)
     async with Client(server) as c:
 
@@ -545,8 +552,11 @@ async def test_the_settings_file_the_catalog_names_rewritten_reopens_the_catalog
 
         assert await digest() == by["weighted_count"]
         replace_with({"version": 1, "scorer": "bm25f", "surplus": 1})
-        with caplog.at_level("WARNING"):
+        with caplog.at_level("WARNING"), pytest.MonkeyPatch.context() as mp:
+            mp.setattr(okfast.Bundle, "load", counted)
             assert await digest() == by["bm25f"]
+        # The loaded bundles are kept: none is loaded again.
+        assert loads == []
         assert "okfast-settings.json: [UnknownProperty]" in caplog.text
         # Memory is scored by the new scorer too.
         memory = structured(await c.call_tool("memory_read", {"query": q}))

@@ -449,6 +449,12 @@ def test_a_configured_resolver_is_a_new_one_on_the_same_load(tmp_path: Path) -> 
     assert first.default_fairness_quota == 2 and first.default_rrf_k == 9
     # The loaded snapshots are shared, not loaded again.
     assert first.configured(Settings()).snapshot("b") is first.snapshot("b")
+    # A default_strategy given wins over the settings', as in the constructor.
+    s = Settings(Scorer.BM25F, Strategy.MERGED)
+    made = first.configured(s, default_strategy="reciprocal_rank")
+    fresh = Resolver(cat, settings=s, default_strategy="reciprocal_rank")
+    assert made.default_strategy is Strategy.RECIPROCAL_RANK
+    assert made.search("walk").digest == fresh.search("walk").digest
 
 
 @pytest.mark.parametrize("value", ["", "/etc/okfast.json", "../out.json", 3, "\udc00x.json"])

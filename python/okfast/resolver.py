@@ -489,15 +489,15 @@ class Resolver:
         self._bundles = Snapshots(staleness, progress, guard=catalog.link_on_path)
         self._count_memo: dict[tuple[Bundle, tuple[str, ...], str | None], Any] | None = None
 
-    def configured(self, settings: Settings) -> Resolver:
-        """``Resolver(catalog, settings=settings)`` with this resolver's
-        visibility, clock and staleness, sharing its loaded snapshots
-        (docs/spec.md §13.3): for measuring several configurations on one
-        load, as ``okfast tune`` does. Every default is the settings', else
-        the built-in one, never this resolver's."""
+    def configured(
+        self, settings: Settings, *, default_strategy: Strategy | str | None = None
+    ) -> Resolver:
+        """``Resolver(catalog, settings=..., default_strategy=...)`` with this
+        resolver's visibility, clock and staleness, sharing its loaded snapshots;
+        no default of this resolver's carries over (docs/spec.md §13.3)."""
         out = copy.copy(self)
         out.settings, out.settings_diagnostics = settings_for(self.catalog, settings)
-        out._set_defaults(ResolverDefaults.of(out.settings))
+        out._set_defaults(ResolverDefaults.of(out.settings, default_strategy))
         return out
 
     def _set_defaults(self, d: ResolverDefaults) -> None:

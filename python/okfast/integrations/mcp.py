@@ -22,9 +22,10 @@ What the server guarantees:
   directory vanished is reported as ``SourceUnavailable`` and the others are
   still searched (docs/spec.md §5.3). A cache file damaged before the start
   is rebuilt (a ``CacheWarning`` on stderr); one damaged under a running
-  snapshot makes the server load its bundles once more and answer again, as
-  does a settings file the server was opened with that now gives other
-  settings (``okfast tune --apply``; docs/spec.md §13.5).
+  snapshot makes the server load its bundles once more and answer again. A
+  settings file the server was opened with that now gives other settings
+  (``okfast tune --apply``) is taken up by the next call, the loaded bundles
+  kept (docs/spec.md §13.5).
 - **Memory stays out of resources.** ``okf://{source_id}/{concept_id}`` and
   ``get_concept`` read knowledge sources only: memory is reached through the
   scoped memory tools alone.
@@ -205,9 +206,10 @@ class _Service:
     turns out damaged (its cache file changed under it), the service loads
     every source once more and retries, instead of failing on that source
     until restarted. Without ``reopen`` (a resolver the caller owns) the
-    damage is a tool error. With ``watch`` too, a call that finds the
-    settings file changed and giving other settings reopens the catalog with
-    them first (docs/spec.md §13.5).
+    damage is a tool error. With ``watch``, a call that finds the settings
+    file changed and giving other settings first puts a resolver configured
+    with them in place, sharing the loaded snapshots (docs/spec.md §13.5);
+    ``strategy``, the server's own, still wins over theirs.
     """
 
     resolver: Resolver
@@ -215,26 +217,27 @@ class _Service:
     scope: Scope | None
     reopen: Callable[[], Resolver] | None = None
     watch: SettingsWatch | None = None
+    strategy: Strategy | str | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def current(self) -> Resolver:
-        """The resolver a call runs on: reopened first when its settings file
-        now gives other settings."""
+        """The resolver a call runs on: configured anew first when its
+        settings file now gives other settings."""
         res = self.resolver
-        if self.watch is None or self.reopen is None or not self.watch.changed():
+        if self.watch is None or not self.watch.changed():
             return res
         with self._lock:
             # Another call may have looked at the change already.
-            if self.resolver is res and self.watch.changed() and self.watch.differs(res):
-                _log.warning(
-                    "okfast mcp: settings %s changed: reopening the catalog with them",
-                    self.watch.path,
-                )
-                try:
-                    fresh = self.reopen()
-                except (OkfastError, OSError, ValueError) as e:
-                    _log.warning("okfast mcp: settings kept as they were: %s", e)
-                else:
+            if self.resolver is res and self.watch.changed():
+                new = self.watch.reread(res)
+                if new is not None:
+                    _log.warning(
+                        "okfast mcp: settings %s changed: reopening the catalog with them "
+                        "(its loaded bundles kept)",
+                        self.watch.path,
+                    )
+                    fresh = res.configured(new, default_strategy=self.strategy)
+                    # A source's analyzer language may be new (§13.3).
                     warm(fresh)
                     self.resolver = fresh
             return self.resolver
@@ -503,7 +506,7 @@ def build_server(
     loaded before this returns, so the first question is answered at once.
     Over a catalog, ``settings`` given as a path (or, without it, the file
     the catalog names) is watched: once it gives other settings, the next
-    call reopens the catalog with them (docs/spec.md §13.5).
+    call takes them up (docs/spec.md §13.5).
 
     With ``threads`` (the default) each tool call runs on a worker thread, so
     a slow call does not hold up the other clients of an HTTP server; without,
@@ -545,7 +548,7 @@ def build_server(
     if scope is not None and not store.roots:
         raise ValueError("a memory scope was given but the catalog has no enabled memory source")
     warm(res)
-    svc = _Service(res, store, scope, reopen, watch)
+    svc = _Service(res, store, scope, reopen, watch, strategy)
 
     tools: list[tuple[Callable[..., Any], str, ToolAnnotations]] = [
         (svc.resolve, RESOLVE_DOC, READ_ONLY),

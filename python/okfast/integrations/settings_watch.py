@@ -13,7 +13,7 @@ from pathlib import Path
 from okfast.catalog import Catalog
 from okfast.errors import OkfastError
 from okfast.resolver import Resolver
-from okfast.settings import settings_for
+from okfast.settings import Settings, settings_for
 
 _log = logging.getLogger(__name__)
 
@@ -47,38 +47,40 @@ class SettingsWatch:
         """Whether the file is not as it was when last read."""
         return self.path is not None and stamp_of(self.path) != self._stamp
 
-    def differs(self, resolver: Resolver) -> bool:
-        """Read the file again (its stamp first): whether it gives other
-        settings or diagnostics than ``resolver`` runs on. A file that cannot
-        be read now, or one the caller named that is no longer a regular file
-        (a FIFO would wait for a writer), keeps the resolver's, with a
-        warning: a server goes on as it ran rather than fail every call or
-        fall back to the defaults. A removed file the catalog names gives
-        the defaults, as at a start."""
+    def reread(self, resolver: Resolver) -> Settings | None:
+        """Read the file again (its stamp first): the settings it gives when
+        they, or their diagnostics, are not what ``resolver`` runs on, else
+        ``None``. A file that cannot be read now, or one the caller named
+        that is no longer a regular file (a FIFO would wait for a writer),
+        keeps the resolver's (``None``), with a warning: a server goes on as
+        it ran rather than fail every call or fall back to the defaults. A
+        removed file the catalog names gives the defaults, as at a start."""
         assert self.path is not None
         self._stamp = stamp_of(self.path)
         if self.given is not None and not is_regular_file(self.given):
-            return _kept(self.path, "not a regular file (or gone)")
+            _kept(self.path, "not a regular file (or gone)")
+            return None
         try:
             now = settings_for(self.catalog, self.given)
         except (OkfastError, OSError, ValueError) as e:
-            return _kept(self.path, str(e))
+            _kept(self.path, str(e))
+            return None
         unreadable = [d.message for d in now[1] if d.code == "SettingsUnreadable"]
         if unreadable:
             # Mid-way through an editor's write, say: the next change is
             # looked at again, rather than the defaults served meanwhile.
-            return _kept(self.path, unreadable[0])
+            _kept(self.path, unreadable[0])
+            return None
         if now == (resolver.settings, resolver.settings_diagnostics):
-            return False
+            return None
         for d in now[1]:
             # The lines the command line prints for them (docs/spec.md §13.4).
             _log.warning("okfast: settings %s: %s", self.path, d)
-        return True
+        return now[0]
 
 
-def _kept(path: Path, why: str) -> bool:
+def _kept(path: Path, why: str) -> None:
     _log.warning("okfast: settings %s changed but cannot be read, kept as they were: %s", path, why)
-    return False
 
 
 def is_regular_file(path: str | os.PathLike[str]) -> bool:
