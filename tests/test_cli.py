@@ -694,6 +694,24 @@ def test_search_and_resolve_take_a_settings_file(
     assert capsys.readouterr().err.count("\n") == 1
 
 
+def test_every_command_names_a_settings_file_as_it_was_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/spec.md §13.4: ``okfast: settings FILE: [Code] message`` names
+    FILE as ``--settings`` gave it, in ``resolve`` as in ``search``."""
+    monkeypatch.chdir(tmp_path)
+    Path("s.json").write_text('{"version": 1, "bogus": 1}')
+    examples = Path(__file__).parent.parent / "examples"
+    catalog = str(examples / "catalog.json")
+    assert main(["resolve", "--catalog", catalog, "croissant", "--settings", "s.json"]) == 0
+    resolved = capsys.readouterr().err
+    assert main(["search", str(examples / "bakery-ops"), "croissant", "--settings", "s.json"]) == 0
+    searched = capsys.readouterr().err
+    line = "okfast: settings s.json: [UnknownProperty] unknown settings property 'bogus'"
+    assert [s for s in resolved.splitlines() if "settings" in s] == [line]
+    assert [s for s in searched.splitlines() if "settings" in s] == [line]
+
+
 def test_a_diagnostic_line_holds_only_the_parts_that_are_set(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

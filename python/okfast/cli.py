@@ -141,9 +141,11 @@ def _non_blank_query(text: str) -> None:
         raise InvalidArgumentError("the query text is blank")
 
 
-def print_settings_diagnostics(resolver: Resolver) -> None:
-    """The problems of the settings a resolver applies, on stderr."""
-    where = resolver.settings.path or resolver.catalog.settings_path
+def print_settings_diagnostics(resolver: Resolver, given: str | None) -> None:
+    """The problems of the settings a resolver applies, on stderr, under the
+    file's name as given (``--settings FILE``), as every command names it
+    (docs/spec.md §13.4), else the file the catalog names."""
+    where = given if given is not None else resolver.catalog.settings_path
     print_diagnostics(where, resolver.settings_diagnostics)
 
 
@@ -252,7 +254,7 @@ def _cmd_resolve(args: argparse.Namespace) -> int:
         scorer=args.scorer,
     )
     resolver = Resolver(catalog, settings=args.settings, progress=_ProgressBar.maybe())
-    print_settings_diagnostics(resolver)
+    print_settings_diagnostics(resolver, args.settings)
     ctx = resolver.search(query)
     if args.json:
         _print_json(
