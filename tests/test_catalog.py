@@ -415,6 +415,17 @@ def test_every_problem_is_reported_whatever_else_is_wrong(tmp: Path) -> None:
         assert codes_of(tmp, deep + "[" * depth + "]" * depth + "}") == ["UnknownRootProperty"]
 
 
+def test_a_catalog_nested_deeper_than_the_reader_follows_says_so() -> None:
+    """docs/spec.md §4.1: well-formed JSON nested past what Python's reader
+    follows is a ParseError that says why."""
+    deep = '{"version": 1, "x": ' + "[" * 5000 + "]" * 5000 + "}"
+    with pytest.raises(CatalogError) as e:
+        Catalog.parse(deep, base_dir=".")
+    assert [(d.code, d.message) for d in e.value.diagnostics] == [
+        ("ParseError", "catalog is not valid JSON: nested too deeply")
+    ]
+
+
 def test_a_catalog_path_no_file_can_have_is_a_parse_error(tmp: Path) -> None:
     """docs/spec.md §4.3, §8: a NUL or an unencodable path is a ParseError,
     as a missing file is, not a bare ValueError."""

@@ -203,6 +203,16 @@ def test_text_that_is_not_a_json_object_raises(text: str, tmp_path: Path) -> Non
         Settings.load(tmp_path / "s.json")
 
 
+def test_a_file_nested_deeper_than_the_reader_follows_says_so() -> None:
+    """docs/spec.md §4.1, §13.2: well-formed JSON nested past what Python's
+    reader follows cannot be read, and the message says why rather than
+    passing on the interpreter's recursion error."""
+    deep = '{"version": 1, "provenance": {"a": ' + "[" * 5000 + "]" * 5000 + "}}"
+    with pytest.raises(SettingsError) as e:
+        Settings.parse(deep)
+    assert str(e.value) == "settings: not valid JSON: nested too deeply"
+
+
 def test_a_missing_file_raises(tmp_path: Path) -> None:
     """docs/spec.md §13.2: the message begins ``settings PATH: `` whatever
     stopped the read (a missing file, bytes that are not UTF-8)."""

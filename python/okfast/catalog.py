@@ -384,7 +384,7 @@ def _parse(
         text = text[1:]
     try:
         doc = strict_json.loads(text)
-    except (ValueError, RecursionError) as e:
+    except ValueError as e:
         return (), (CatalogDiagnostic("ParseError", f"catalog is not valid JSON: {e}"),), None
     if not isinstance(doc, dict):
         return (), (CatalogDiagnostic("ParseError", "catalog root must be a JSON object"),), None

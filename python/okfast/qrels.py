@@ -333,7 +333,7 @@ class _Reader:
                 parse_int=strict_json.integer,
             )
         except RecursionError:
-            self.bad(name, n, "not valid JSON: nested too deeply")
+            self.bad(name, n, f"not valid JSON: {strict_json.NESTED_TOO_DEEPLY}")
             return
         except ValueError as e:
             # Some of json's messages end in "at" ("Invalid control character at").

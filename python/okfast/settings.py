@@ -143,7 +143,7 @@ class Settings:
             )
         try:
             doc = strict_json.loads(text.removeprefix("\ufeff"))
-        except (ValueError, RecursionError) as e:
+        except ValueError as e:
             raise SettingsError(f"{name}: not valid JSON: {e}") from None
         if not isinstance(doc, dict):
             raise SettingsError(f"{name}: not a JSON object")

@@ -50,11 +50,21 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def loads(text: str) -> Any:
-    """``text`` parsed; ``ValueError`` (or ``RecursionError`` when nested too
-    deeply) for anything that is not strict JSON."""
-    return json.loads(
-        text,
-        object_pairs_hook=_unique_keys,
-        parse_constant=_reject_constant,
-        parse_int=integer,
-    )
+    """``text`` parsed; ``ValueError`` for anything that is not strict JSON,
+    a document nested deeper than Python's reader follows included
+    (docs/spec.md §4.1): its ``RecursionError`` would read as a failure of
+    okfast rather than of the file."""
+    try:
+        return json.loads(
+            text,
+            object_pairs_hook=_unique_keys,
+            parse_constant=_reject_constant,
+            parse_int=integer,
+        )
+    except RecursionError:
+        raise ValueError(NESTED_TOO_DEEPLY) from None
+
+
+#: Why a document nested deeper than Python's JSON reader follows (about a
+#: thousand levels, the interpreter's recursion limit) is not read.
+NESTED_TOO_DEEPLY = "nested too deeply"

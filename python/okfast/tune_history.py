@@ -228,7 +228,7 @@ def _read_history(path: Path) -> list[dict[str, Any]]:
         try:
             # Strict: NaN, Infinity or a repeated key is not JSON (§14.4).
             event = strict_json.loads(raw.decode("utf-8"))
-        except (ValueError, RecursionError):
+        except ValueError:
             continue
         if _is_event(event):
             out.append(event)
