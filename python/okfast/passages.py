@@ -120,6 +120,18 @@ class PassageList(Sequence[Passage]):
     def __repr__(self) -> str:
         return f"<PassageList: {len(self)} passages>"
 
+    def __eq__(self, other: object) -> bool:
+        # Equal passages in the same order, as two lists of them compare
+        # (docs/spec.md §5.2): two resolutions that return the same passages
+        # are equal results, and so are their contexts.
+        if not isinstance(other, PassageList | list):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __hash__(self) -> int:
+        # Consistent with equality: a frozen `Context` hashes its passages.
+        return hash(tuple(self))
+
     def keys(self) -> list[tuple[str, str, int | float]]:
         """``(source_id, concept_id, score)`` of every passage, without building them."""
         sources = [(e.source.id, e.bundle.concept_ids) for e in self._searched]
