@@ -739,14 +739,19 @@ def test_a_damaged_text_of_a_touched_file_is_met_and_rebuilt(bundle: Path, tmp_p
     assert again.cache_status == "hit" and snap2 == snap
 
 
-@pytest.mark.parametrize("where", ["a\x00b", "\ud800"])
+@pytest.mark.parametrize("where", ["a\x00b", "\ud800", ""])
 def test_a_cache_directory_that_names_no_path_loads_without_the_cache(
-    tmp_path: Path, where: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
+    """docs/spec.md §9.1: the empty path is no directory either, not the
+    working directory."""
     write_bundle(tmp_path / "kb", {"a.md": "---\ntype: T\ntitle: Alpha\n---\nalpha\n"})
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
     b = Bundle.load(tmp_path / "kb", cache_dir=where)
     assert (b.cache_status, len(b)) == ("off", 1)
     assert b.cache_detail.startswith(f"cache directory {where!r} is unusable")
+    assert list((tmp_path / "cwd").iterdir()) == []
 
 
 @pytest.mark.parametrize(("edited", "made_by"), [(40, "load, index spliced"), (65, "load")])

@@ -123,7 +123,7 @@ class Bundle:
         root = bundle_root(path)
         language = language_of(language)
         lo, hi = _id_range(id_range)
-        where = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        where = cache_dir if cache_dir is not None else default_cache_dir()
         if not cache or where is None:
             return cls(_native.Bundle.load(root, None, progress, language, lo, hi))
         file, why = cache_file(root, where, language, (lo, hi))

@@ -42,13 +42,21 @@ def default_cache_dir() -> Path | None:
 
 def cache_file(
     root: str,
-    cache_dir: Path,
+    cache_dir: str | os.PathLike[str],
     language: str | None,
     id_range: tuple[str | None, str | None] = (None, None),
 ) -> tuple[Path | None, str]:
     """``(file, "")`` for the bundle at the absolute path ``root`` analysed
     for ``language`` (its part ``id_range``: docs/spec.md §1.10), or
     ``(None, why)`` when it cannot be used."""
+    if os.fspath(cache_dir) == "":
+        # Made a `Path`, "" is the working directory: a slip, not a choice,
+        # as for a bundle's path (docs/spec.md §1.6, §9.1).
+        return (
+            None,
+            "cache directory '' is unusable (an empty path names no directory); not caching",
+        )
+    cache_dir = Path(cache_dir)
     try:
         real_root = Path(root).resolve()
         real_dir = cache_dir.resolve()
