@@ -115,6 +115,30 @@ def test_table_without_a_baseline(
 
 
 @requires_eval_extra
+def test_a_query_line_stays_one_line_whatever_its_qid_and_text_hold(
+    setup: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/spec.md §10.1: the lowest and the worse queries are one line each,
+    a line break in a qid or a query written as ``\\n``."""
+    catalog, _ = setup
+    qrels = tmp_path / "broken.jsonl"
+    qrels.write_text(
+        json.dumps({"qid": "two\nlines", "query": "alpha\rzzz", "relevant": {"lo:strong": 1}})
+        + "\n"
+    )
+    argv = ["--catalog", catalog, "--qrels", str(qrels), "--strategy", "merged"]
+    code, out, _ = run(capsys, *argv, "--baseline-strategy", "grouped")
+    lines = out.splitlines()
+    assert code == 0 and "Lowest ndcg@10 (1 of 1):" in lines
+    lowest = lines[lines.index("Lowest ndcg@10 (1 of 1):") + 1]
+    assert lowest.split()[1:] == ["two\\nlines", "alpha\\rzzz"]
+    code, out, _ = run(capsys, *argv[:-1], "grouped", "--baseline-strategy", "merged")
+    lines = out.splitlines()
+    worse = lines[lines.index("Worse than the baseline on ndcg@10 (1 of 1):") + 1]
+    assert worse.split()[1:] == ["two\\nlines", "alpha\\rzzz"]
+
+
+@requires_eval_extra
 def test_run_out_and_trec_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write_bundle(
         tmp_path / "kb",

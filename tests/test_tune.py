@@ -10,6 +10,7 @@ import json
 import math
 import os
 import sys
+from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
@@ -392,6 +393,22 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(["tune", *argv])
     out, err = capsys.readouterr()
     return code, out, err
+
+
+@requires_eval_extra
+def test_a_per_query_line_stays_one_line_whatever_its_qid_holds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/spec.md §10.1: each held-out delta is one line, a line break in
+    a qid written as ``\\n``."""
+    catalog, qrels = corpus(tmp_path)
+    qrels.write_text(qrels.read_text().replace('"qid": "q', '"qid": "two\\nq'))
+    code, text, _ = run(capsys, "--catalog", str(catalog), "--qrels", str(qrels), "--budget", "10")
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("per query (held out):"))
+    shown = list(takewhile(lambda line: line.startswith(("  +", "  -")), lines[at + 1 :]))
+    assert code == 0 and int(lines[at].split()[4]) > 0 and shown
+    assert all(line.split()[1].startswith("two\\nq") for line in shown)
 
 
 @requires_eval_extra

@@ -24,6 +24,7 @@ from okfast.query import Query, Strategy
 from okfast.resolver import Resolver
 from okfast.scoring import MAX_COUNT, Scorer
 from okfast.settings import Settings, command_settings, load_settings
+from okfast.terminal import one_line
 
 PrintJson = Callable[[object], None]
 WholeNumber = Callable[[str], int]
@@ -135,12 +136,13 @@ def _print_table(report: EvalReport, config: str, base_config: str | None) -> No
     worst = sorted(report.per_query, key=lambda q: q.metrics["ndcg@10"])[:WORST]
     print(f"\nLowest ndcg@10 ({len(worst)} of {n}):")
     for q in worst:
-        print(f"  {q.metrics['ndcg@10']:.4f}  {q.qid}  {q.text}")
+        # One query a line whatever its qid or text holds (docs/spec.md §10.1).
+        print(one_line(f"  {q.metrics['ndcg@10']:.4f}  {q.qid}  {q.text}"))
     if cmp is not None:
         if cmp.worse:
             print(f"\nWorse than the baseline on {cmp.metric} ({len(cmp.worse)} of {n}):")
             for qid in cmp.worse:
-                print(f"  {cmp.deltas[qid][cmp.metric]:+.4f}  {qid}  {texts[qid]}")
+                print(one_line(f"  {cmp.deltas[qid][cmp.metric]:+.4f}  {qid}  {texts[qid]}"))
         else:
             print(f"\nNo query is worse than the baseline on {cmp.metric}.")
     if report.diagnostics:

@@ -22,7 +22,7 @@ from okfast.qrels import JudgedSet
 from okfast.resolver import Resolver
 from okfast.scoring import DEFAULT_BM25F, Scorer
 from okfast.settings import Settings, command_settings
-from okfast.terminal import name_text
+from okfast.terminal import name_text, one_line
 from okfast.tune import (
     OBJECTIVES,
     STANDARD_ERRORS,
@@ -198,7 +198,7 @@ def _print(report: TuneReport, args: argparse.Namespace, catalog: Catalog) -> No
         f"per query (held out): {len(better)} better, {len(worse)} worse, {n - len(better) - len(worse)} same"
     )
     for q, d in better[:SHOWN] + worse[:SHOWN]:
-        print(f"  {d:+.4f}  {q}")
+        print(one_line(f"  {d:+.4f}  {q}"))  # one query a line (docs/spec.md §10.1)
     proposal = report.proposal()
     if proposal is None:
         print("No configuration beats the current settings on held-out queries: nothing proposed.")
