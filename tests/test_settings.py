@@ -393,6 +393,23 @@ def test_a_broken_link_the_catalog_names_as_settings_is_unreadable_not_absent(
     assert [d.code for d in r.settings_diagnostics] == ["SettingsUnreadable"]
 
 
+@pytest.mark.parametrize("name", ["./" + "s" * 300 + ".json", "./a-file/okfast-settings.json"])
+def test_a_settings_name_no_file_can_have_is_unreadable_not_absent(
+    tmp_path: Path, name: str
+) -> None:
+    """docs/spec.md §13.3: only a name that is not there is absent; one too
+    long for the file system, or below a file, can never be read (nor
+    written by ``tune --apply``) and says so."""
+    (tmp_path / "a-file").write_text("")
+    cat = Catalog.load(two_sources(tmp_path, {"settings": name}))
+    r = Resolver(cat)
+    assert r.settings == Settings()
+    assert [d.code for d in r.settings_diagnostics] == ["SettingsUnreadable"]
+    (tmp_path / "a-file").unlink()
+    if len(name) < 255:  # now merely missing: the defaults, no diagnostic
+        assert Resolver(cat).settings_diagnostics == ()
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
 def test_a_fifo_the_catalog_names_as_settings_is_unreadable_not_waited_on(
     tmp_path: Path,

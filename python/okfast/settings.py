@@ -310,6 +310,16 @@ def _unkeepable(value: Any) -> str | None:
     return None
 
 
+def _absent(path: Path) -> bool:
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        pass
+    return False
+
+
 def settings_for(
     catalog: Catalog, settings: Settings | str | os.PathLike[str] | None
 ) -> tuple[Settings, tuple[SettingsDiagnostic, ...]]:
@@ -324,10 +334,10 @@ def settings_for(
         try:
             settings = Settings.load(catalog.settings_path)
         except SettingsError as e:
-            # Present as a name (a link that loops or dangles included),
-            # not only as something `stat` reaches: such a file is
-            # unreadable, not absent (docs/spec.md §13.3).
-            if os.path.lexists(catalog.settings_path):
+            # Only a name that is not there is absent (docs/spec.md §13.3):
+            # a link that loops or dangles is present, and a name too long
+            # or below a directory that cannot be searched can be no file's.
+            if not _absent(catalog.settings_path):
                 return Settings(), (SettingsDiagnostic("SettingsUnreadable", str(e)),)
             return Settings(), ()
     elif settings is not None and not isinstance(settings, Settings):
