@@ -51,6 +51,22 @@ def test_a_disabled_source_overlaps_nothing(tmp: Path) -> None:
     assert [s.id for s in Catalog.load(write(tmp, doc)).sources] == ["docs", "m"]
 
 
+def test_a_disabled_memory_source_serves_no_tier(tmp: Path) -> None:
+    """docs/spec.md §4.1: only enabled sources serve a tier, so a tier's
+    source may be switched off beside the one that replaces it, in either
+    order; the store reads the enabled one."""
+    from okfast import FileMemoryStore, Tier
+
+    (tmp / "mem" / "old").mkdir()
+    old = {"id": "old", "path": "mem/old", "role": "memory", "tier": "user", "enabled": False}
+    for sources in ([old, MEM("mem/user")], [MEM("mem/user"), old]):
+        cat = Catalog.load(write(tmp, {"version": 1, "sources": sources}))
+        assert sorted(s.id for s in cat.sources) == ["m", "old"]
+        assert FileMemoryStore.from_catalog(cat).roots == {Tier.USER: tmp / "mem" / "user"}
+    both = [{**old, "enabled": True}, MEM("mem/user")]
+    assert codes_of(tmp, {"version": 1, "sources": both}) == ["DuplicateMemoryTier"]
+
+
 def test_good_catalog(tmp: Path) -> None:
     cat = Catalog.load(
         write(

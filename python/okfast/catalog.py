@@ -267,12 +267,12 @@ def _parse_source(
                 "IllegalTier",
                 f"sources[{i}]: a memory source needs tier 'session', 'user' or 'tenant', got {tier!r}",
             )
-        elif tier in seen_tiers:
+        elif tier in seen_tiers and enabled:
             add(
                 "DuplicateMemoryTier",
                 f"sources[{i}]: tier {tier!r} is already served by {seen_tiers[tier]!r}",
             )
-        else:
+        elif enabled:  # a disabled source serves no tier (docs/spec.md §4.1)
             seen_tiers[tier] = sid or f"sources[{i}]"
     elif "tier" in e:
         add("IllegalTier", f"sources[{i}]: a knowledge source may not have a tier")
