@@ -360,6 +360,45 @@ def test_a_client_that_closes_the_output_or_a_sigterm_ends_the_server_quietly(
             stream.close()
 
 
+def test_a_client_that_closes_the_output_ends_the_server_without_more_input(
+    catalog: Path, tmp_path: Path
+) -> None:
+    """docs/integrations.md: a client gone ends the server at once, while
+    its stdin stays open: the server waited for another line before."""
+    proc = _piped_server(catalog, tmp_path)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    # Read before its answer fails: the reader is then waiting for more.
+    proc.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+    proc.stdin.flush()
+    try:
+        assert proc.wait(timeout=30) == 0
+        assert proc.stderr.read() == b""
+    finally:
+        proc.kill()
+        proc.stdin.close()
+        proc.stderr.close()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_an_output_that_cannot_be_written_is_one_line_and_status_1(
+    catalog: Path, tmp_path: Path
+) -> None:
+    """docs/spec.md §10.4: a full disk is one line ``okfast: {reason}`` and
+    status 1, as for every command, not a 73-line traceback."""
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(
+            [sys.executable, *okfast_mcp(catalog)],
+            input=pipelined_session(1) + b"\n",
+            stdout=full,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **server_env()},
+            cwd=str(tmp_path),
+            timeout=60,
+        )
+    assert (proc.returncode, proc.stderr) == (1, b"okfast: No space left on device\n")
+
+
 def test_http_guards_every_loopback_spelling() -> None:
     """docs/integrations.md: the SDK turned DNS-rebinding protection on only
     for 127.0.0.1, localhost and ::1; a server on 127.1 answered any Host and

@@ -78,6 +78,9 @@ def _run(args: argparse.Namespace, load: LoadCatalog) -> int:
     before = signal.signal(signal.SIGTERM, _interrupt)
     try:
         mcp_transport.serve(server, args.transport, host=args.host, port=args.port)
+    except mcp_transport.OutputError as e:
+        print(f"okfast: {e.strerror or e}", file=sys.stderr)
+        return 1
     except (ValueError, OSError) as e:
         return _fail(str(e))
     except KeyboardInterrupt:

@@ -429,6 +429,11 @@ class _LineWriter(anyio.AsyncFile[str]):
         self._lock = anyio.Lock()
         #: The client closed its end (a broken pipe): later lines are dropped.
         self.gone = False
+        #: Why the output could not be written otherwise (a full disk).
+        self.failed: OSError | None = None
+        #: Ends the session once the output is gone or failed: nothing more
+        #: can be answered, so the server does not wait for another line.
+        self.stop: Callable[[], None] = lambda: None
 
     async def write(self, text: str) -> int:
         """Write one of the SDK's lines: an answer settles its request."""
@@ -451,9 +456,15 @@ class _LineWriter(anyio.AsyncFile[str]):
                     else:
                         data = data[await anyio.to_thread.run_sync(os.write, self._fd, piece) :]
             except (BrokenPipeError, ConnectionResetError):
-                # The client went away: the server ends quietly once the
-                # reader sees it, not with a traceback (docs/integrations.md).
+                # The client went away: the server ends quietly, not with a
+                # traceback (docs/integrations.md).
                 self.gone = True
+                self.stop()
+            except OSError as e:
+                # Reported by the command as one line, status 1 (docs/spec.md
+                # §10.4), once the session has ended.
+                self.gone, self.failed = True, e
+                self.stop()
 
     async def flush(self) -> None:
         """Nothing is buffered."""
@@ -472,12 +483,21 @@ async def serve_stdio(server: MCPServer[Any]) -> None:
         writer = _LineWriter(wire_out, fp_out, outstanding)
         reader = _LineReader(wire_in, fp_in, writer.refuse, outstanding, lambda: writer.gone)
         async with anyio.create_task_group() as group:
+            writer.stop = group.cancel_scope.cancel
             group.start_soon(_stop_on_sigterm, group.cancel_scope)
             async with stdio_server(stdin=reader, stdout=writer) as (read, write):
                 # MCPServer.run_stdio_async does the same with the SDK's streams.
                 lowlevel = server._lowlevel_server
                 await lowlevel.run(read, write, lowlevel.create_initialization_options())
             group.cancel_scope.cancel()
+    if writer.failed is not None:
+        raise OutputError(writer.failed.errno, writer.failed.strerror)
+
+
+class OutputError(OSError):
+    """The server's output could not be written for a reason other than its
+    client leaving (a full disk): the command says so in one line with
+    status 1 (docs/spec.md §10.4)."""
 
 
 async def _stop_on_sigterm(scope: anyio.CancelScope) -> None:
