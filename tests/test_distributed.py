@@ -338,6 +338,36 @@ def test_a_passage_of_a_snapshot_replaced_twice_raises_okfasts_own_error(
     assert str(e.value) == "source 'a': its snapshot was replaced twice since this search"
 
 
+def test_a_shard_error_raised_leaves_no_other_shards_error_unread(tmp_path: Path) -> None:
+    """docs/spec.md §15.3: when both shards of a split source raise, the
+    caller gets one error and Ray logs no "Unhandled error" traceback for
+    the other shard's, which was never read (20 such lines before)."""
+    import gc
+    import logging
+
+    files = {f"n{i:02d}.md": concept(f"Note {i}", "memo v0") for i in range(40)}
+    cat = make_catalog(tmp_path, {"a": files}, [{"id": "a", "path": "a"}])
+    remote = RayResolver(cat, shards=2, split={"a": 2}, max_staleness=0, clock=lambda: NOW)
+    ctx = remote.search("memo")
+    for v in (1, 2):
+        for name in files:
+            (tmp_path / "a" / name).write_text(concept(name, f"memo v{v}"))
+        remote.search("memo")
+    logged: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: logged.append(record.getMessage())  # type: ignore[method-assign]
+    logging.getLogger("ray").addHandler(handler)
+    try:
+        for k in range(len(ctx.passages)):
+            with pytest.raises(OkfastError, match="replaced twice"):
+                _ = ctx.passages[k].title
+        gc.collect()
+        time.sleep(2)  # Ray reports an unread error from a background thread
+    finally:
+        logging.getLogger("ray").removeHandler(handler)
+    assert [m for m in logged if "Unhandled error" in m] == []
+
+
 def test_an_unavailable_sources_error_comes_in_source_order(tmp_path: Path) -> None:
     # The first source reports a bad file, the second is missing: the local
     # resolver lists them in source order (docs/spec.md §5.6), and so must

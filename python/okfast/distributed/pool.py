@@ -13,6 +13,7 @@ import numbers
 import pickle
 import threading
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from okfast.distributed.shard import Shard, Unit
@@ -194,6 +195,7 @@ class Pool:
             got = ray.get(list(refs.values()), timeout=wait)
             return out | {i: self._answer(i, sent[i], r) for i, r in zip(refs, got, strict=True)}
         except ray.exceptions.RayTaskError as e:
+            self._collect(refs.values(), deadline)
             raise _raised_by_shard(e) from None
         except ray.exceptions.RayError:
             pass  # a shard failed or is late: which one, below
@@ -212,11 +214,24 @@ class Pool:
             try:
                 out[i] = self._answer(i, sent[i], ray.get(ref))
             except ray.exceptions.RayTaskError as e:
+                self._collect(ready, deadline)
                 raise _raised_by_shard(e) from None
             except ray.exceptions.RayError as e:
                 out[i] = Failed(f"shard {i} failed ({type(e).__name__})")
                 self.replace(i)
         return out
+
+    def _collect(self, refs: Iterable[Any], deadline: float) -> None:
+        """Read every reply of a call that raises one shard's error, within
+        its time: Ray logs an error no one read as an "Unhandled error"
+        traceback, and the caller has the one it raises (docs/spec.md §15.3)."""
+        ray = self.ray
+        refs = list(refs)
+        left = None if math.isinf(self.timeout) else max(0.0, deadline - time.monotonic())
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=left)
+        for ref in ready:
+            with contextlib.suppress(ray.exceptions.RayError):
+                ray.get(ref)
 
     def _answer(self, i: int, sent: list[int], reply: bytes) -> Any:
         with self._mu:
