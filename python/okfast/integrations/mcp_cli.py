@@ -77,16 +77,18 @@ def _run(args: argparse.Namespace, load: LoadCatalog) -> int:
     # SIGTERM (a supervisor's stop) ends the server as Ctrl-C does: status 0.
     before = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        mcp_transport.serve(server, args.transport, host=args.host, port=args.port)
-    except mcp_transport.OutputError as e:
-        print(f"okfast: {e.strerror or e}", file=sys.stderr)
-        return 1
+        failed = mcp_transport.serve(server, args.transport, host=args.host, port=args.port)
     except (ValueError, OSError) as e:
         return _fail(str(e))
     except KeyboardInterrupt:
         return 0
     finally:
         signal.signal(signal.SIGTERM, before)
+    if failed is not None:
+        # An output that cannot be written (a full disk): one line, status 1,
+        # as for every command (docs/spec.md §10.4).
+        print(f"okfast: {failed.strerror or failed}", file=sys.stderr)
+        return 1
     return 0
 
 

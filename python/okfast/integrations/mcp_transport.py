@@ -82,18 +82,19 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     announce: TextIO | None = None,
-) -> None:
+) -> OSError | None:
     """Run ``server`` until its client goes away (stdio) or it is interrupted
     (streamable HTTP, at ``http://host:port/mcp``; the address is written to
-    ``announce``, stderr by default, once the socket listens)."""
+    ``announce``, stderr by default, once the socket listens). Over stdio,
+    the error that stopped its output being written, if one did (the
+    command reports it with status 1, docs/spec.md §10.4)."""
     if transport == "stdio":
         # serve_stdio runs the SDK's low-level server, which MCPServer holds
         # privately: without it (another SDK version), the SDK's own transport.
         if hasattr(server, "_lowlevel_server"):
-            anyio.run(serve_stdio, server)
-        else:
-            server.run("stdio")
-        return
+            return anyio.run(serve_stdio, server)
+        server.run("stdio")
+        return None
     if transport != "streamable-http":
         raise ValueError(f"unknown transport {transport!r} (one of {', '.join(TRANSPORTS)})")
     sock = loopback_socket(host, port)
@@ -103,6 +104,7 @@ def serve(
     out.write(f"okfast mcp: streamable HTTP on http://{shown}:{bound_port}/mcp\n")
     out.flush()
     anyio.run(_serve_http, server, sock, host)
+    return None
 
 
 async def _serve_http(server: MCPServer[Any], sock: socket.socket, host: str) -> None:
@@ -470,10 +472,11 @@ class _LineWriter(anyio.AsyncFile[str]):
         """Nothing is buffered."""
 
 
-async def serve_stdio(server: MCPServer[Any]) -> None:
+async def serve_stdio(server: MCPServer[Any]) -> OSError | None:
     """Serve ``server`` over this process's stdin and stdout until the client
     closes stdin (or a file given as stdin ends) and every request read is
-    answered."""
+    answered, or its output is gone; what stopped the output being written
+    (a full disk) when not its client leaving."""
     with (
         _claimed_stdio() as (wire_in, wire_out),
         open(wire_in, encoding="utf-8", closefd=False) as fp_in,
@@ -490,14 +493,7 @@ async def serve_stdio(server: MCPServer[Any]) -> None:
                 lowlevel = server._lowlevel_server
                 await lowlevel.run(read, write, lowlevel.create_initialization_options())
             group.cancel_scope.cancel()
-    if writer.failed is not None:
-        raise OutputError(writer.failed.errno, writer.failed.strerror)
-
-
-class OutputError(OSError):
-    """The server's output could not be written for a reason other than its
-    client leaving (a full disk): the command says so in one line with
-    status 1 (docs/spec.md §10.4)."""
+    return writer.failed
 
 
 async def _stop_on_sigterm(scope: anyio.CancelScope) -> None:
