@@ -460,3 +460,43 @@ def test_the_root_of_a_directory_whose_name_is_not_utf8_is_that_directory(
         pytest.skip("this file system refuses a name that is not UTF-8")
     b = Bundle.load(root, cache=False)
     assert b.root == root and b.root.is_dir() and len(b) == 1
+
+
+def _nested(root: Path, depth: int) -> None:
+    """``depth`` directories ``d`` one inside the other below ``root``, with
+    one concept at the bottom: made through descriptors, since past ~2,000
+    levels the path is longer than the system lets a path be."""
+    root.mkdir()
+    fd = os.open(root, os.O_RDONLY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=fd)
+        below = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = below
+    try:
+        with open("c.md", "w", opener=lambda p, f: os.open(p, f, dir_fd=fd)) as fh:
+            fh.write("---\ntype: T\n---\nhello\n")
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="opens directories by descriptor")
+def test_a_tree_as_deep_as_a_path_can_name_loads_and_a_deeper_one_is_reported(
+    tmp_path: Path,
+) -> None:
+    """docs/spec.md §1.1: a concept 1,800 directories down loads, with the
+    cache and without, and refreshes; one 2,100 down, past the longest path,
+    is an UnreadableDirectory diagnostic. Past ~930 levels the walk ended the
+    process with SIGSEGV (a worker thread's stack overflowed)."""
+    _nested(tmp_path / "deep", 1800)
+    for cache in (True, False):
+        b = Bundle.load(tmp_path / "deep", cache=cache, cache_dir=tmp_path / "cache")
+        assert list(b.concept_ids) == ["d/" * 1800 + "c"] and list(b.diagnostics) == []
+    b.refresh()
+    assert [h.concept_id for h in b.search("hello")] == ["d/" * 1800 + "c"]
+    _nested(tmp_path / "deeper", 2100)
+    b = Bundle.load(tmp_path / "deeper", cache=False)
+    assert len(b) == 0
+    assert [(d.code, "File name too long" in d.message) for d in b.diagnostics] == [
+        ("UnreadableDirectory", True)
+    ]

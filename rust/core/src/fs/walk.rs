@@ -291,7 +291,22 @@ pub fn walk_range(
 /// watched (the open directory, not what its path names by then) before it
 /// is listed, so no change can fall between the watch and what the walk
 /// sees.
-fn walk_dir((path, prefix, bad): Pending, ctx: &Ctx<'_>) -> Part {
+fn walk_dir(pending: Pending, ctx: &Ctx<'_>) -> Part {
+    // One level of the tree is several frames (rayon's among them): a tree
+    // as deep as a path can name (~2,000 levels, docs/spec.md §1.1) would
+    // overflow a worker thread's stack (SIGSEGV at ~930 levels), so the walk
+    // goes on on a new stack segment whenever little of this one is left.
+    stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || {
+        walk_dir_here(pending, ctx)
+    })
+}
+
+/// Below this much stack left, [`walk_dir`] goes on on a new segment.
+const STACK_RED_ZONE: usize = 128 * 1024;
+/// The size of each new segment: a few hundred levels each.
+const STACK_SEGMENT: usize = 2 * 1024 * 1024;
+
+fn walk_dir_here((path, prefix, bad): Pending, ctx: &Ctx<'_>) -> Part {
     // A directory not walked is still one directory of the walk, with
     // nothing to record.
     let unwalked = |diagnostics| Part {
@@ -717,6 +732,20 @@ mod tests {
             stamps: Stamps::All,
             range,
         }
+    }
+
+    /// A tree as deep as a path can name (docs/spec.md §1.1) is walked on
+    /// the pool's 2 MiB worker stacks: one at ~930 levels overflowed them.
+    #[test]
+    fn a_tree_as_deep_as_a_path_can_name_is_walked() {
+        let d = scratch("deep");
+        let deep = d.join("d/".repeat(1800));
+        fs::create_dir_all(&deep).unwrap();
+        fs::write(deep.join("c.md"), "---\ntype: T\n---\n").unwrap();
+        let w = walk(&d, None);
+        let want = format!("{}c", "d/".repeat(1800));
+        assert_eq!(ids(&w), vec![want.as_str()]);
+        assert_eq!(w.dirs.len(), 1801);
     }
 
     #[test]
