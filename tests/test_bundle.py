@@ -480,6 +480,24 @@ def _nested(root: Path, depth: int) -> None:
         os.close(fd)
 
 
+def _unnest(root: Path) -> None:
+    """Remove a tree :func:`_nested` made, a level at a time from the top:
+    pytest's own clean-up (``shutil.rmtree``) recurses once per level and
+    fails with RecursionError on it, in every later session."""
+    top, below = root / "d", root / "below"
+    while top.is_dir():
+        if (top / "d").is_dir():
+            (top / "d").rename(below)
+        for f in top.iterdir():
+            f.unlink()
+        top.rmdir()
+        if below.is_dir():
+            below.rename(top)
+    for f in root.iterdir():
+        f.unlink()
+    root.rmdir()
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="opens directories by descriptor")
 def test_a_tree_as_deep_as_a_path_can_name_loads_and_a_deeper_one_is_reported(
     tmp_path: Path,
@@ -488,15 +506,20 @@ def test_a_tree_as_deep_as_a_path_can_name_loads_and_a_deeper_one_is_reported(
     cache and without, and refreshes; one 2,100 down, past the longest path,
     is an UnreadableDirectory diagnostic. Past ~930 levels the walk ended the
     process with SIGSEGV (a worker thread's stack overflowed)."""
-    _nested(tmp_path / "deep", 1800)
-    for cache in (True, False):
-        b = Bundle.load(tmp_path / "deep", cache=cache, cache_dir=tmp_path / "cache")
-        assert list(b.concept_ids) == ["d/" * 1800 + "c"] and list(b.diagnostics) == []
-    b.refresh()
-    assert [h.concept_id for h in b.search("hello")] == ["d/" * 1800 + "c"]
-    _nested(tmp_path / "deeper", 2100)
-    b = Bundle.load(tmp_path / "deeper", cache=False)
-    assert len(b) == 0
-    assert [(d.code, "File name too long" in d.message) for d in b.diagnostics] == [
-        ("UnreadableDirectory", True)
-    ]
+    try:
+        _nested(tmp_path / "deep", 1800)
+        for cache in (True, False):
+            b = Bundle.load(tmp_path / "deep", cache=cache, cache_dir=tmp_path / "cache")
+            assert list(b.concept_ids) == ["d/" * 1800 + "c"] and list(b.diagnostics) == []
+        b.refresh()
+        assert [h.concept_id for h in b.search("hello")] == ["d/" * 1800 + "c"]
+        _nested(tmp_path / "deeper", 2100)
+        b = Bundle.load(tmp_path / "deeper", cache=False)
+        assert len(b) == 0
+        assert [(d.code, "File name too long" in d.message) for d in b.diagnostics] == [
+            ("UnreadableDirectory", True)
+        ]
+    finally:
+        for tree in ("deep", "deeper"):
+            if (tmp_path / tree).exists():
+                _unnest(tmp_path / tree)

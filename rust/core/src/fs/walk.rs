@@ -292,19 +292,8 @@ pub fn walk_range(
 /// is listed, so no change can fall between the watch and what the walk
 /// sees.
 fn walk_dir(pending: Pending, ctx: &Ctx<'_>) -> Part {
-    // One level of the tree is several frames (rayon's among them): a tree
-    // as deep as a path can name (~2,000 levels, docs/spec.md §1.1) would
-    // overflow a worker thread's stack (SIGSEGV at ~930 levels), so the walk
-    // goes on on a new stack segment whenever little of this one is left.
-    stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || {
-        walk_dir_here(pending, ctx)
-    })
+    super::stack::grown(|| walk_dir_here(pending, ctx))
 }
-
-/// Below this much stack left, [`walk_dir`] goes on on a new segment.
-const STACK_RED_ZONE: usize = 128 * 1024;
-/// The size of each new segment: a few hundred levels each.
-const STACK_SEGMENT: usize = 2 * 1024 * 1024;
 
 fn walk_dir_here((path, prefix, bad): Pending, ctx: &Ctx<'_>) -> Part {
     // A directory not walked is still one directory of the walk, with
