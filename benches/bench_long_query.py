@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import random
 import string
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,3 +47,33 @@ def test_long_query(benchmark: Any, where: str, words: int, scorer: str) -> None
         r = Resolver(Catalog.load(EXAMPLES / "catalog.json"))
         q = Query(text, scorer=scorer, strategy="merged")
         benchmark.pedantic(r.search, args=(q,), rounds=5)
+
+
+@pytest.fixture(scope="module")
+def unique_words() -> Iterator[Path]:
+    """10,000 concepts, each holding one word no other holds."""
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d)
+        for i in range(10_000):
+            text = f"---\ntype: T\ntitle: T\n---\nline one\nbody u{i}x text\n"
+            (root / f"c{i}.md").write_text(text)
+        yield root
+
+
+@pytest.mark.parametrize("scorer", ["weighted_count", "bm25f", "fusion"])
+@pytest.mark.parametrize("words", [2_500, 10_000])
+@pytest.mark.parametrize("limit", [None, 10])
+def test_long_query_every_word_matching(
+    benchmark: Any, unique_words: Path, words: int, scorer: str, limit: int | None
+) -> None:
+    """Group ``long-query-matching``: every word of the query matches its own
+    concept, so a query of n words has n hits: their excerpts, and BM25F's
+    top 10, once cost hits × words (5.5 s for 10,000, before 2026-12-07)."""
+    from okfast import Bundle
+
+    benchmark.group = "long-query-matching"
+    benchmark.extra_info.update({"words": words, "scorer": scorer, "limit": limit})
+    b = Bundle.load(unique_words, cache=False)
+    text = " ".join(f"u{i}x" for i in range(words))
+    kwargs = {"scorer": scorer, "limit": limit}
+    benchmark.pedantic(b.search, args=(text,), kwargs=kwargs, rounds=3)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import okfast
 import pytest
-from conftest import CORPORA, write_bundle
+from conftest import CORPORA, MakeBundle, write_bundle
 from eval_extra import requires_eval_extra
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -491,6 +491,26 @@ def test_a_tiny_body_weight_with_a_limit_returns_the_first_k(tmp_path: Path) -> 
         check=False,
     )
     assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr
+
+
+@pytest.mark.parametrize("tokens", [60, 64, 65, 300])
+def test_a_long_query_with_a_limit_returns_the_first_k(
+    make_bundle: MakeBundle, tokens: int
+) -> None:
+    """docs/spec.md §12.3: past 64 tokens found in the index, a limited
+    search ranks term at a time and keeps the first k (the pruned walk cost
+    tokens × concepts); either side of the cut, exactly the full ranking's
+    first k, ties at the cut included."""
+    files = {
+        f"c{i:03d}.md": f"---\ntype: T\ntitle: t{i % 3}\n---\nw{i % tokens} w{(i * 7) % tokens}\n"
+        for i in range(400)
+    }
+    b = Bundle.load(make_bundle(files), cache=False)
+    text = " ".join(f"w{i}" for i in range(tokens))
+    whole = b.search(text, scorer="bm25f")
+    assert len(whole) == 400
+    for limit in (1, 10, 57):
+        assert b.search(text, scorer="bm25f", limit=limit) == whole[:limit]
 
 
 @pytest.mark.parametrize("k1", [0.0, 1e-300, 1.2])

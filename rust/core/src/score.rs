@@ -3,6 +3,9 @@
 //! by score descending then id (concepts are stored in id order, so by
 //! position).
 
+use std::sync::OnceLock;
+
+use aho_corasick::AhoCorasick;
 use memchr::memmem;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -24,7 +27,27 @@ pub struct QueryTerms {
     /// Each term as written, in query order, with the index of its folded
     /// form in `distinct`.
     written: Vec<(String, usize)>,
+    /// Finds whether a line holds any term, for the excerpts; built once.
+    lines: LineMatcher,
 }
+
+/// One scan of a line finds whether it holds any of a query's terms (an
+/// Aho-Corasick automaton), built on a query's first excerpt and kept with
+/// it: a search per term made each hit's excerpt cost its lines times the
+/// query's terms, quadratic on a long query that matches many concepts
+/// (docs/spec.md §3.1). `None`: too large to build; the terms are then
+/// searched one by one.
+#[derive(Debug, Clone, Default)]
+struct LineMatcher(OnceLock<Option<AhoCorasick>>);
+
+/// Derived from the terms, which the query compares.
+impl PartialEq for LineMatcher {
+    fn eq(&self, _: &LineMatcher) -> bool {
+        true
+    }
+}
+
+impl Eq for LineMatcher {}
 
 impl QueryTerms {
     pub fn new(text: &str) -> QueryTerms {
@@ -48,7 +71,11 @@ impl QueryTerms {
             };
             written.push((t.to_string(), at));
         }
-        QueryTerms { distinct, written }
+        QueryTerms {
+            distinct,
+            written,
+            lines: LineMatcher::default(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -318,11 +345,18 @@ pub fn excerpt(body: &str, terms: &QueryTerms) -> String {
     if terms.is_empty() {
         return String::new(); // no term can match a line: do not fold them all
     }
-    let finders: Vec<memmem::Finder> = terms
-        .distinct()
-        .iter()
-        .map(|(t, _)| memmem::Finder::new(t.as_bytes()))
-        .collect();
+    let automaton = terms
+        .lines
+        .0
+        .get_or_init(|| AhoCorasick::new(terms.distinct().iter().map(|(t, _)| t)).ok());
+    let finders: Vec<memmem::Finder> = match automaton {
+        Some(_) => Vec::new(),
+        None => terms
+            .distinct()
+            .iter()
+            .map(|(t, _)| memmem::Finder::new(t.as_bytes()))
+            .collect(),
+    };
     let mut buf = String::new();
     for line in body.split('\n') {
         let line = line.trim_matches(is_ws);
@@ -331,7 +365,11 @@ pub fn excerpt(body: &str, terms: &QueryTerms) -> String {
         }
         buf.clear();
         fold_into(line, &mut buf);
-        if finders.iter().any(|f| f.find(buf.as_bytes()).is_some()) {
+        let holds = match automaton {
+            Some(a) => a.is_match(buf.as_bytes()),
+            None => finders.iter().any(|f| f.find(buf.as_bytes()).is_some()),
+        };
+        if holds {
             return line.to_string();
         }
     }

@@ -1,8 +1,6 @@
 //! Why a concept has its BM25F score, and its excerpt (docs/spec.md §12.5,
 //! §12.6).
 
-use rustc_hash::FxHashSet;
-
 use super::{idf, part, saturate, Norms, Params, QueryTokens, Stats};
 use crate::index::bm25f::Bm25fIndex;
 use crate::text::analyze::Analyzer;
@@ -97,9 +95,9 @@ pub fn excerpt(analyzer: &Analyzer, body: &str, tokens: &QueryTokens) -> String 
     if tokens.is_empty() {
         return String::new();
     }
-    // Looked up by hash: a scan of the query's tokens per body token costs
-    // their product on a long query.
-    let wanted: FxHashSet<&str> = tokens.tokens.iter().map(String::as_str).collect();
+    // Looked up by hash (built with the query): a scan of the query's tokens
+    // per body token costs their product on a long query.
+    let wanted = &tokens.wanted;
     let mut folded = String::new();
     for line in body.split('\n') {
         let line = line.trim_matches(is_ws);

@@ -65,6 +65,9 @@ pub struct QueryTokens {
     pub tokens: Vec<String>,
     /// The query's words dropped as stop words, in query order.
     pub stopped: Vec<String>,
+    /// `tokens` looked up by hash, built once: an excerpt (§12.6) that built
+    /// it for every hit cost hits × tokens on a long query.
+    pub(crate) wanted: FxHashSet<String>,
 }
 
 impl QueryTokens {
@@ -97,7 +100,11 @@ impl QueryTokens {
                 }
             });
         }
-        QueryTokens { tokens, stopped }
+        QueryTokens {
+            tokens,
+            stopped,
+            wanted: seen,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
