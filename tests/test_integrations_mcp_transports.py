@@ -595,6 +595,43 @@ def http_server(catalog: Path, tmp_path: Path) -> Iterator[str]:
     assert "Traceback" not in log.read_text()
 
 
+def _ipv6_loopback() -> bool:
+    import socket
+
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
+            s.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback on this machine")
+def test_an_ipv6_host_may_be_written_in_brackets(catalog: Path, tmp_path: Path) -> None:
+    """docs/integrations.md: ``--host [::1]``, as a URL writes it, serves on
+    ::1 as ``--host ::1`` does (it was refused as a host that cannot be
+    resolved)."""
+    log = tmp_path / "stderr.txt"
+    flags = ("--transport", "streamable-http", "--host", "[::1]", "--port", "0")
+    with open(log, "w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, *okfast_mcp(catalog, *flags)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env={**os.environ, **server_env()},
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while "http://" not in log.read_text() and proc.poll() is None:
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        assert log.read_text().startswith("okfast mcp: streamable HTTP on http://[::1]:")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 async def test_streamable_http_on_loopback(http_server: str, catalog: Path) -> None:
     assert http_server.startswith("http://127.0.0.1:") and http_server.endswith("/mcp")
     async with mcp.Client(http_server) as c:

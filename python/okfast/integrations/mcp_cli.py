@@ -118,6 +118,14 @@ def _port(text: str) -> int:
     return n
 
 
+def _host(text: str) -> str:
+    """``--host``: an IPv6 address may be written as in a URL, ``[::1]``
+    (docs/integrations.md), as well as bare."""
+    if len(text) > 2 and text.startswith("[") and text.endswith("]"):
+        return text[1:-1]
+    return text
+
+
 def register(sub: Any, load: LoadCatalog) -> None:
     """Add ``mcp`` to the top-level parser."""
     m = sub.add_parser(
@@ -145,7 +153,10 @@ def register(sub: Any, load: LoadCatalog) -> None:
     )
     m.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
     m.add_argument(
-        "--host", default="127.0.0.1", help="streamable-http: a loopback address (127.0.0.1)"
+        "--host",
+        type=_host,
+        default="127.0.0.1",
+        help="streamable-http: a loopback address (127.0.0.1)",
     )
     m.add_argument(
         "--port", type=_port, default=8000, help="streamable-http: port (0: any free port)"
