@@ -429,6 +429,7 @@ def test_a_killed_shard_makes_its_sources_unavailable_then_comes_back(
     local, remote = governed
     q = Query("cache memo", strategy="merged", scorer="bm25f")
     want = local.search(q)
+    earlier = remote.search(q)
     a, b = sorted(remote._place)  # bundle "a" on two shards, "b" on one of them
     (victim,) = set(remote._place[a]) - set(remote._place[b])
     ray.kill(remote.shards[victim], no_restart=True)
@@ -445,6 +446,18 @@ def test_a_killed_shard_makes_its_sources_unavailable_then_comes_back(
     )
     assert hurt.passages.keys() == alone.passages.keys()
     assert remote.search(q).digest == want.digest  # the shard was replaced
+    # A body the killed shard would have read says so (§15.3), not that its
+    # snapshot was replaced twice.
+    lost = []
+    for k in range(len(earlier.passages)):
+        try:
+            _ = earlier.passages[k].body
+        except OkfastError as e:
+            lost.append(str(e))
+    assert lost and set(lost) == {
+        "source 'a': the shard that served this search is gone (it was restarted since), "
+        "and its snapshot with it"
+    }
 
 
 def test_a_unit_named_after_the_start_reaches_a_replaced_shard_too(

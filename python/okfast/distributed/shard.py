@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import pickle
 import uuid
+from collections import deque
 from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
@@ -46,6 +47,10 @@ Held = tuple[str, CachedBundle]
 #: one before, so a context keeps reading the passages it was given while
 #: its shard refreshes once.
 HELD = 2
+
+#: How many let-go versions a shard remembers, to tell a passage of a
+#: snapshot replaced twice from one of a shard restarted since (§15.3).
+DROPPED = 4096
 
 
 @dataclass(frozen=True)
@@ -283,6 +288,9 @@ class Shard:
         self._units = dict(units)
         #: bundle key → [(version, snapshot)], newest last
         self._held: dict[tuple[str, str | None, str | None, str | None], list[Held]] = {}
+        #: the versions this shard let go of (the latest DROPPED): a version
+        #: it never held was served by a shard that is gone (§15.3)
+        self._dropped: deque[str] = deque(maxlen=DROPPED)
         for u in units.values():
             if u.source.directory is not None and u.source.directory.is_dir():
                 # One bundle that cannot be loaded (unreadable) must not kill
@@ -321,6 +329,7 @@ class Shard:
         if held and held[-1][1] is snap:
             return held[-1]
         held.append((uuid.uuid4().hex, snap))
+        self._dropped.extend(v for v, _ in held[:-HELD])
         del held[:-HELD]
         return held[-1]
 
@@ -335,8 +344,13 @@ class Shard:
         for v, snap in self._held.get(self._key(u), []):
             if v == version:
                 return snap
+        if version in self._dropped:
+            raise OkfastError(
+                f"source {u.source.id!r}: its snapshot was replaced twice since this search"
+            )
         raise OkfastError(
-            f"source {u.source.id!r}: its snapshot was replaced twice since this search"
+            f"source {u.source.id!r}: the shard that served this search is gone "
+            "(it was restarted since), and its snapshot with it"
         )
 
     # -- the requests ----------------------------------------------------------------
