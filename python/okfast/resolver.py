@@ -16,7 +16,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +23,7 @@ import numpy.typing as npt
 from okfast import _native, governance
 from okfast.bundle import Bm25fQuery, Bm25fStats, Bundle, Progress, QueryTerms, query_terms
 from okfast.catalog import Catalog, CatalogView, Source
+from okfast.count_memo import CountMemo
 from okfast.cutoff import cut_depth, cuttable, settled
 from okfast.errors import (
     BundleNotFoundError,
@@ -487,7 +487,7 @@ class Resolver:
         self.default_visibility = default_visibility
         self.clock: Clock = clock or _system_clock
         self._bundles = Snapshots(staleness, progress, guard=catalog.link_on_path)
-        self._count_memo: dict[tuple[Bundle, tuple[str, ...], str | None], Any] | None = None
+        self._count_memo = CountMemo()
 
     def configured(
         self, settings: Settings, *, default_strategy: Strategy | str | None = None
@@ -535,24 +535,15 @@ class Resolver:
         """Within this block, a source's weighted-count list for the same
         query terms and tag is computed once and reused (docs/spec.md §14.1):
         for running many configurations over the same queries, as ``okfast
-        tune`` does. A snapshot is immutable, so a reused list is the list."""
-        self._count_memo = {}
-        try:
+        tune`` does; a nested block, or another thread's, keeps it open. A
+        resolver ``configured()`` from this one shares its blocks."""
+        with self._count_memo.block():
             yield
-        finally:
-            self._count_memo = None
 
     def _counts(
         self, bundle: Bundle, terms: QueryTerms, tag: str | None
     ) -> tuple[npt.NDArray[np.int32], Scores]:
-        memo = self._count_memo
-        if memo is None:
-            return bundle.search_arrays(terms, tag=tag)
-        key = (bundle, tuple(terms.written), tag)
-        found = memo.get(key)
-        if found is None:
-            found = memo[key] = bundle.search_arrays(terms, tag=tag)
-        return found
+        return self._count_memo.counts(bundle, terms, tag)
 
     def snapshot(self, source: Source | str) -> Bundle:
         """The bundle snapshot a search reads for a knowledge source (loaded
