@@ -85,10 +85,9 @@ def _run(args: argparse.Namespace, load: LoadCatalog) -> int:
     finally:
         signal.signal(signal.SIGTERM, before)
     if failed is not None:
-        # An output that cannot be written (a full disk): one line, status 1,
-        # as for every command (docs/spec.md §10.4).
-        print(f"okfast: {failed.strerror or failed}", file=sys.stderr)
-        return 1
+        # An output that cannot be written (a full disk): reported as every
+        # command's is, one line and status 1 (docs/spec.md §10.4).
+        raise failed
     return 0
 
 

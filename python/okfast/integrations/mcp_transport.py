@@ -233,7 +233,6 @@ class _LineReader(anyio.AsyncFile[str]):
         fp: IO[str],
         answer: Callable[[str], Awaitable[None]],
         outstanding: _Outstanding,
-        gone: Callable[[], bool] = lambda: False,
     ) -> None:
         super().__init__(fp)
         self._fd = fd
@@ -244,14 +243,9 @@ class _LineReader(anyio.AsyncFile[str]):
         self._eof = False
         self._answer = answer
         self._outstanding = outstanding
-        #: Whether the client closed its end of the output: nothing more is
-        #: read, and the session ends (docs/integrations.md).
-        self._gone = gone
 
     async def readline(self) -> str:
         while True:
-            if self._gone():
-                return ""
             end = self._pending.find(b"\n", self._scanned)
             while end < 0 and not self._eof:
                 self._scanned = len(self._pending)
@@ -484,7 +478,9 @@ async def serve_stdio(server: MCPServer[Any]) -> OSError | None:
     ):
         outstanding = _Outstanding()
         writer = _LineWriter(wire_out, fp_out, outstanding)
-        reader = _LineReader(wire_in, fp_in, writer.refuse, outstanding, lambda: writer.gone)
+        # A client gone ends the session through the writer (`stop`), the
+        # reader waiting or not (docs/integrations.md).
+        reader = _LineReader(wire_in, fp_in, writer.refuse, outstanding)
         async with anyio.create_task_group() as group:
             writer.stop = group.cancel_scope.cancel
             group.start_soon(_stop_on_sigterm, group.cancel_scope)
