@@ -15,7 +15,7 @@ import pytest
 from conftest import write_bundle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from okfast import BM25FParams, Bundle, CacheDamagedError, CacheWarning
+from okfast import BM25FParams, Bundle, CacheDamagedError, CacheWarning, InvalidArgumentTypeError
 from strategies import bundle_files, concept_bytes
 
 HOUR_AGO = time.time() - 3600
@@ -752,6 +752,15 @@ def test_a_cache_directory_that_names_no_path_loads_without_the_cache(
     assert (b.cache_status, len(b)) == ("off", 1)
     assert b.cache_detail.startswith(f"cache directory {where!r} is unusable")
     assert list((tmp_path / "cwd").iterdir()) == []
+
+
+@pytest.mark.parametrize("where", [3, b"/tmp/x", ["/tmp/x"]])
+def test_a_cache_directory_that_is_not_a_path_is_a_type_error(tmp_path: Path, where: object) -> None:
+    """docs/spec.md §9.1: a cache directory is a path (text or os.PathLike),
+    like a bundle's; anything else is okfast's type error naming it."""
+    write_bundle(tmp_path / "kb", {"a.md": "---\ntype: T\ntitle: Alpha\n---\nalpha\n"})
+    with pytest.raises(InvalidArgumentTypeError, match="a cache directory is text, got"):
+        Bundle.load(tmp_path / "kb", cache_dir=where)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("edited", "made_by"), [(40, "load, index spliced"), (65, "load")])

@@ -26,6 +26,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from okfast.paths import path_text
+
 ENV = "OKFAST_CACHE_DIR"
 _OFF = {"", "off", "0", "none", "false"}
 
@@ -49,14 +51,15 @@ def cache_file(
     """``(file, "")`` for the bundle at the absolute path ``root`` analysed
     for ``language`` (its part ``id_range``: docs/spec.md §1.10), or
     ``(None, why)`` when it cannot be used."""
-    if os.fspath(cache_dir) == "":
+    given = path_text("a cache directory", cache_dir)
+    if given == "":
         # Made a `Path`, "" is the working directory: a slip, not a choice,
         # as for a bundle's path (docs/spec.md §1.6, §9.1).
         return (
             None,
             "cache directory '' is unusable (an empty path names no directory); not caching",
         )
-    cache_dir = Path(cache_dir)
+    cache_dir = Path(given)
     try:
         real_root = Path(root).resolve()
         real_dir = cache_dir.resolve()
