@@ -1,4 +1,4 @@
-"""The persistent cache (issue 6): reopening reads only what changed, gives
+"""The persistent cache (docs/spec.md §9): reopening reads only what changed, gives
 exactly the results of a load without cache, and never trusts a bad file."""
 
 from __future__ import annotations
@@ -755,7 +755,9 @@ def test_a_cache_directory_that_names_no_path_loads_without_the_cache(
 
 
 @pytest.mark.parametrize("where", [3, b"/tmp/x", ["/tmp/x"]])
-def test_a_cache_directory_that_is_not_a_path_is_a_type_error(tmp_path: Path, where: object) -> None:
+def test_a_cache_directory_that_is_not_a_path_is_a_type_error(
+    tmp_path: Path, where: object
+) -> None:
     """docs/spec.md §9.1: a cache directory is a path (text or os.PathLike),
     like a bundle's; anything else is okfast's type error naming it."""
     write_bundle(tmp_path / "kb", {"a.md": "---\ntype: T\ntitle: Alpha\n---\nalpha\n"})

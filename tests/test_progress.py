@@ -1,4 +1,4 @@
-"""Progress reporting and Ctrl-C during a load (issue 6)."""
+"""Progress reporting and Ctrl-C during a load (docs/spec.md §1.8)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import CORPORA, requires_corpora, write_bundle
-from okfast import Bundle
+from okfast import Bundle, InvalidArgumentTypeError
 
 PHASES = ["walk", "read", "index", "done"]
 
@@ -121,3 +121,15 @@ def test_a_callback_raising_at_done_leaves_the_whole_cache_file(tmp_path: Path) 
     again = Bundle.load(root, cache_dir=cache)
     # "partial": the file is too recent to trust yet (§9.4), read again.
     assert again.cache_status in ("hit", "partial") and again.concept_ids == ("a",)
+
+
+@pytest.mark.parametrize("progress", [1, "bar", [print]])
+def test_a_progress_that_cannot_be_called_is_refused_before_the_load(
+    tmp_path: Path, progress: object
+) -> None:
+    """docs/spec.md §1.8: a wrong type is okfast's type error, raised before any
+    file is read, not Python's "not callable" when the load first reports."""
+    root = tmp_path / "kb"
+    write_bundle(root, {"a.md": "---\ntype: T\ntitle: Alpha\n---\nalpha\n"})
+    with pytest.raises(InvalidArgumentTypeError, match="progress must be a callable or None"):
+        Bundle.load(root, cache=False, progress=progress)  # type: ignore[arg-type]

@@ -97,3 +97,29 @@ def batch_of(name: str, items: object, single: tuple[type, ...]) -> Sequence[Any
 def texts_of(texts: Sequence[str | QueryTerms]) -> Sequence[str | QueryTerms]:
     """A bundle's batch of query texts (:func:`batch_of`)."""
     return batch_of("texts", texts, (str, QueryTerms))
+
+
+def load_arguments(
+    r: tuple[str | None, str | None] | None, progress: object
+) -> tuple[str | None, str | None]:
+    """``Bundle.load``'s ``id_range`` (two ids or ``None`` s) and ``progress``
+    checked before the load starts, not when the load first reports and
+    the native call finds it cannot (docs/spec.md §1.8, §1.10)."""
+    if progress is not None and not callable(progress):
+        raise InvalidArgumentTypeError(
+            f"progress must be a callable or None, got {type(progress).__name__}"
+        )
+    if r is None:
+        return None, None
+    if (
+        not isinstance(r, tuple)
+        or len(r) != 2
+        or not all(b is None or isinstance(b, str) for b in r)
+    ):
+        raise InvalidArgumentError(f"id_range must be (lo, hi), each a str or None; got {r!r}")
+    for b in r:
+        try:
+            b is None or b.encode()
+        except UnicodeEncodeError:
+            raise InvalidArgumentError(f"id_range bound {b!r} is not valid text") from None
+    return r

@@ -32,7 +32,7 @@ from okfast import _native
 from okfast._native import Bm25fQuery as Bm25fQuery
 from okfast._native import Bm25fStats as Bm25fStats
 from okfast._native import QueryTerms as QueryTerms
-from okfast.arguments import search_arguments, text_of, texts_of
+from okfast.arguments import load_arguments, search_arguments, text_of, texts_of
 from okfast.cache import CacheUse, cache_file, default_cache_dir
 from okfast.errors import (
     CacheWarning,
@@ -122,7 +122,7 @@ class Bundle:
         """
         root = bundle_root(path)
         language = language_of(language)
-        lo, hi = _id_range(id_range)
+        lo, hi = load_arguments(id_range, progress)
         where = cache_dir if cache_dir is not None else default_cache_dir()
         if not cache or where is None:
             return cls(_native.Bundle.load(root, None, progress, language, lo, hi))
@@ -580,21 +580,3 @@ def split_ranges(path: str | os.PathLike[str], parts: int) -> list[tuple[str | N
 #: The most parts a bundle is cut into (docs/spec.md §1.10): each is an
 #: actor's share, and the cut lists one range a part.
 MAX_PARTS = 65_536
-
-
-def _id_range(r: tuple[str | None, str | None] | None) -> tuple[str | None, str | None]:
-    """``Bundle.load``'s ``id_range`` checked: two ids or ``None`` s."""
-    if r is None:
-        return None, None
-    if (
-        not isinstance(r, tuple)
-        or len(r) != 2
-        or not all(b is None or isinstance(b, str) for b in r)
-    ):
-        raise InvalidArgumentError(f"id_range must be (lo, hi), each a str or None; got {r!r}")
-    for b in r:
-        try:
-            b is None or b.encode()
-        except UnicodeEncodeError:
-            raise InvalidArgumentError(f"id_range bound {b!r} is not valid text") from None
-    return r
