@@ -38,6 +38,10 @@ _INSTANTS = np.array([_NOW - 3 * 86_400_000_000, _NOW - 86_400_000_000, _NOW + 1
         # Read by float as infinity, but no float holds it (docs/spec.md §2.3).
         (lambda: StalePolicy.parse("tolerate:1e400"), InvalidArgumentError, "largest float"),
         (lambda: StalePolicy.parse("tolerate:" + "9" * 400), InvalidArgumentError, "largest"),
+        # Negative, however large: the message says so, not "past the largest float".
+        (lambda: StalePolicy.parse("tolerate:-1"), InvalidArgumentError, "DAYS must be >= 0"),
+        (lambda: StalePolicy.parse("tolerate:-inf"), InvalidArgumentError, "DAYS must be >= 0"),
+        (lambda: StalePolicy.parse("tolerate:-1e400"), InvalidArgumentError, "DAYS must be >= 0"),
     ],
 )
 def test_every_way_of_making_a_stale_policy_checks_it(
@@ -72,6 +76,24 @@ def test_a_stale_policy_is_written_back_exactly(days: float) -> None:
     digits gave 1234570 days for 1234567)."""
     p = StalePolicy.tolerate(days)
     assert StalePolicy.parse(str(p)) == p
+
+
+@pytest.mark.parametrize(
+    ("days", "text"),
+    [
+        (7, "tolerate:7"),
+        (1 / 3, "tolerate:0.3333333333333333"),
+        (1e-7, "tolerate:1e-7"),
+        (1e16, "tolerate:1e16"),
+        (2.0**53, "tolerate:9007199254740992"),
+        (1.5e300, "tolerate:1.5e300"),
+        (math.inf, "tolerate:inf"),
+    ],
+)
+def test_a_stale_policy_is_written_as_its_fewest_digits(days: float, text: str) -> None:
+    """docs/spec.md §2.3: repr's digits, a whole number's ``.0`` and the
+    exponent's ``+`` and leading zeros dropped."""
+    assert str(StalePolicy.tolerate(days)) == text
 
 
 def test_a_tolerance_is_the_exact_product_truncated() -> None:

@@ -31,3 +31,16 @@ def ascii_float(text: str) -> float:
     if not _REAL.fullmatch(spelled):
         raise ValueError(f"not a number: {text!r}")
     return float(spelled)
+
+
+def float_text(x: float) -> str:
+    """A float as the text ``ascii_float`` reads back as it: Python's
+    ``repr`` (its fewest round-tripping digits) with a whole number's ``.0``
+    and an exponent's ``+`` and leading zeros dropped (`7`, `0.5`, `1e-7`,
+    `1e16`, `9007199254740992`, `inf`)."""
+    mantissa, e, exponent = repr(x).partition("e")
+    mantissa = mantissa.removesuffix(".0")
+    if not e:
+        return mantissa
+    sign = "-" if exponent.startswith("-") else ""
+    return f"{mantissa}e{sign}{exponent.lstrip('+-').lstrip('0')}"

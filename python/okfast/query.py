@@ -22,7 +22,7 @@ from okfast.arguments import batch_of, text_of, whole_limit_of
 from okfast.catalog import AUTHORITIES
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.memory.scope import Scope
-from okfast.numerals import ascii_float
+from okfast.numerals import ascii_float, float_text
 from okfast.scoring import BM25FParams, Scorer, count_of, real_of, rrf_k_of, scorer_of
 
 if TYPE_CHECKING:
@@ -142,6 +142,8 @@ class StalePolicy:
                 as_float = ascii_float(days)
             except ValueError:
                 as_float = None
+            if as_float is not None and as_float < 0:
+                raise InvalidArgumentError(f"stale policy {text!r}: DAYS must be >= 0")
             if as_float is not None:
                 # `1e400` reads as infinity: a number no float holds is
                 # refused, as tolerate(10**400) is; only `inf` spelled out
@@ -180,10 +182,9 @@ class StalePolicy:
     def __str__(self) -> str:
         if self.kind != "tolerate":
             return self.kind
-        # The shortest text that reads back as the same float (docs/spec.md
-        # §2.3: parse(str(p)) == p); a whole number without its ".0".
-        d = self.days
-        return f"tolerate:{int(d)}" if d.is_integer() and abs(d) < 2**53 else f"tolerate:{d!r}"
+        # Text that reads back as the same float (docs/spec.md §2.3:
+        # parse(str(p)) == p).
+        return f"tolerate:{float_text(self.days)}"
 
 
 def micros(t: datetime) -> int:
