@@ -765,6 +765,15 @@ def test_a_cache_directory_that_is_not_a_path_is_a_type_error(
         Bundle.load(tmp_path / "kb", cache_dir=where)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("flag", ["no", 0, None])
+def test_cache_that_is_not_a_bool_is_refused(tmp_path: Path, flag: object) -> None:
+    """docs/spec.md §9.1: ``cache`` is a switch; ``"no"`` was read as on."""
+    write_bundle(tmp_path / "kb", {"a.md": "---\ntype: T\ntitle: Alpha\n---\nalpha\n"})
+    with pytest.raises(InvalidArgumentTypeError, match="cache must be True or False"):
+        Bundle.load(tmp_path / "kb", cache_dir=tmp_path / "c", cache=flag)  # type: ignore[arg-type]
+    assert not (tmp_path / "c").exists()
+
+
 @pytest.mark.parametrize(("edited", "made_by"), [(40, "load, index spliced"), (65, "load")])
 def test_an_edited_file_counts_once_against_the_few(
     tmp_path: Path, edited: int, made_by: str

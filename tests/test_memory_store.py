@@ -1038,3 +1038,19 @@ def test_frontmatter_nests_sixteen_levels_counting_its_own_mapping(tmp_path: Pat
     fm["n"] = nested(16)
     r = store.write(Scope("t", "u"), MemoryEntry("deep", fm, "x"), Tier.USER)
     assert not r.written and "nested deeper than 16 levels" in (r.error or "")
+
+
+@pytest.mark.parametrize("flag", ["false", 0, 1, None])
+def test_a_switch_that_is_not_a_bool_is_refused_before_anything_is_deleted(
+    tmp_path: Path, flag: object
+) -> None:
+    """docs/spec.md §6.3: arguments are checked first; ``cascade="false"``
+    was read as true and removed the user's sessions."""
+    store = make_store(tmp_path)
+    session = SCOPES["A/alice/s1"]
+    assert store.write(session, entry("kept"), Tier.SESSION).written
+    with pytest.raises(okfast.InvalidArgumentTypeError, match="cascade must be True or False"):
+        store.delete_scope(SCOPES["A/alice"], cascade=flag)  # type: ignore[arg-type]
+    with pytest.raises(okfast.InvalidArgumentTypeError, match="bodies must be True or False"):
+        store.enumerate(session, bodies=flag)  # type: ignore[arg-type]
+    assert [c.concept_id.rsplit("/", 1)[-1] for c in store.enumerate(session)] == ["note"]

@@ -559,6 +559,16 @@ def test_a_search_without_exclusions_ranks_the_same(tmp_path: Path) -> None:
         assert bare.diagnostics == whole.diagnostics
 
 
+@pytest.mark.parametrize("flag", ["no", 0, None])
+def test_exclusions_that_is_not_a_bool_is_refused(flag: object) -> None:
+    """docs/spec.md §5.1: a switch is True or False; ``"no"`` was read as on."""
+    r = Resolver(Catalog.load(Path(__file__).parent.parent / "examples" / "catalog.json"))
+    with pytest.raises(InvalidArgumentTypeError, match="exclusions must be True or False"):
+        r.search("the", exclusions=flag)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentTypeError, match="exclusions must be True or False"):
+        r.search_many(["the", "a"], exclusions=flag)  # type: ignore[arg-type]
+
+
 def test_a_snapshot_is_of_an_enabled_knowledge_source_only(tmp_path: Path) -> None:
     """docs/spec.md §5.2: a snapshot of a memory tier would hold every scope's
     memory in the persistent cache and outlive an erasure (§6.3, §9.8)."""

@@ -123,3 +123,11 @@ def load_arguments(
         except UnicodeEncodeError:
             raise InvalidArgumentError(f"id_range bound {b!r} is not valid text") from None
     return r
+
+
+def flag_of(name: str, value: object) -> bool:
+    """A switch is ``True`` or ``False`` (docs/spec.md §5.1): ``"false"`` or
+    ``1`` would switch it on unseen, so anything else is a type error."""
+    if not isinstance(value, bool):
+        raise InvalidArgumentTypeError(f"{name} must be True or False, got {value!r}")
+    return value

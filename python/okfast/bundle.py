@@ -32,7 +32,7 @@ from okfast import _native
 from okfast._native import Bm25fQuery as Bm25fQuery
 from okfast._native import Bm25fStats as Bm25fStats
 from okfast._native import QueryTerms as QueryTerms
-from okfast.arguments import load_arguments, search_arguments, text_of, texts_of
+from okfast.arguments import flag_of, load_arguments, search_arguments, text_of, texts_of
 from okfast.cache import CacheUse, cache_file, default_cache_dir
 from okfast.errors import (
     CacheWarning,
@@ -124,7 +124,7 @@ class Bundle:
         language = language_of(language)
         lo, hi = load_arguments(id_range, progress)
         where = cache_dir if cache_dir is not None else default_cache_dir()
-        if not cache or where is None:
+        if not flag_of("cache", cache) or where is None:
             return cls(_native.Bundle.load(root, None, progress, language, lo, hi))
         file, why = cache_file(root, where, language, (lo, hi))
         if file is None:

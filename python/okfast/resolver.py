@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from okfast import _native, governance
+from okfast.arguments import flag_of
 from okfast.bundle import Bm25fQuery, Bm25fStats, Bundle, Progress, QueryTerms, query_terms
 from okfast.catalog import Catalog, CatalogView, Source
 from okfast.count_memo import CountMemo
@@ -515,7 +516,7 @@ class Resolver:
         names every match beyond it (docs/spec.md §5.2)."""
         q = query_of(query)
         strategy = Strategy(q.strategy) if q.strategy is not None else self.default_strategy
-        return _CLASSES[strategy](self).run(q, exclusions)
+        return _CLASSES[strategy](self).run(q, flag_of("exclusions", exclusions))
 
     def search_many(
         self, queries: Sequence[Query | str], *, exclusions: bool = True
@@ -525,6 +526,7 @@ class Resolver:
         native searches release the GIL. Every query is checked before any
         runs."""
         qs = queries_of(queries)
+        flag_of("exclusions", exclusions)
         if len(qs) < 2:
             return [self.search(q, exclusions=exclusions) for q in qs]
         with ThreadPoolExecutor(max_workers=min(len(qs), os.cpu_count() or 1)) as pool:

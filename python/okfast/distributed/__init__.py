@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from okfast import governance
+from okfast.arguments import flag_of
 from okfast.bundle import MAX_PARTS, Bm25fQuery, Bm25fStats, split_ranges
 from okfast.catalog import Catalog, Source
 from okfast.distributed.parts import declarations
@@ -261,7 +262,7 @@ class RayResolver:
         """``Resolver.search``, over the shards (docs/spec.md §5.2, §15)."""
         q = query_of(query)
         strategy = Strategy(q.strategy) if q.strategy is not None else self.local.default_strategy
-        return self._engines[strategy].run(q, exclusions)
+        return self._engines[strategy].run(q, flag_of("exclusions", exclusions))
 
     def search_many(
         self, queries: Sequence[Query | str], *, exclusions: bool = True
@@ -269,6 +270,7 @@ class RayResolver:
         """:meth:`search` of each of ``queries``, in order (``Resolver.search_many``'s
         results, docs/spec.md §5.2): one fan-out per query."""
         qs = queries_of(queries)
+        flag_of("exclusions", exclusions)
         return [self.search(q, exclusions=exclusions) for q in qs]
 
     def _where(self, s: Source) -> list[int]:

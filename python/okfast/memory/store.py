@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from okfast.arguments import search_arguments
+from okfast.arguments import flag_of, search_arguments
 from okfast.bundle import Bm25fQuery, Bundle, QueryTerms, query_terms
 from okfast.errors import (
     EntryError,
@@ -348,6 +348,7 @@ class FileMemoryStore:
         """The scope's memory concepts (applicable tiers, read order, id order);
         ``bodies=True`` includes each body (an export for an access request)."""
         scope = _scope_of(scope)
+        bodies = flag_of("bodies", bodies)
         out: list[MemoryConcept] = []
         diags: list[Diagnostic] = []
         for tier, bundle, _sid, prefix in self._bundles(scope, diags):
@@ -450,6 +451,7 @@ class FileMemoryStore:
         memory of scopes below it (a user's sessions; a tenant's users and
         sessions). ``tiers_deleted`` lists the tiers where something existed."""
         scope = _scope_of(scope)
+        cascade = flag_of("cascade", cascade)
         if not files.SUPPORTED:
             return MemoryDeleteResult((), "memory needs a POSIX file system API")
         own = own_tier(scope)
