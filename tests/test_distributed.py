@@ -553,6 +553,11 @@ def test_a_query_of_the_wrong_type_is_a_type_error(
     for bad in (5, None, iter(["cache"])):
         with pytest.raises(InvalidArgumentTypeError, match="queries must be a sequence"):
             remote.search_many(bad)  # type: ignore[arg-type]
+    for flag in ("no", 0):
+        with pytest.raises(InvalidArgumentTypeError, match="exclusions must be True or False"):
+            remote.search("cache", exclusions=flag)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgumentTypeError, match="exclusions must be True or False"):
+            remote.search_many(["cache"], exclusions=flag)  # type: ignore[arg-type]
 
 
 def test_bad_arguments_are_okfasts_errors(tmp_path: Path) -> None:
