@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from okfast import Diagnostic, DiagnosticCode, InvalidArgumentError
+from okfast import Diagnostic, DiagnosticCode, InvalidArgumentError, InvalidArgumentTypeError
 from okfast.qrels import JudgedQuery, JudgedSet, decode_id, encode_id
 
 
@@ -319,6 +319,19 @@ def test_a_judged_set_made_in_code_holds_each_qid_once() -> None:
     with pytest.raises(InvalidArgumentError, match="JudgedQuery items"):
         JudgedSet(("q1",))  # type: ignore[arg-type]
     assert len(JudgedSet((one, JudgedQuery("q2", "zebra", {"z": 1})))) == 2
+
+
+def test_a_judged_set_made_from_a_generator_keeps_its_queries() -> None:
+    """docs/spec.md §11.1: the set holds a tuple, a copy; its checks used up a
+    generator and left no query to measure."""
+    made = JudgedSet(q for q in [JudgedQuery("q1", "apple", {"a": 1})])
+    assert [q.qid for q in made.queries] == ["q1"] and len(made) == 1
+    for bad in (None, 3, "q1", {"q1": 1}):
+        with pytest.raises(InvalidArgumentTypeError, match="queries must be a sequence"):
+            JudgedSet(bad)  # type: ignore[arg-type]
+    for judgements in (None, [("a", 1)], "a"):
+        with pytest.raises(InvalidArgumentTypeError, match="judgements must be a mapping"):
+            JudgedQuery("q", "x", judgements)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("name", ["a\x00b", "\ud800.jsonl"])

@@ -16,7 +16,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -111,6 +111,11 @@ class JudgedQuery:
             raise InvalidArgumentError(
                 f"a judged query's query text {self.text!r} is not valid Unicode text"
             )
+        if not isinstance(self.judgements, Mapping):
+            raise InvalidArgumentTypeError(
+                "a judged query's judgements must be a mapping of doc id to grade,"
+                f" got {type(self.judgements).__name__}"
+            )
         for what, s in (("qid", self.qid), *(("doc id", d) for d in self.judgements)):
             if not isinstance(s, str):
                 why = "is not a string"
@@ -156,6 +161,15 @@ class JudgedSet:
         # Results and judgements are keyed by qid: a second query of the same
         # qid would be scored with the other's ranking (a file's readers keep
         # the first and report the rest, §11.1).
+        for name in ("queries", "diagnostics"):
+            items = getattr(self, name)
+            if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+                raise InvalidArgumentTypeError(
+                    f"a judged set's {name} must be a sequence, got {type(items).__name__}"
+                )
+            # A tuple, a copy: a generator would be used up by the checks
+            # below and leave nothing to measure.
+            object.__setattr__(self, name, tuple(items))
         seen: set[str] = set()
         for q in self.queries:
             if not isinstance(q, JudgedQuery):
