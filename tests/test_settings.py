@@ -26,6 +26,7 @@ from okfast import (
     Query,
     Resolver,
     Scorer,
+    StalePolicy,
     Strategy,
 )
 from okfast.errors import SettingsError
@@ -268,6 +269,7 @@ def test_a_provenance_given_as_a_mapping_holds_only_json_values(tmp_path: Path) 
         (float("nan"), "nan"),
         ((1, 2), "a tuple, not a JSON value"),
         ({1: "a"}, "the key 1, not text"),
+        (10**5000, "an integer of 16610 bits (more digits than Python writes)"),
     ]:
         s = Settings.from_dict({"version": 1, "provenance": {"x": value}, "languages": {2: "none"}})
         assert [d.message for d in s.diagnostics] == [
@@ -279,6 +281,20 @@ def test_a_provenance_given_as_a_mapping_holds_only_json_values(tmp_path: Path) 
     assert kept.diagnostics == ()
     kept.save(tmp_path / "kept.json")
     assert Settings.load(tmp_path / "kept.json").provenance == kept.provenance
+
+
+def test_a_provenance_integer_too_long_to_write_is_refused_when_made() -> None:
+    """docs/spec.md §13.2: the constructor refuses what save() could not write."""
+    with pytest.raises(InvalidArgumentError, match="16610 bits"):
+        Settings(provenance={"a": 10**5000})
+
+
+def test_equal_settings_write_the_same_bytes_negative_zero_included() -> None:
+    """docs/spec.md §13.2: -0.0 equals 0.0, so it is written as 0.0."""
+    negative, positive = BM25FParams(k1=-0.0, body_b=-0.0), BM25FParams(k1=0.0, body_b=0.0)
+    assert Settings(bm25f=negative) == Settings(bm25f=positive)
+    assert Settings(bm25f=negative).to_json() == Settings(bm25f=positive).to_json()
+    assert str(StalePolicy.tolerate(-0.0)) == "tolerate:0"
 
 
 @pytest.mark.parametrize(

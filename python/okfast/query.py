@@ -103,7 +103,8 @@ class StalePolicy:
                 "got a number past the largest float"
             ) from None
         # An infinite tolerance is kept: it admits every passage (admits_us).
-        object.__setattr__(self, "days", as_float)
+        # -0.0 is the 0.0 it equals, so it is written `tolerate:0`.
+        object.__setattr__(self, "days", as_float + 0.0)
 
     @classmethod
     def use(cls) -> StalePolicy:

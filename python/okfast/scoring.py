@@ -185,7 +185,9 @@ class BM25FParams:
                     f"BM25FParams.{name} must be a number from 0 to {MAX_BM25F_PARAM:g}, "
                     f"got {given!r}"
                 )
-            object.__setattr__(self, name, v)
+            # `+ 0` makes -0.0 the 0.0 it equals: equal settings write the
+            # same bytes (docs/spec.md §13.2).
+            object.__setattr__(self, name, v + 0)
         for name in ("title_b", "tags_b", "description_b", "body_b"):
             given = getattr(self, name)
             v = real_of(given)
@@ -193,7 +195,7 @@ class BM25FParams:
                 raise InvalidArgumentError(
                     f"BM25FParams.{name} must be between 0 and 1, got {given!r}"
                 )
-            object.__setattr__(self, name, v)
+            object.__setattr__(self, name, v + 0)
         object.__setattr__(self, "language", language_of(self.language))
         if not isinstance(self.stop_words, bool):
             raise InvalidArgumentError(

@@ -286,7 +286,13 @@ def _unkeepable(value: Any) -> str | None:
         if depth > MAX_KEPT_DEPTH:
             # save()'s json.dumps recurses: deeper could not be written back.
             return f"values nested deeper than {MAX_KEPT_DEPTH} levels"
-        if v is None or isinstance(v, bool | int):
+        if v is None or isinstance(v, bool):
+            continue
+        if isinstance(v, int):
+            try:
+                str(v)  # past the interpreter's digit limit, json.dumps cannot write it
+            except ValueError:
+                return f"an integer of {v.bit_length()} bits (more digits than Python writes)"
             continue
         if isinstance(v, strict_json.OversizedInteger):
             return repr(v)
