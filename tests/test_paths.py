@@ -5,8 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from okfast import Bundle, BundleNotFoundError, Catalog, InvalidArgumentTypeError
+from okfast import (
+    Bundle,
+    BundleNotFoundError,
+    Catalog,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+)
 from okfast.bundle import split_ranges
+from okfast.memory import FileMemoryStore
 from okfast.paths import (
     bundle_root,
     directory_key,
@@ -79,6 +86,25 @@ def test_a_path_that_is_no_path_is_okfasts_type_error(path: object, tmp_path: Pa
             Catalog.load(tmp_path / "catalog.json", root=path)  # type: ignore[arg-type]
         with pytest.raises(InvalidArgumentTypeError, match="base_dir is text"):
             Catalog.parse('{"version": 1, "sources": []}', base_dir=path)  # type: ignore[arg-type]
+
+
+def test_an_empty_directory_argument_is_refused_not_the_working_directory(
+    tmp_path: Path,
+) -> None:
+    """docs/spec.md §1.6, §4.3, §6.3: made a path, "" would be the working
+    directory, where a catalog's sources or a memory tier would then live."""
+    (tmp_path / "catalog.json").write_text('{"version": 1, "sources": []}')
+    with pytest.raises(InvalidArgumentError, match="root is empty"):
+        Catalog.load(tmp_path / "catalog.json", root="")
+    with pytest.raises(InvalidArgumentError, match="base_dir is empty"):
+        Catalog.parse('{"version": 1, "sources": []}', base_dir="")
+    with pytest.raises(InvalidArgumentError, match="'user' root is empty"):
+        FileMemoryStore({"user": ""})
+    for text in (None, b"{}"):
+        with pytest.raises(InvalidArgumentTypeError, match="a catalog's text is a str"):
+            Catalog.parse(text, base_dir=tmp_path)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentTypeError, match="catalog must be a Catalog"):
+        FileMemoryStore.from_catalog("catalog.json")  # type: ignore[arg-type]
 
 
 def test_a_bundle_path_keeps_dot_dot_for_the_os_to_resolve(tmp_path: Path) -> None:

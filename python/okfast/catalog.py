@@ -21,8 +21,10 @@ from typing import Any
 
 from okfast import _native, strict_json
 from okfast.errors import CatalogError as CatalogError  # re-exported from here too
+from okfast.errors import InvalidArgumentTypeError
 from okfast.paths import (
     directory_key,
+    directory_text,
     is_absolute_spelling,
     is_within,
     join_lexically,
@@ -370,14 +372,14 @@ def _memory_overlaps(sources: list[Placed]) -> list[CatalogDiagnostic]:
 def _root_of(base_dir: str | os.PathLike[str], root: str | os.PathLike[str] | None) -> str:
     """The root source paths resolve against: ``root`` when given, else the
     catalog's directory; absolute and normalised (§4.2)."""
-    at = path_text("root", root) if root is not None else path_text("base_dir", base_dir)
+    at = directory_text("root", root) if root is not None else directory_text("base_dir", base_dir)
     return os.path.normpath(os.path.abspath(at))
 
 
 def _parse(
     text: str, base_dir: str | os.PathLike[str], root: str | os.PathLike[str] | None
 ) -> tuple[tuple[Source, ...], tuple[CatalogDiagnostic, ...], Path | None]:
-    base = os.path.normpath(os.path.abspath(path_text("base_dir", base_dir)))
+    base = os.path.normpath(os.path.abspath(directory_text("base_dir", base_dir)))
     croot = _root_of(base, root)
     diags: list[CatalogDiagnostic] = []
     if text.startswith("\ufeff"):
@@ -474,7 +476,7 @@ class Catalog:
         """Read and parse ``path``; raises :class:`CatalogError` listing every problem."""
         p = Path(os.path.abspath(path_text("a catalog path", path)))
         if root is not None:
-            path_text("root", root)
+            directory_text("root", root)
         sources, diags, settings, digest = _read_and_parse(p, root)
         if diags:
             raise CatalogError(diags)
@@ -490,6 +492,8 @@ class Catalog:
         base_dir: str | os.PathLike[str],
         root: str | os.PathLike[str] | None = None,
     ) -> Catalog:
+        if not isinstance(text, str):
+            raise InvalidArgumentTypeError(f"a catalog's text is a str, got {type(text).__name__}")
         sources, diags, settings = _parse(text, base_dir, root)
         if diags:
             raise CatalogError(diags)

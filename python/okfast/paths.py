@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from okfast.errors import BundleNotFoundError, InvalidArgumentTypeError
+from okfast.errors import BundleNotFoundError, InvalidArgumentError, InvalidArgumentTypeError
 
 if TYPE_CHECKING:
     from okfast.catalog import Catalog
@@ -82,6 +82,16 @@ def path_text(what: str, path: object) -> str:
         given = None
     if not isinstance(given, str):
         raise InvalidArgumentTypeError(f"{what} is text, got {type(path).__name__}")
+    return given
+
+
+def directory_text(what: str, path: object) -> str:
+    """A directory named by an argument (:func:`path_text`) that is not the
+    empty path: made a path, ``""`` is the working directory — an unset
+    variable most likely, never a choice (docs/spec.md §1.6)."""
+    given = path_text(what, path)
+    if given == "":
+        raise InvalidArgumentError(f"{what} is empty: an empty path names no directory")
     return given
 
 

@@ -30,13 +30,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from okfast.arguments import flag_of, search_arguments
 from okfast.bundle import Bm25fQuery, Bundle, QueryTerms, query_terms
+from okfast.catalog import Catalog
 from okfast.errors import (
     EntryError,
     InvalidArgumentError,
@@ -66,9 +66,6 @@ from okfast.memory.scope import (
 )
 from okfast.model import Diagnostic, DiagnosticCode, Passage, passage_from_fields
 from okfast.scoring import BM25FParams, Scorer, scorer_of
-
-if TYPE_CHECKING:
-    from okfast.catalog import Catalog
 
 _CACHE_SIZE = 32  # bundle snapshots kept warm; each holds one inotify instance
 _MOVED_RETRIES = 32
@@ -154,6 +151,11 @@ def _root_of(tier: Tier, root: object) -> str:
         )
     if "\x00" in path:
         raise InvalidArgumentError(f"memory tier {tier.value!r} root contains a NUL character")
+    if path == "":
+        # Made absolute, "" is the working directory: never a choice (§1.6).
+        raise InvalidArgumentError(
+            f"memory tier {tier.value!r} root is empty: an empty path names no directory"
+        )
     try:
         os.fsencode(path)
     except UnicodeEncodeError as e:
@@ -186,6 +188,10 @@ class FileMemoryStore:
     @classmethod
     def from_catalog(cls, catalog: Catalog) -> FileMemoryStore:
         """The enabled ``role: memory`` sources of a catalog, one per tier."""
+        if not isinstance(catalog, Catalog):
+            raise InvalidArgumentTypeError(
+                f"catalog must be a Catalog, got {type(catalog).__name__}"
+            )
         return cls(
             {
                 Tier(s.tier): s.directory
