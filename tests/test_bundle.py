@@ -435,6 +435,37 @@ def test_a_position_out_of_range_or_not_an_int_is_an_argument_error(tmp_path: Pa
                 read(wrong)
 
 
+def test_every_read_a_resolver_makes_refuses_a_wrong_type_as_okfasts_error(
+    tmp_path: Path,
+) -> None:
+    """docs/spec.md §3.7, §8: the native binding's own conversion error (a
+    bare TypeError) or an AttributeError from inside is never what a caller
+    gets."""
+    import numpy as np
+
+    write_bundle(tmp_path / "kb", {"a.md": "---\ntype: T\ntitle: Alpha\n---\nalpha\n"})
+    b = Bundle.load(tmp_path / "kb", cache=False)
+    p = BM25FParams()
+    q = b.bm25f_query("alpha", p)
+    st = b.bm25f_stats(q.tokens)
+    calls = {
+        "a concept id is text": lambda: b.position(3),  # type: ignore[arg-type]
+        "params must be a BM25FParams": lambda: b.bm25f_query("x", None),  # type: ignore[arg-type]
+        "query must be a Bm25fQuery": lambda: b.search_bm25f("alpha", st, p),  # type: ignore[arg-type]
+        "stats must be a Bm25fStats": lambda: b.explain_bm25f(0, q, None, p),  # type: ignore[arg-type]
+        "a query must be a Bm25fQuery": lambda: b.search_bm25f_many(["x"], [st], p),  # type: ignore[list-item]
+        "terms must be a QueryTerms": lambda: b.explain_at(0, "alpha"),  # type: ignore[arg-type]
+        "terms must be a QueryTerms or Bm25fQuery": lambda: b.passage_fields(0, None),  # type: ignore[arg-type]
+        "title_key must be text": lambda: b.pinned(np.array([0], np.int32), 3, "a"),  # type: ignore[arg-type]
+    }
+    for words, call in calls.items():
+        with pytest.raises(okfast.InvalidArgumentTypeError, match=words):
+            call()
+    with pytest.raises(InvalidArgumentError, match="lone surrogate"):
+        b.pinned(np.array([0], np.int32), "\ud800", "a")
+    assert b.search_bm25f(q, st, p)[0].tolist() == [0]
+
+
 def test_statistics_whose_sum_passes_u64_are_refused_not_wrapped() -> None:
     # Only hand-made statistics can get there; the sums must stay exact (§12.4).
     top = 2**64 - 1

@@ -131,3 +131,14 @@ def flag_of(name: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise InvalidArgumentTypeError(f"{name} must be True or False, got {value!r}")
     return value
+
+
+def of_type(name: str, value: Any, kind: type | tuple[type, ...]) -> Any:
+    """``value`` when it is a ``kind``; else okfast's type error naming what
+    was wanted, not the bare ``TypeError`` (or ``AttributeError``) a native
+    conversion or a method call would raise from inside (docs/spec.md §8)."""
+    if not isinstance(value, kind):
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        wanted = " or ".join(k.__name__ for k in kinds)
+        raise InvalidArgumentTypeError(f"{name} must be a {wanted}, got {type(value).__name__}")
+    return value

@@ -32,7 +32,15 @@ from okfast import _native
 from okfast._native import Bm25fQuery as Bm25fQuery
 from okfast._native import Bm25fStats as Bm25fStats
 from okfast._native import QueryTerms as QueryTerms
-from okfast.arguments import flag_of, load_arguments, search_arguments, text_of, texts_of
+from okfast.arguments import (
+    batch_of,
+    flag_of,
+    load_arguments,
+    of_type,
+    search_arguments,
+    text_of,
+    texts_of,
+)
 from okfast.cache import CacheUse, cache_file, default_cache_dir
 from okfast.errors import (
     CacheWarning,
@@ -247,14 +255,14 @@ class Bundle:
 
     def position(self, concept_id: str) -> int | None:
         """The position of ``concept_id`` in :attr:`concept_ids`, if it is there."""
+        if not isinstance(concept_id, str):
+            raise InvalidArgumentTypeError(f"a concept id is text, got {type(concept_id).__name__}")
         try:
             return self._native.position(concept_id)
         except UnicodeEncodeError:
             return None  # a lone surrogate: no concept id holds one (§1.2)
 
     def _position_of(self, concept_id: str) -> int:
-        if not isinstance(concept_id, str):
-            raise InvalidArgumentTypeError(f"a concept id is text, got {type(concept_id).__name__}")
         pos = self.position(concept_id)
         if pos is None:
             raise ConceptNotFoundError(f"no concept {concept_id!r} in bundle {str(self.root)!r}")
@@ -436,6 +444,7 @@ class Bundle:
     def bm25f_query(self, text: str, params: BM25FParams) -> Bm25fQuery:
         """``text``'s tokens for this bundle's language, stop words dropped
         when ``params`` asks."""
+        params = of_type("params", params, BM25FParams)
         return Bm25fQuery(text_of("the query", text), self.language, params.stop_words)
 
     def bm25f_stats(self, tokens: list[str]) -> Bm25fStats:
@@ -455,7 +464,8 @@ class Bundle:
     ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]:
         """Positions and BM25F scores, by score then id, scored with ``stats``
         (this bundle's own, or a catalog's)."""
-        tag, limit, _ = search_arguments(tag, limit, params)
+        tag, limit, params = search_arguments(tag, limit, of_type("params", params, BM25FParams))
+        query, stats = of_type("query", query, Bm25fQuery), of_type("stats", stats, Bm25fStats)
         return self._native.search_bm25f(query, stats, params.native(), tag=tag, limit=limit)
 
     def search_bm25f_many(
@@ -469,15 +479,17 @@ class Bundle:
     ) -> list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]]:
         """:meth:`search_bm25f` of each of ``queries``, the ``i``-th scored
         with ``stats[i]``: one native call, in parallel with the GIL released."""
-        tag, limit, _ = search_arguments(tag, limit, params)
-        return self._native.search_bm25f_many(
-            list(queries), list(stats), params.native(), tag=tag, limit=limit
-        )
+        tag, limit, params = search_arguments(tag, limit, of_type("params", params, BM25FParams))
+        qs = [of_type("a query", q, Bm25fQuery) for q in batch_of("queries", queries, ())]
+        sts = [of_type("stats", st, Bm25fStats) for st in batch_of("stats", stats, ())]
+        return self._native.search_bm25f_many(qs, sts, params.native(), tag=tag, limit=limit)
 
     def explain_bm25f(
         self, position: int, query: Bm25fQuery, stats: Bm25fStats, params: BM25FParams
     ) -> list[_native.Bm25fTermPart]:
         """Per query token, what each field adds to the concept's score."""
+        query, stats = of_type("query", query, Bm25fQuery), of_type("stats", stats, Bm25fStats)
+        params = of_type("params", params, BM25FParams)
         return self._native.explain_bm25f(self._at(position), query, stats, params.native())
 
     # -- columns and per-position reads (for resolvers, governance, memory) ----------
@@ -516,14 +528,18 @@ class Bundle:
         self, positions: npt.NDArray[np.int32], title_key: str, id_key: str
     ) -> npt.NDArray[np.bool_]:
         """docs/spec.md §5.8 pinning of each of ``positions``."""
-        return self._native.pinned(positions, title_key, id_key)
+        return self._native.pinned(
+            positions, text_of("title_key", title_key), text_of("id_key", id_key)
+        )
 
     def passage_fields(
         self, position: int, terms: QueryTerms | Bm25fQuery
     ) -> _native.PassageFields:
         """What a passage shows of the concept at ``position`` for ``terms``
         (its excerpt by the scorer the terms are for)."""
-        return self._native.passage_fields(self._at(position), terms)
+        return self._native.passage_fields(
+            self._at(position), of_type("terms", terms, (QueryTerms, Bm25fQuery))
+        )
 
     def authority_at(self, position: int) -> str | None:
         """The ``authority`` the concept at ``position`` declares, as written."""
@@ -535,7 +551,7 @@ class Bundle:
 
     def explain_at(self, position: int, terms: QueryTerms) -> list[_native.TermFields]:
         """Which fields each term matches in the concept at ``position``."""
-        return self._native.explain(self._at(position), terms)
+        return self._native.explain(self._at(position), of_type("terms", terms, QueryTerms))
 
 
 #: No terms: a concept's fields without an excerpt.
