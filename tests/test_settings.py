@@ -289,6 +289,24 @@ def test_a_provenance_integer_too_long_to_write_is_refused_when_made() -> None:
         Settings(provenance={"a": 10**5000})
 
 
+def test_save_and_from_dict_refuse_what_is_no_path_or_no_mapping(tmp_path: Path) -> None:
+    """docs/spec.md §13.2: okfast's errors, not os's ValueError or
+    UnicodeEncodeError or an AttributeError from inside."""
+    for path, error, words in [
+        (None, InvalidArgumentTypeError, "a settings path is text"),
+        (b"/tmp/x.json", InvalidArgumentTypeError, "a settings path is text"),
+        ("", InvalidArgumentError, "a settings path is empty"),
+        (f"{tmp_path}/a\x00b", InvalidArgumentError, "names no file: it holds a NUL"),
+        (f"{tmp_path}/\ud800", InvalidArgumentError, "names no file"),
+    ]:
+        with pytest.raises(error, match=words):
+            Settings().save(path)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
+    for doc in (None, [], "{}"):
+        with pytest.raises(InvalidArgumentTypeError, match="settings are a mapping"):
+            Settings.from_dict(doc)  # type: ignore[arg-type]
+
+
 def test_equal_settings_write_the_same_bytes_negative_zero_included() -> None:
     """docs/spec.md §13.2: -0.0 equals 0.0, so it is written as 0.0."""
     negative, positive = BM25FParams(k1=-0.0, body_b=-0.0), BM25FParams(k1=0.0, body_b=0.0)

@@ -91,7 +91,22 @@ def directory_text(what: str, path: object) -> str:
     variable most likely, never a choice (docs/spec.md §1.6)."""
     given = path_text(what, path)
     if given == "":
-        raise InvalidArgumentError(f"{what} is empty: an empty path names no directory")
+        raise InvalidArgumentError(f"{what} is empty: an empty path names nothing")
+    return given
+
+
+def file_text(what: str, path: object) -> str:
+    """A file an argument names to be written (:func:`path_text`): one holding
+    a NUL or a character the file system cannot encode names no file, an
+    ``InvalidArgumentError`` (docs/spec.md §8), not ``os``'s bare
+    ``ValueError`` or ``UnicodeEncodeError``."""
+    given = directory_text(what, path)
+    try:
+        if "\x00" in given:
+            raise ValueError("it holds a NUL character")
+        os.fsencode(given)
+    except (ValueError, UnicodeError) as e:
+        raise InvalidArgumentError(f"{what} {given!r} names no file: {e}") from None
     return given
 
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from okfast import strict_json
 from okfast.arguments import surrogate_in
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError, SettingsError
-from okfast.paths import path_text
+from okfast.paths import file_text, path_text
 from okfast.query import Query, Strategy, strategy_of
 from okfast.scoring import (
     BM25F_FIELDS,
@@ -152,6 +152,8 @@ class Settings:
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> Settings:
         """Settings from a parsed JSON object, problems as diagnostics."""
+        if not isinstance(doc, Mapping):
+            raise InvalidArgumentTypeError(f"settings are a mapping, got {type(doc).__name__}")
         r = _Reader()
         version = doc.get("version")
         # The integer itself: not 1.0, not true.
@@ -218,7 +220,7 @@ class Settings:
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write :meth:`to_json` to ``path`` atomically (a reader sees the
         old file or the new one, never a part)."""
-        write_atomically(Path(path), self.to_json())
+        write_atomically(Path(file_text("a settings path", path)), self.to_json())
 
     def query(self, text: str, **fields: Any) -> Query:
         """A query of ``text`` carrying these settings' choices (scorer,
