@@ -679,3 +679,37 @@ def test_the_generation_is_that_of_the_sources_searched(tmp_path: Path) -> None:
     assert (ctx.generation, [p.source_id for p in ctx.passages]) == (1, ["a"])
     after = Resolver(cat).search(Query("alpha"))
     assert (after.generation, [p.source_id for p in after.passages]) == (2, ["b"])
+
+
+def test_refresh_of_a_source_that_cannot_be_loaded_now_leaves_it_to_the_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/spec.md §5.3: a source whose directory is there but cannot be read
+    (its permissions; removed meanwhile) is reported by the search that needs
+    it, as SourceUnavailable; refresh() raised for every source, and so
+    ``okfast eval`` and ``tune`` stopped with status 2 (§11.2)."""
+    note = "---\ntype: Note\ntitle: {0}\n---\nwidget {0}\n"
+    cat = make_catalog(
+        tmp_path,
+        {"a": {"x.md": note.format("Ax")}, "b": {"y.md": note.format("By")}},
+        [{"id": "a", "path": "a"}, {"id": "b", "path": "b"}],
+    )
+    r = Resolver(cat)
+    assert [p.source_id for p in r.search(Query("widget", strategy="merged")).passages] == [
+        "a",
+        "b",
+    ]
+    real = Bundle.load
+
+    def load(path: Any, **kw: Any) -> Bundle:
+        if Path(path).name == "b":
+            raise BundleNotFoundError(f"bundle root {str(path)!r} is not a readable directory")
+        return real(path, **kw)
+
+    monkeypatch.setattr("okfast.snapshots.Bundle.load", load)
+    (tmp_path / "b" / "z.md").write_text(note.format("Bz"))  # so b's snapshot reloads
+    monkeypatch.setattr("okfast.snapshots.Bundle.refresh", lambda self: load(self.root))
+    r.refresh()
+    ctx = r.search(Query("widget", strategy="merged"))
+    assert [p.source_id for p in ctx.passages] == ["a"]
+    assert [(d.code, d.source_id) for d in ctx.diagnostics] == [("SourceUnavailable", "b")]

@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -128,14 +129,24 @@ class Snapshots:
             # raised here for all the others: its snapshots are dropped, so
             # the next search that needs it reports it.
             if s.directory is not None and self.guard is not None and self.guard(s)[0] is not None:
-                gone = directory_key(s.directory)
-                with self._lock:
-                    for k in [k for k in self._snaps if k[0] == gone]:
-                        del self._snaps[k]
+                self._forget(s.directory)
                 continue
             if s.directory is not None and s.directory.is_dir():
-                for lang in languages | {language(s)}:
-                    self.get(s, lang, force=True)
+                try:
+                    for lang in languages | {language(s)}:
+                        self.get(s, lang, force=True)
+                except BundleNotFoundError:
+                    # Unreadable now (its permissions, or removed meanwhile):
+                    # reported by the next search that needs it, as a missing
+                    # one is, not raised here for all the others (§5.3).
+                    self._forget(s.directory)
+
+    def _forget(self, directory: Path) -> None:
+        """Drop every snapshot of ``directory``."""
+        gone = directory_key(directory)
+        with self._lock:
+            for k in [k for k in self._snaps if k[0] == gone]:
+                del self._snaps[k]
 
 
 def source_language(
