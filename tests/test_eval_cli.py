@@ -245,6 +245,31 @@ def test_usage_errors_exit_2(setup: tuple[str, str]) -> None:
 
 
 @requires_eval_extra
+def test_a_baseline_file_is_named_and_diagnosed_as_a_settings_file_is(
+    setup: tuple[str, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """docs/spec.md §13.4: every diagnostic of a settings file, UnknownSource
+    included, under FILE spelled as given — for --baseline as for --settings —
+    and an unreadable one named so too, not by its absolute path."""
+    catalog, qrels = setup
+    monkeypatch.chdir(tmp_path)
+    Path("unk.json").write_text('{"version": 1, "languages": {"zz": "german"}}')
+    Path("bad.json").write_text("not json")
+    for flag in ("--settings", "--baseline"):
+        code, _, err = run(capsys, "--catalog", catalog, "--qrels", qrels, flag, "unk.json")
+        assert code == 0
+        assert err.splitlines()[-1] == (
+            "okfast: settings unk.json: [UnknownSource] languages names source 'zz', "
+            "not in the catalog"
+        )
+        err = one_line_status_2(capsys, "--catalog", catalog, "--qrels", qrels, flag, "bad.json")
+        assert err.startswith("okfast: settings bad.json: not valid JSON")
+
+
+@requires_eval_extra
 def test_settings_files_as_the_configuration_and_the_baseline(
     setup: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -411,6 +411,8 @@ def test_a_resolver_reads_the_settings_file_a_catalog_names(tmp_path: Path) -> N
     broken = Resolver(cat)
     assert broken.default_scorer is Scorer.WEIGHTED_COUNT
     assert [d.code for d in broken.settings_diagnostics] == ["SettingsUnreadable"]
+    # Printed under the file's name (§13.4), the message does not name it again.
+    assert broken.settings_diagnostics[0].message.startswith("not valid JSON: ")
     assert Resolver(cat, settings=Settings(scorer=Scorer.FUSION)).default_scorer is Scorer.FUSION
 
 

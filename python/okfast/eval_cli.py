@@ -23,7 +23,7 @@ from okfast.qrels import JudgedQuery, JudgedSet
 from okfast.query import Query, Strategy
 from okfast.resolver import Resolver
 from okfast.scoring import MAX_COUNT, Scorer
-from okfast.settings import Settings, command_settings, load_settings
+from okfast.settings import Settings, command_settings
 from okfast.terminal import one_line
 
 PrintJson = Callable[[object], None]
@@ -57,7 +57,9 @@ def _run(args: argparse.Namespace, load: LoadCatalog, out: PrintJson) -> int:
         x is not None
         for x in (args.baseline_strategy, args.baseline_fairness_quota, args.baseline_scorer)
     )
-    base = config if args.baseline is None else load_settings(args.baseline)
+    # A settings file as --settings is: its diagnostics, UnknownSource
+    # included, printed under its name (docs/spec.md §13.4).
+    base = config if args.baseline is None else command_settings(catalog, args.baseline)
     base = base.with_choices(
         strategy=args.baseline_strategy,
         fairness_quota=args.baseline_fairness_quota,

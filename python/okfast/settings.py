@@ -121,17 +121,20 @@ class Settings:
         """Read ``path``. Raises :class:`~okfast.errors.SettingsError` when it
         cannot be read or is not a JSON object; every other problem is a
         diagnostic (in ``.diagnostics``) and its entry is ignored."""
-        p = Path(os.path.abspath(path_text("a settings path", path)))
+        given = path_text("a settings path", path)
+        p = Path(os.path.abspath(given))
+        # Named as given, as its diagnostics are (docs/spec.md §13.4).
+        name = f"settings {given}"
         try:
             text = p.read_bytes().decode("utf-8")
         except OSError as e:
-            raise SettingsError(f"settings {p}: could not be read: {e.strerror or e}") from None
+            raise SettingsError(f"{name}: could not be read: {e.strerror or e}") from None
         except UnicodeDecodeError as e:
-            raise SettingsError(f"settings {p}: not UTF-8 (byte {e.start})") from None
+            raise SettingsError(f"{name}: not UTF-8 (byte {e.start})") from None
         except ValueError as e:
             # A NUL or a lone surrogate in the name: no file is called that.
-            raise SettingsError(f"settings {p}: could not be read: {e}") from None
-        return dataclasses.replace(cls.parse(text, name=f"settings {p}"), path=p)
+            raise SettingsError(f"{name}: could not be read: {e}") from None
+        return dataclasses.replace(cls.parse(text, name=name), path=p)
 
     @classmethod
     def parse(cls, text: str, *, name: str = "settings") -> Settings:
@@ -346,7 +349,9 @@ def settings_for(
             # a link that loops or dangles is present, and a name too long
             # or below a directory that cannot be searched can be no file's.
             if not _absent(catalog.settings_path):
-                return Settings(), (SettingsDiagnostic("SettingsUnreadable", str(e)),)
+                # Printed under the file's name already (§13.4): said once.
+                why = str(e).removeprefix(f"settings {catalog.settings_path}: ")
+                return Settings(), (SettingsDiagnostic("SettingsUnreadable", why),)
             return Settings(), ()
     elif settings is not None and not isinstance(settings, Settings):
         settings = Settings.load(settings)
@@ -370,7 +375,7 @@ def _not_a_file(path: Path) -> str | None:
         return None  # absent or unreadable: Settings.load says which
     if stat.S_ISREG(mode):
         return None
-    return f"settings {path}: not a regular file"
+    return "not a regular file"
 
 
 class ResolverDefaults(NamedTuple):
