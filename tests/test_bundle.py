@@ -463,6 +463,10 @@ def test_every_read_a_resolver_makes_refuses_a_wrong_type_as_okfasts_error(
             call()
     with pytest.raises(InvalidArgumentError, match="lone surrogate"):
         b.pinned(np.array([0], np.int32), "\ud800", "a")
+    with pytest.raises(okfast.InvalidArgumentTypeError, match="native bundle must be a Bundle"):
+        Bundle(None)  # type: ignore[arg-type]
+    with pytest.raises(okfast.InvalidArgumentTypeError, match="texts must be a sequence"):
+        b.search_many(b"alpha")  # type: ignore[arg-type]
     assert b.search_bm25f(q, st, p)[0].tolist() == [0]
 
 

@@ -389,3 +389,27 @@ def test_a_diagnostic_line_is_one_line_whatever_its_path_holds() -> None:
 
     d = Diagnostic("InvalidConceptId", "rename\rit", "bad\nx.md", "s", "error")
     assert diagnostic_line(d) == f"{'error':<7} {'InvalidConceptId':<20} s:bad\\nx.md rename\\rit"
+
+
+@requires_eval_extra
+def test_arguments_of_the_wrong_type_are_okfasts_type_errors(single: Resolver) -> None:
+    """docs/spec.md §8, §11.2–§11.4: checked before any search, not an
+    AttributeError or a bare TypeError from inside."""
+    from okfast import InvalidArgumentTypeError
+    from okfast.comparison import compare
+
+    report = evaluate(single, HAND)
+    calls = [
+        ("resolver must be a Resolver", lambda: evaluate(None, HAND)),
+        ("a judged queries path is text", lambda: evaluate(single, 3)),
+        ("query must be a callable or None", lambda: evaluate(single, HAND, query=3)),
+        ("baseline must be an EvalReport", lambda: evaluate(single, HAND, baseline=3)),
+        ("report must be an EvalReport", lambda: compare(None, report)),
+        ("baseline must be an EvalReport", lambda: compare(report, 3)),
+        ("a run tag is text", lambda: report.trec_run(3)),
+    ]
+    for words, call in calls:
+        with pytest.raises(InvalidArgumentTypeError, match=words):
+            call()
+    with pytest.raises(InvalidArgumentError, match="a judged queries path is empty"):
+        evaluate(single, "")

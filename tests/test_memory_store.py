@@ -1054,3 +1054,12 @@ def test_a_switch_that_is_not_a_bool_is_refused_before_anything_is_deleted(
     with pytest.raises(okfast.InvalidArgumentTypeError, match="bodies must be True or False"):
         store.enumerate(session, bodies=flag)  # type: ignore[arg-type]
     assert [c.concept_id.rsplit("/", 1)[-1] for c in store.enumerate(session)] == ["note"]
+
+
+def test_a_section_that_is_not_text_says_so(tmp_path: Path) -> None:
+    """docs/spec.md §6.3: the error says what is wrong, not "empty"."""
+    store = make_store(tmp_path)
+    fm = {"type": "Note", "title": "T"}
+    for section, words in [(3, "not text: int"), (None, "not text: NoneType"), (" ", "empty")]:
+        w = store.write(Scope("A"), MemoryEntry("n", fm, section), Tier.TENANT)  # type: ignore[arg-type]
+        assert not w.written and f"the section to append is {words}" in (w.error or "")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from okfast import Catalog, Query, Resolver
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "catalog.json"
@@ -29,3 +30,13 @@ def test_other_passages_or_another_order_are_not_equal() -> None:
     assert croissant != resolver.search(Query("croissant", limit=1)).passages
     assert croissant != tuple(croissant)  # as a list is never equal to a tuple
     assert resolver.search(Query("croissant")) != resolver.search(Query("oven"))
+
+
+def test_index_finds_a_passage_and_says_what_it_did_not_find() -> None:
+    """As a list's ``index`` (docs/spec.md §5.2); Sequence's said nothing."""
+    passages = Resolver(Catalog.load(EXAMPLES)).search(Query("croissant")).passages
+    assert passages.index(passages[2]) == 2 == list(passages).index(passages[2])
+    with pytest.raises(ValueError, match="None is not among the passages"):
+        passages.index(None)
+    with pytest.raises(ValueError, match="is not among the passages"):
+        passages.index(passages[0], 1)

@@ -368,3 +368,19 @@ def test_a_numpy_grade_is_a_whole_number() -> None:
     assert all(type(g) is int for g in q.judgements.values())
     with pytest.raises(InvalidArgumentError, match="grade"):
         JudgedQuery("q", "text", {"d": np.float64(2.0)})
+
+
+def test_readers_refuse_what_is_no_path_and_no_text() -> None:
+    """docs/spec.md §11.1: okfast's errors, not a bare TypeError or an
+    AttributeError from inside; a blank query is refused as a file's is."""
+    for path in (None, 3, b"/x.jsonl"):
+        with pytest.raises(InvalidArgumentTypeError, match="a judged queries path is text"):
+            JudgedSet.load(path)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="a judged queries path is empty"):
+        JudgedSet.load("")
+    with pytest.raises(InvalidArgumentTypeError, match="<jsonl> must be text or bytes"):
+        JudgedSet.parse_jsonl(None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentTypeError, match="<queries> must be text or bytes"):
+        JudgedSet.parse_trec("q 0 d 1", None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="judged query 'a': the query is blank"):
+        JudgedQuery("a", " \t", {"d": 1})

@@ -713,3 +713,17 @@ def test_refresh_of_a_source_that_cannot_be_loaded_now_leaves_it_to_the_search(
     ctx = r.search(Query("widget", strategy="merged"))
     assert [p.source_id for p in ctx.passages] == ["a"]
     assert [(d.code, d.source_id) for d in ctx.diagnostics] == [("SourceUnavailable", "b")]
+
+
+def test_a_strategy_engine_takes_a_resolver_and_a_query_or_its_text() -> None:
+    """docs/spec.md §5.2: the exported engines check what they are given."""
+    from okfast import GroupedResolver, MergedResolver
+
+    r = Resolver(Catalog.load(REPO / "examples" / "catalog.json"))
+    with pytest.raises(InvalidArgumentTypeError, match="resolver must be a Resolver"):
+        GroupedResolver(None)  # type: ignore[arg-type]
+    assert GroupedResolver(r).run("the").passages == r.search(Query("the")).passages
+    merged = r.search(Query("the", strategy="merged")).passages
+    assert MergedResolver(r).run("the").passages == merged
+    with pytest.raises(InvalidArgumentTypeError, match="exclusions must be True or False"):
+        MergedResolver(r).run("the", "no")  # type: ignore[arg-type]

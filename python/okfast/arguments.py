@@ -87,7 +87,8 @@ def batch_of(name: str, items: object, single: tuple[type, ...]) -> Sequence[Any
         raise InvalidArgumentError(
             f"{name} must be a sequence of queries, not one {type(items).__name__}"
         )
-    if not isinstance(items, Sequence):
+    # Bytes are a sequence of ints, not of queries.
+    if not isinstance(items, Sequence) or isinstance(items, bytes | bytearray):
         raise InvalidArgumentTypeError(
             f"{name} must be a sequence of queries, got {type(items).__name__}"
         )
@@ -140,5 +141,6 @@ def of_type(name: str, value: Any, kind: type | tuple[type, ...]) -> Any:
     if not isinstance(value, kind):
         kinds = kind if isinstance(kind, tuple) else (kind,)
         wanted = " or ".join(k.__name__ for k in kinds)
-        raise InvalidArgumentTypeError(f"{name} must be a {wanted}, got {type(value).__name__}")
+        a = "an" if wanted[0] in "AEIOU" else "a"
+        raise InvalidArgumentTypeError(f"{name} must be {a} {wanted}, got {type(value).__name__}")
     return value

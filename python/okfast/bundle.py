@@ -86,6 +86,7 @@ class Bundle:
     __slots__ = ("_native", "_cache", "__dict__")
 
     def __init__(self, native: _native.Bundle, cache: CacheUse | None = None) -> None:
+        of_type("Bundle.load's native bundle", native, _native.Bundle)
         self._native = native
         self._cache = cache or CacheUse()
 

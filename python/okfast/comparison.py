@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from okfast.errors import InvalidArgumentError
+from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 if TYPE_CHECKING:
     from okfast.evaluation import EvalReport
@@ -79,8 +79,13 @@ def compare(report: EvalReport, baseline: EvalReport, *, metric: str = "ndcg@10"
     """``report`` against ``baseline``, both evaluations of the same judged
     queries (``InvalidArgumentError`` otherwise, or for an unknown ``metric``)."""
     # Imported here: okfast.evaluation imports this module.
-    from okfast.evaluation import METRICS, require
+    from okfast.evaluation import METRICS, EvalReport, require
 
+    for name, given in (("report", report), ("baseline", baseline)):
+        if not isinstance(given, EvalReport):
+            raise InvalidArgumentTypeError(
+                f"{name} must be an EvalReport, got {type(given).__name__}"
+            )
     if metric not in METRICS:
         raise InvalidArgumentError(f"unknown metric {metric!r} (one of {', '.join(METRICS)})")
     qids = [q.qid for q in report.per_query]

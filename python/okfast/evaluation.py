@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from okfast.arguments import of_type
 from okfast.bundle import Bundle
 from okfast.comparison import Comparison, compare
 from okfast.errors import (
@@ -108,6 +109,8 @@ class EvalReport:
         """The rankings as a TREC run file: ``qid Q0 docid rank score tag`` a
         line, rank from 1, score = (length of the ranking) + 1 - rank, so scores
         strictly decrease down a ranking and no tool re-orders ties (§11.4)."""
+        if not isinstance(tag, str):
+            raise InvalidArgumentTypeError(f"a run tag is text, got {type(tag).__name__}")
         if not tag or encode_id(tag) != tag:
             raise InvalidArgumentError(
                 f"a run tag must be non-empty, without white space or '%': {tag!r}"
@@ -157,6 +160,18 @@ def evaluate(
     resolver holds as they are: a caller measuring several configurations on
     one corpus refreshes once, before the first.
     """
+    # What a resolver is to it (a Resolver, a RayResolver): checked here, not
+    # met as an AttributeError halfway (docs/spec.md §8, §11.2).
+    if not all(callable(getattr(resolver, m, None)) for m in ("search", "snapshot", "refresh")):
+        raise InvalidArgumentTypeError(
+            f"resolver must be a Resolver, got {type(resolver).__name__}"
+        )
+    if query is not None and not callable(query):
+        raise InvalidArgumentTypeError(
+            f"query must be a callable or None, got {type(query).__name__}"
+        )
+    if baseline is not None:
+        of_type("baseline", baseline, EvalReport)
     depth = whole_at_least("depth", depth, 1)
     if workers is not None:
         workers = whole_at_least("workers", workers, 1)

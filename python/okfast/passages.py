@@ -120,6 +120,14 @@ class PassageList(Sequence[Passage]):
     def __repr__(self) -> str:
         return f"<PassageList: {len(self)} passages>"
 
+    def index(self, value: object, start: int = 0, stop: int | None = None) -> int:
+        """As a list's ``index``, with its message: ``Sequence``'s raises a
+        ``ValueError`` that says nothing."""
+        try:
+            return super().index(value, start, stop)  # type: ignore[arg-type]
+        except ValueError:
+            raise ValueError(f"{value!r} is not among the passages") from None
+
     def __eq__(self, other: object) -> bool:
         # Equal passages in the same order, as two lists of them compare
         # (docs/spec.md §5.2): two resolutions that return the same passages

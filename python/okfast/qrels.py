@@ -27,6 +27,7 @@ from okfast import _native, strict_json
 from okfast.arguments import surrogate_in
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.model import Diagnostic, DiagnosticCode, Severity
+from okfast.paths import directory_text
 from okfast.scoring import whole_of
 
 #: The white space of docs/spec.md (not Python's ``str.split`` set).
@@ -111,6 +112,9 @@ class JudgedQuery:
             raise InvalidArgumentError(
                 f"a judged query's query text {self.text!r} is not valid Unicode text"
             )
+        if not self.text.strip():
+            # As a file's line is refused (§11.1): no Query can be made of it.
+            raise InvalidArgumentError(f"judged query {self.qid!r}: the query is blank")
         if not isinstance(self.judgements, Mapping):
             raise InvalidArgumentTypeError(
                 "a judged query's judgements must be a mapping of doc id to grade,"
@@ -241,8 +245,9 @@ class JudgedSet:
 
 
 def _read(path: str | os.PathLike[str]) -> bytes:
+    given = directory_text("a judged queries path", path)
     try:
-        return Path(path).read_bytes()
+        return Path(given).read_bytes()
     except (ValueError, UnicodeEncodeError) as e:
         # A NUL or a lone surrogate: no file can have that name.
         raise InvalidArgumentError(
@@ -258,6 +263,8 @@ def _lines(data: bytes | str, name: str, r: _Reader) -> Iterator[tuple[int, str]
     """Non-blank lines with their 1-based numbers: split on ``\\n``, one ``\\r``
     before it removed, one leading BOM removed; a line that is not UTF-8 is a
     diagnostic."""
+    if not isinstance(data, bytes | str):
+        raise InvalidArgumentTypeError(f"{name} must be text or bytes, got {type(data).__name__}")
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     raw = raw.removeprefix(b"\xef\xbb\xbf")
     for i, piece in enumerate(raw.split(b"\n"), 1):

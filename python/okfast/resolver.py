@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from okfast import _native, governance
-from okfast.arguments import flag_of
+from okfast.arguments import flag_of, of_type
 from okfast.bundle import Bm25fQuery, Bm25fStats, Bundle, Progress, QueryTerms, query_terms
 from okfast.catalog import Catalog, CatalogView, Source
 from okfast.count_memo import CountMemo
@@ -68,7 +68,7 @@ class _Engine(ABC):
     dedup = True
 
     def __init__(self, resolver: Resolver) -> None:
-        self.r = resolver
+        self.r = of_type("resolver", resolver, Resolver)
 
     # -- the steps every strategy takes -------------------------------------------
 
@@ -233,7 +233,8 @@ class _Engine(ABC):
 
     # -- the whole run -------------------------------------------------------------
 
-    def run(self, q: Query, exclusions: bool = True) -> Context:
+    def run(self, q: Query | str, exclusions: bool = True) -> Context:
+        q, exclusions = query_of(q), flag_of("exclusions", exclusions)
         now_us = micros(self.r.clock())
         quota = q.fairness_quota or self.r.default_fairness_quota
         # docs/spec.md §5.2: the cut first, when it may apply; whole lists

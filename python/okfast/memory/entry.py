@@ -131,7 +131,9 @@ def render_frontmatter(fm: Mapping[str, Any]) -> str:
 
 
 def check_section(section: object) -> str:
-    if not isinstance(section, str) or not section.strip(_WHITE_SPACE):
+    if not isinstance(section, str):
+        raise EntryError(f"the section to append is not text: {type(section).__name__}")
+    if not section.strip(_WHITE_SPACE):
         raise EntryError("the section to append is empty")
     if "\x00" in section:
         raise EntryError("the section contains a NUL character")
