@@ -95,6 +95,14 @@ def test_bm25f_parameters_must_be_bm25f_params(bundle: Bundle) -> None:
     for search in searches(bundle):
         with pytest.raises(InvalidArgumentTypeError, match="bm25f must be a BM25FParams"):
             search("oven", bm25f={"k1": 1.0})
+    # The same mistake is the same error where a query or a resolver takes it.
+    from okfast import Catalog, Query, Resolver
+
+    with pytest.raises(InvalidArgumentTypeError, match="Query.bm25f must be a BM25FParams"):
+        Query("oven", bm25f={"k1": 1.0})  # type: ignore[arg-type]
+    catalog = Catalog.load(Path(__file__).parent.parent / "examples" / "catalog.json")
+    with pytest.raises(InvalidArgumentTypeError, match="default_bm25f must be a BM25FParams"):
+        Resolver(catalog, default_bm25f={"k1": 1.0})  # type: ignore[arg-type]
 
 
 def test_a_min_score_too_large_for_a_float_is_refused() -> None:

@@ -306,7 +306,7 @@ class Query:
         if self.scorer is not None:
             object.__setattr__(self, "scorer", scorer_of(self.scorer))
         if self.bm25f is not None and not isinstance(self.bm25f, BM25FParams):
-            raise InvalidArgumentError(
+            raise InvalidArgumentTypeError(
                 f"Query.bm25f must be a BM25FParams, got {type(self.bm25f).__name__}"
             )
         if self.rrf_k is not None:

@@ -407,7 +407,7 @@ class ResolverDefaults(NamedTuple):
         quota = settings.fairness_quota if fairness_quota is None else fairness_quota
         scorer = settings.scorer if scorer is None else scorer
         if bm25f is not None and not isinstance(bm25f, BM25FParams):
-            raise InvalidArgumentError(
+            raise InvalidArgumentTypeError(
                 f"default_bm25f must be a BM25FParams, got {type(bm25f).__name__}"
             )
         rrf_k = settings.rrf_k if rrf_k is None else rrf_k
