@@ -221,6 +221,8 @@ def test_governance_staleness_and_a_split_source_equal_the_local_resolver(
         {"stale_policy": StalePolicy.tolerate(200)},
         {"pin_exact_title": True, "limit": 7},
         {"explain": True, "fairness_quota": 2},
+        {"limit": 0},  # every match excluded: NoMatches says so on both (§5.6)
+        {"min_score": 1e9},
     ):
         q = Query("cache", strategy=strategy, scorer=scorer, **kw)
         got = same(local, remote, q)

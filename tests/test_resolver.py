@@ -727,3 +727,17 @@ def test_a_strategy_engine_takes_a_resolver_and_a_query_or_its_text() -> None:
     assert MergedResolver(r).run("the").passages == merged
     with pytest.raises(InvalidArgumentTypeError, match="exclusions must be True or False"):
         MergedResolver(r).run("the", "no")  # type: ignore[arg-type]
+
+
+def test_no_matches_says_whether_matches_were_all_excluded() -> None:
+    """docs/spec.md §5.6: "No passages matched" only when nothing matched."""
+    r = Resolver(Catalog.load(REPO / "examples" / "catalog.json"))
+    for q in (Query("croissant", limit=0), Query("croissant", min_score=1e9)):
+        ctx = r.search(q)
+        assert ctx.passages == [] and ctx.exclusions
+        assert ctx.diagnostics[-1].message == (
+            "No passages remain for query 'croissant': every match was excluded."
+        )
+    assert r.search(Query("zebraxyz")).diagnostics[-1].message == (
+        "No passages matched query 'zebraxyz'."
+    )

@@ -314,13 +314,13 @@ class _Engine(ABC):
         if untokened is not None:
             diags.append(untokened)
         elif len(pos) == 0 and found.any_searched:
-            diags.append(
-                Diagnostic(
-                    DiagnosticCode.NO_MATCHES.value,
-                    f"No passages matched query '{q.text}'.",
-                    severity="warning",
-                )
+            # Matches there were, all excluded: said so, not "none matched" (§5.6).
+            message = (
+                f"No passages remain for query '{q.text}': every match was excluded."
+                if found.found_any
+                else f"No passages matched query '{q.text}'."
             )
+            diags.append(Diagnostic(DiagnosticCode.NO_MATCHES.value, message, severity="warning"))
         explain = None
         if q.explain:
             fused_quota = quota if self.strategy is not Strategy.GROUPED else None

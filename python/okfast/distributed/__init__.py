@@ -488,6 +488,8 @@ class RayResolver:
             )
             for r in parts:
                 f.exclusions.extend(r.stale)
+                # As _Engine.search's: a passage before the stale filter.
+                f.found_any |= bool(r.stale)
             st = summed.get(s.id, parts[0].stats)
             versions = [
                 (sh, self._pool.number(sh, u), r.version)
@@ -509,6 +511,7 @@ class RayResolver:
             f.src.append(np.full(len(order), k, dtype=np.uint32))
             f.pos.append(order)
             f.score.append(score)
+            f.found_any |= len(order) > 0
         return f
 
 
