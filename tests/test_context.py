@@ -295,6 +295,10 @@ def test_estimate_never_exceeds_budget_and_surfaces_are_prefixes(
                 for p in store.passages
             ],
         }
+        ids = {
+            "knowledge": [(p.source_id, p.concept_id) for p in r.search(TERM).passages],
+            "memory": [(p.source_id, p.concept_id) for p in store.passages],
+        }
     assert a.tokens == math.ceil(len(a.text) / 4) <= budget
     assert sum(b.tokens for b in a.blocks) <= budget
     assert a.text == "\n".join(b.text for b in a.blocks)
@@ -320,6 +324,9 @@ def test_estimate_never_exceeds_budget_and_surfaces_are_prefixes(
                 assert b.text == want[i]
         if needs[s] <= allocs[s]:  # everything fits: everything is there, whole
             assert [b.text for b in got] == want
+        # What has no block is listed, in order: blocks then omitted are every passage.
+        left = [(sid, cid) for surface, sid, cid in a.omitted if surface == s]
+        assert [(b.source_id, b.concept_id) for b in got] + left == ids[s]
 
 
 # ---------------------------------------------------------------- truncation
@@ -383,6 +390,13 @@ def test_zero_budget_yields_empty_text(tmp_path: Path) -> None:
     r = resolver_over(tmp_path, knowledge_files(2))
     a = ContextAssembler(r, FakeStore(memories(2)), token_budget=0).assemble(LOCAL, TERM)
     assert (a.text, a.blocks, a.tokens) == ("", (), 0)
+    # Nothing is dropped unsaid (docs/spec.md §6.5): every passage is omitted.
+    assert [(s, c.rsplit("/", 1)[-1]) for s, _, c in a.omitted] == [
+        ("knowledge", "k000"),
+        ("knowledge", "k001"),
+        ("memory", "2026-11-01"),
+        ("memory", "2026-11-02"),
+    ]
 
 
 # ---------------------------------------------------------------- injection

@@ -222,16 +222,19 @@ async def test_list_sources(catalog: Path) -> None:
 async def test_assemble_context_is_the_assemblers_knowledge(catalog: Path) -> None:
     async with Client(okfast_mcp.build_server(catalog)) as c:
         got = structured(
-            await c.call_tool("assemble_context", {"query": "sourdough", "token_budget": 400})
+            await c.call_tool("assemble_context", {"query": "sourdough", "token_budget": 100})
         )
     want = ContextAssembler(
-        Resolver(Catalog.load(catalog)), FileMemoryStore({}), token_budget=400
+        Resolver(Catalog.load(catalog)), FileMemoryStore({}), token_budget=100
     ).assemble(Scope.local(), "sourdough")
-    assert got["text"] == want.text and got["tokens"] == want.tokens <= 400
+    assert got["text"] == want.text and got["tokens"] == want.tokens <= 100
     assert [
         (b["surface"], b["source_id"], b["concept_id"], b["truncated"]) for b in got["blocks"]
     ] == [(b.surface, b.source_id, b.concept_id, b.truncated) for b in want.blocks]
     assert got["blocks"] and all(b["surface"] == "knowledge" for b in got["blocks"])
+    # What the budget left out is named, so an agent can ask for it (§6.5).
+    omitted = [(o["surface"], o["source_id"], o["concept_id"]) for o in got["omitted"]]
+    assert want.omitted and omitted == list(want.omitted)
 
 
 BAD_CALLS = [

@@ -44,6 +44,7 @@ The output is data for a message, never instructions. Decisions beyond the SPEC:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import re
@@ -55,6 +56,7 @@ from typing import Literal, Protocol
 from okfast.errors import InvalidArgumentError
 from okfast.memory.scope import Scope
 from okfast.model import Diagnostic, DiagnosticCode, Passage
+from okfast.passages import PassageList
 from okfast.query import Query
 from okfast.scoring import BM25FParams, Scorer, whole_of
 
@@ -109,6 +111,9 @@ class Assembly:
     blocks: tuple[AssemblyBlock, ...]
     tokens: int
     diagnostics: tuple[Diagnostic, ...]
+    #: ``(surface, source_id, concept_id)`` of every passage found that has no
+    #: block: left out for the budget (or unreadable: see the diagnostics).
+    omitted: tuple[tuple[Surface, str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,9 +311,37 @@ class ContextAssembler:
 
         blocks = _fill("knowledge", k_blocks, k_alloc) + _fill("memory", m_blocks, m_alloc)
         out = "\n".join(b.text for b in blocks)
+        shown = {(b.surface, b.source_id, b.concept_id) for b in blocks}
+        omitted = [
+            (surface, *ids)
+            for surface, found in (("knowledge", k_found), ("memory", m_found))
+            for ids in _ids(found)
+            if (surface, *ids) not in shown
+        ]
         return Assembly(
-            out, tuple(blocks), math.ceil(len(out) / 4), tuple(k_diags) + tuple(m_diags)
+            out,
+            tuple(blocks),
+            math.ceil(len(out) / 4),
+            tuple(k_diags) + tuple(m_diags),
+            tuple(omitted),  # type: ignore[arg-type]
         )
+
+
+def _ids(found: Iterable[Passage]) -> list[tuple[str, str]]:
+    """``(source_id, concept_id)`` of each passage found, in order, without
+    building or reading a passage where the list can say (a resolver's, or
+    anything whose ``keys()`` gives them, as ``PassageList.keys`` does);
+    nothing more from a list that fails part-way (already diagnosed), and
+    nothing from a one-shot iterator, whose rest would be built to be named
+    (docs/spec.md §6.5: only the passages needed are built)."""
+    if isinstance(found, PassageList) or callable(getattr(found, "keys", None)):
+        return [(k[0], k[1]) for k in found.keys()]  # type: ignore[attr-defined]
+    out: list[tuple[str, str]] = []
+    if not isinstance(found, Sequence):
+        return out
+    with contextlib.suppress(Exception):
+        out.extend((p.source_id, p.concept_id) for p in found)
+    return out
 
 
 __all__ = ["Assembly", "AssemblyBlock", "ContextAssembler", "MemoryReader", "Searcher", "TRUNCATED"]

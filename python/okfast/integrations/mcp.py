@@ -186,7 +186,19 @@ class _Watched:
 
     def search(self, query: Query, /) -> _Found:
         ctx = self.resolver.search(query)
-        return _Found(self._passages(ctx.passages), ctx.diagnostics)
+        return _Found(_Named(self._passages(ctx.passages), ctx.passages.keys), ctx.diagnostics)
+
+
+@dataclass
+class _Named:
+    """Passages read one by one through the watch, and named all at once
+    without being built (what the assembler lists as omitted, §6.5)."""
+
+    each: Iterator[Passage]
+    keys: Callable[[], list[tuple[str, str, int | float]]]
+
+    def __iter__(self) -> Iterator[Passage]:
+        return self.each
 
 
 @dataclass
@@ -404,6 +416,10 @@ class _Service:
                         "truncated": b.truncated,
                     }
                     for b in a.blocks
+                ],
+                "omitted": [
+                    {"surface": surface, "source_id": sid, "concept_id": cid}
+                    for surface, sid, cid in a.omitted
                 ],
                 "diagnostics": [diagnostic_record(d) for d in a.diagnostics],
             }

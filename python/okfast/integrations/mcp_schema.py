@@ -76,13 +76,23 @@ class BlockRecord(TypedDict):
     truncated: bool
 
 
+class OmittedRecord(TypedDict):
+    """A passage found that has no block: left out for the budget."""
+
+    surface: str
+    source_id: str
+    concept_id: str
+
+
 class AssemblyResult(TypedDict):
-    """The budgeted text (docs/spec.md §6.5), its blocks in text order, and problems."""
+    """The budgeted text (docs/spec.md §6.5), its blocks in text order, the
+    passages found that have no block, and problems."""
 
     text: str
     tokens: int
     token_budget: int
     blocks: list[BlockRecord]
+    omitted: list[OmittedRecord]
     diagnostics: list[DiagnosticRecord]
 
 
