@@ -667,6 +667,27 @@ def test_the_provenance_names_the_catalog_that_was_measured(tmp_path: Path) -> N
     assert by_path["catalog_sha256"] != prov["catalog_sha256"]
 
 
+@requires_eval_extra
+def test_the_provenance_of_trec_input_covers_the_queries_file(tmp_path: Path) -> None:
+    """docs/spec.md §14.3: with TREC qrels the query texts are in their own
+    file, whose digest the provenance carries too (changed texts, other
+    measurements)."""
+    catalog, qrels = corpus(tmp_path)
+    rows = [json.loads(line) for line in qrels.read_text().splitlines() if line.strip()]
+    trec, tsv = tmp_path / "q.qrels", tmp_path / "q.tsv"
+    trec.write_text(
+        "".join(f"{r['qid']} 0 {d} {g}\n" for r in rows for d, g in r["relevant"].items())
+    )
+    tsv.write_text("".join(f"{r['qid']}\t{r['query']}\n" for r in rows))
+    judged = JudgedSet.load(trec, tsv)
+    report = tune(Resolver(Catalog.load(catalog)), judged, budget=2)
+    prov = with_provenance(report, catalog=catalog, qrels=judged).provenance or {}
+    digest = {p: "sha256:" + hashlib.sha256(p.read_bytes()).hexdigest() for p in (trec, tsv)}
+    assert (prov["qrels_sha256"], prov["queries_sha256"]) == (digest[trec], digest[tsv])
+    jsonl = with_provenance(report, catalog=catalog, qrels=JudgedSet.load(qrels)).provenance
+    assert jsonl is not None and "queries_sha256" not in jsonl
+
+
 @given(
     st.lists(
         st.lists(st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0]), min_size=10, max_size=10),

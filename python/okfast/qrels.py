@@ -160,6 +160,8 @@ class JudgedSet:
     #: ``sha256:`` + hex SHA-256 of the qrels file's bytes as read, for a set
     #: :meth:`load` read (the file may be a pipe, read once, or change later).
     sha256: str | None = field(default=None, compare=False)
+    #: The same of the queries file, for TREC input read by :meth:`load`.
+    queries_sha256: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         # Results and judgements are keyed by qid: a second query of the same
@@ -197,14 +199,22 @@ class JudgedSet:
         """JSON Lines from ``qrels``; or, when ``queries`` (a ``qid<TAB>query``
         file) is given, TREC qrels from ``qrels``."""
         data = _read(qrels)
-        digest = "sha256:" + hashlib.sha256(data).hexdigest()
         if queries is None:
             judged = cls.parse_jsonl(data, name=os.fspath(qrels))
-        else:
-            judged = cls.parse_trec(
-                data, _read(queries), qrels_name=os.fspath(qrels), queries_name=os.fspath(queries)
-            )
-        return replace(judged, sha256=digest)
+            return replace(judged, sha256=_sha256(data))
+        texts = _read(queries)
+        judged = cls.parse_trec(
+            data, texts, qrels_name=os.fspath(qrels), queries_name=os.fspath(queries)
+        )
+        return replace(judged, sha256=_sha256(data), queries_sha256=_sha256(texts))
+
+    def digests(self) -> dict[str, str | None]:
+        """What a tune's provenance says of the set (docs/spec.md §14.3):
+        ``qrels_sha256``, and ``queries_sha256`` for TREC input."""
+        out = {"qrels_sha256": self.sha256}
+        if self.queries_sha256 is not None:
+            out["queries_sha256"] = self.queries_sha256
+        return out
 
     @classmethod
     def parse_jsonl(cls, data: bytes | str, *, name: str = "<jsonl>") -> JudgedSet:
@@ -242,6 +252,10 @@ class JudgedSet:
             if qid not in r.judged:
                 r.report_unjudged(qid)
         return r.done([q for q in r.texts if q in r.judged])
+
+
+def _sha256(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def _read(path: str | os.PathLike[str]) -> bytes:

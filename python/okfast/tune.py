@@ -574,7 +574,7 @@ def with_provenance(
     prov: dict[str, Any] = {
         "okfast": __version__,
         "date": when.isoformat(timespec="seconds"),
-        "qrels_sha256": qrels.sha256 if isinstance(qrels, JudgedSet) else _digest(qrels),
+        **(qrels.digests() if isinstance(qrels, JudgedSet) else {"qrels_sha256": _digest(qrels)}),
         "catalog_sha256": catalog.sha256 if isinstance(catalog, Catalog) else _digest(catalog),
         "objective": report.objective,
         "seed": report.seed,
