@@ -186,14 +186,26 @@ def test_bad_input_is_one_line_and_status_2(
 
 @requires_eval_extra
 def test_an_unwritable_run_file_is_one_line_and_status_2(
-    setup: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    setup: tuple[str, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     catalog, qrels = setup
     (tmp_path / "file").write_text("")
-    err = one_line_status_2(
-        capsys, "--catalog", catalog, "--qrels", qrels, "--run-out", str(tmp_path / "file" / "run")
-    )
-    assert "cannot write the run file" in err
+    searched: list[object] = []
+    monkeypatch.setattr("okfast.eval_cli.evaluate", lambda *a, **k: searched.append(a))
+    for below in ("run", "runs/today/run"):
+        err = one_line_status_2(
+            capsys, "--catalog", catalog, "--qrels", qrels,
+            "--run-out", str(tmp_path / "file" / below),
+        )  # fmt: skip
+        # Found before the search, not after it (docs/spec.md §10.1).
+        assert err == (
+            f"okfast: cannot write the run file {tmp_path / 'file' / below}: "
+            f"{tmp_path / 'file'} is not a directory\n"
+        )
+    assert searched == []
     err = one_line_status_2(
         capsys, "--catalog", catalog, "--qrels", qrels, "--run-out", str(tmp_path)
     )

@@ -583,6 +583,9 @@ def test_the_plot_is_drawn(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     [
         ("--out", ".", "is a directory"),
         ("--plot", ".", "is a directory"),
+        # Below a file: no folder can be made there (docs/spec.md §10.1).
+        ("--out", "catalog.json/p.json", "catalog.json is not a directory"),
+        ("--plot", "catalog.json/t.png", "catalog.json is not a directory"),
         ("--plot", "tune", "must end in one of"),
         ("--plot", "tune.xyz", "must end in one of"),
         # A format matplotlib lists whose writer needs a program (TeX).

@@ -18,7 +18,7 @@ from typing import Any
 from okfast.comparison import TESTS
 from okfast.errors import InvalidArgumentError
 from okfast.evaluation import DEFAULT_DEPTH, METRICS, EvalReport, diagnostic_line, evaluate
-from okfast.paths import LoadCatalog, catalog_options, option_file
+from okfast.paths import LoadCatalog, catalog_options, option_file, writable
 from okfast.qrels import JudgedQuery, JudgedSet
 from okfast.query import Query, Strategy
 from okfast.resolver import Resolver
@@ -45,9 +45,9 @@ def _run(args: argparse.Namespace, load: LoadCatalog, out: PrintJson) -> int:
     catalog = load(args)
     if catalog is None:
         return 2
-    if args.run_out is not None and Path(args.run_out).is_dir():
+    if args.run_out is not None:
         # Found before the evaluation, not after it (as tune's --out, §14.3).
-        raise InvalidArgumentError(f"cannot write the run file {args.run_out}: it is a directory")
+        writable("the run file", args.run_out)
     judged = JudgedSet.load(args.qrels, args.queries)
     current = command_settings(catalog, args.settings)
     config = current.with_choices(

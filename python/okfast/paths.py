@@ -14,6 +14,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from okfast.errors import BundleNotFoundError, InvalidArgumentError, InvalidArgumentTypeError
@@ -108,6 +109,27 @@ def file_text(what: str, path: object) -> str:
     except (ValueError, UnicodeError) as e:
         raise InvalidArgumentError(f"{what} {given!r} names no file: {e}") from None
     return given
+
+
+def writable(what: str, path: str | os.PathLike[str]) -> None:
+    """Refuse, before a long search, an output file that could not be
+    written after it (docs/spec.md §10.1): a directory, a file this process
+    may not write, or a missing one whose nearest existing ancestor is not a
+    directory it may create entries in (missing folders are made)."""
+    p = Path(path)
+    if p.is_dir():
+        raise InvalidArgumentError(f"cannot write {what} {p}: it is a directory")
+    if os.path.lexists(p):
+        if not os.access(p, os.W_OK):
+            raise InvalidArgumentError(f"cannot write {what} {p}: permission denied")
+        return
+    at = p.parent
+    while not os.path.lexists(at) and at != at.parent:
+        at = at.parent
+    if not at.is_dir():
+        raise InvalidArgumentError(f"cannot write {what} {p}: {at} is not a directory")
+    if not os.access(at, os.W_OK | os.X_OK):
+        raise InvalidArgumentError(f"cannot write {what} {p}: permission denied in {at}")
 
 
 def absolute(path: str) -> str:

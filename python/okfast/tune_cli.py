@@ -10,14 +10,13 @@ import math
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from okfast.catalog import Catalog
 from okfast.errors import InvalidArgumentError
 from okfast.evaluation import diagnostic_line
 from okfast.numerals import ascii_float, ascii_int
-from okfast.paths import LoadCatalog, catalog_options, option_file
+from okfast.paths import LoadCatalog, catalog_options, option_file, writable
 from okfast.qrels import JudgedSet
 from okfast.resolver import Resolver
 from okfast.scoring import DEFAULT_BM25F, Scorer
@@ -101,8 +100,8 @@ def _run(args: argparse.Namespace, load: LoadCatalog, out: Any) -> int:
         from okfast.tune_plot import check_plot_path
 
         check_plot_path(args.plot)
-    if args.out is not None and Path(args.out).is_dir():
-        raise InvalidArgumentError(f"cannot write the proposal to {args.out}: it is a directory")
+    if args.out is not None:
+        writable("the proposal to", args.out)
     judged = JudgedSet.load(args.qrels, args.queries)
     current = command_settings(catalog, args.settings)
     resolver = Resolver(

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from okfast.errors import InvalidArgumentError, MissingDependencyError
+from okfast.paths import writable
 from okfast.tune import TuneReport
 
 
@@ -58,8 +59,7 @@ def check_plot_path(path: str | os.PathLike[str]) -> None:
     from matplotlib.backend_bases import FigureCanvasBase
 
     p = Path(path)
-    if p.is_dir():
-        raise InvalidArgumentError(f"cannot write the plot {p}: it is a directory")
+    writable("the plot", p)
     formats = FigureCanvasBase.get_supported_filetypes()
     suffix = p.suffix.lower().removeprefix(".")
     if suffix not in formats:
