@@ -102,13 +102,21 @@ def file_text(what: str, path: object) -> str:
     ``InvalidArgumentError`` (docs/spec.md §8), not ``os``'s bare
     ``ValueError`` or ``UnicodeEncodeError``."""
     given = directory_text(what, path)
-    try:
-        if "\x00" in given:
-            raise ValueError("it holds a NUL character")
-        os.fsencode(given)
-    except (ValueError, UnicodeError) as e:
-        raise InvalidArgumentError(f"{what} {given!r} names no file: {e}") from None
+    if (why := _unnameable(given)) is not None:
+        raise InvalidArgumentError(f"{what} {given!r} names no file: {why}")
     return given
+
+
+def _unnameable(path: str) -> str | None:
+    """Why no file system can hold ``path`` (a NUL, a character it cannot
+    encode), or ``None``."""
+    if "\x00" in path:
+        return "it holds a NUL character"
+    try:
+        os.fsencode(path)
+    except UnicodeError as e:
+        return str(e)
+    return None
 
 
 def writable(what: str, path: str | os.PathLike[str]) -> None:
@@ -154,12 +162,8 @@ def bundle_root(path: str | os.PathLike[str]) -> str:
         # An unset variable, most likely: never the working directory.
         raise BundleNotFoundError("an empty path names no bundle directory")
     root = absolute(given)
-    try:
-        if "\x00" in root:
-            raise ValueError("it holds a NUL character")
-        os.fsencode(root)
-    except (ValueError, UnicodeError) as e:
-        raise BundleNotFoundError(f"{root!r} is not a readable directory: {e}") from None
+    if (why := _unnameable(root)) is not None:
+        raise BundleNotFoundError(f"{root!r} is not a readable directory: {why}")
     return root
 
 
