@@ -558,3 +558,24 @@ def test_a_tree_as_deep_as_a_path_can_name_loads_and_a_deeper_one_is_reported(
         for tree in ("deep", "deeper"):
             if (tmp_path / tree).exists():
                 _unnest(tmp_path / tree)
+
+
+def test_a_list_item_one_column_left_of_its_list_is_reported_not_made_a_key(
+    tmp_path: Path,
+) -> None:
+    """docs/frontmatter-yaml.md "Mapping entry": the item was read as the key
+    ``- by`` (bob's verification silently lost); YAML refuses it, and so does
+    okfast, naming the line (counted from the line after the opening ---)."""
+    write_bundle(
+        tmp_path / "kb",
+        {
+            "a.md": "---\ntype: T\ntitle: A\nverified:\n  - by: human:alice\n"
+            "    at: 2024-01-01\n- by: human:bob\n  at: 2024-02-01\n---\nbody\n",
+            "b.md": "---\ntype: T\ntags:\n- a\n- b\n---\nbody\n",
+        },
+    )
+    b = Bundle.load(tmp_path / "kb", cache=False)
+    assert b.concept_ids == ("b",) and b.concept("b").tags == ("a", "b")
+    assert [(d.code, d.path, d.message) for d in b.diagnostics] == [
+        ("InvalidFrontmatter", "a.md", "Invalid YAML frontmatter: expected 'key: value' at line 6")
+    ]

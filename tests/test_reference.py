@@ -161,6 +161,9 @@ def test_rejected_constructs_name_the_line() -> None:
     assert yerr("a: '1'\n  b: 2") == "unexpected indentation at line 2"
     assert y("a: 1\n  b: 2") == {"a": "1 b: 2"}  # a plain continuation, not an error
     assert yerr("a: 1\nb") == "expected 'key: value' at line 2"
+    # A sequence item at a mapping's indent is no key `- by` (docs/frontmatter-yaml.md).
+    assert yerr("verified:\n  - by: a\n- by: b\n  at: x") == "expected 'key: value' at line 3"
+    assert y("tags:\n- a: 1\n- b\nnext: 2") == {"tags": [{"a": "1"}, "b"], "next": "2"}
     assert yerr("- a") == "YAML frontmatter is not a mapping (line 1)"
     assert yerr("\n# c\nfoo") == "YAML frontmatter is not a mapping (line 3)"
     assert yerr('a: "x') == "unterminated quoted scalar at line 1"

@@ -87,7 +87,7 @@ class _Parser:
             raise YamlError(f"YAML alias (*) at line {line_no} is not supported")
         if ch == "!":
             raise YamlError(f"YAML tag (!) at line {line_no} is not supported")
-        if ch in "[{#|>":
+        if ch in "[{#|>" or _is_seq_start(c):
             return None
         # A plain key: the first `:` followed by a space, a tab or the end of
         # the line; a ` #` or tab-`#` before it (or no such `:`) → not an
@@ -104,10 +104,6 @@ class _Parser:
         key = trim(c[:colon])
         if key == "":
             raise YamlError(f"empty key at line {line_no}")
-        # AMBIGUITY: the doc's entry test does not exclude contents starting
-        # with `- `: in a block mapping loop a line `- a: b` at the mapping's
-        # indent is an entry with key `- a` (a block *node* start tests the
-        # sequence rule first, so this only matters inside a mapping).
         return key, c[colon + 1 :].lstrip(" \t")
 
     # -- block nodes -------------------------------------------------------

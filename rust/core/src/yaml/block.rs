@@ -34,7 +34,9 @@ fn map_entry(c: &str, line: usize) -> Res<Option<(String, &str)>> {
     if let Some(e) = construct_error(first, line) {
         return Err(e);
     }
-    if matches!(first, '[' | '{' | '#' | '|' | '>') {
+    // A sequence item is never a key (`- a: b` at a mapping's indent is no
+    // entry with the key `- a`: docs/frontmatter-yaml.md "Mapping entry").
+    if matches!(first, '[' | '{' | '#' | '|' | '>') || is_seq_start(c) {
         return Ok(None);
     }
     let b = c.as_bytes();

@@ -155,6 +155,25 @@ mod tests {
     }
 
     #[test]
+    fn a_sequence_item_at_a_mappings_indent_is_no_key() {
+        // One column left of its list: refused, not the key `- by`.
+        assert_eq!(
+            p("verified:\n  - by: alice\n- by: bob\n  at: x").unwrap_err(),
+            "expected 'key: value' at line 3"
+        );
+        assert_eq!(
+            p("title: x\n- url: http://a").unwrap_err(),
+            "expected 'key: value' at line 2"
+        );
+        // The value of the key before it, at the same indent, still reads.
+        let tags = one("tags:\n- a: 1\n- b\nnext: 2", "tags");
+        assert_eq!(
+            tags,
+            Value::Seq(vec![Value::Map(vec![("a".into(), s("1"))]), s("b")])
+        );
+    }
+
+    #[test]
     fn a_compact_node_starting_with_white_space_is_refused() {
         assert_eq!(
             p("k:\n- \u{a0}by: x").unwrap_err(),
