@@ -164,6 +164,9 @@ def test_rejected_constructs_name_the_line() -> None:
     # A sequence item at a mapping's indent is no key `- by` (docs/frontmatter-yaml.md).
     assert yerr("verified:\n  - by: a\n- by: b\n  at: x") == "expected 'key: value' at line 3"
     assert y("tags:\n- a: 1\n- b\nnext: 2") == {"tags": [{"a": "1"}, "b"], "next": "2"}
+    # A first line that trims to nothing (a lone NBSP) is no piece of the scalar.
+    assert y("title: \u00a0\n  Hello\n  World") == {"title": "Hello World"}
+    assert y("title: \u00a0\n\n  Hello") == {"title": "Hello"}
     assert yerr("- a") == "YAML frontmatter is not a mapping (line 1)"
     assert yerr("\n# c\nfoo") == "YAML frontmatter is not a mapping (line 3)"
     assert yerr('a: "x') == "unterminated quoted scalar at line 1"

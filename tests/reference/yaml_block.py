@@ -290,17 +290,15 @@ class _Parser:
             pieces.append(piece)
         next_index = j - pending_empty  # trailing empty lines are not taken
         # Joining: consecutive non-empty pieces with one space; k empty lines
-        # between two pieces give k '\n'.
-        # AMBIGUITY: if the first line's text trims to "" (possible only when
-        # r is e.g. a lone NBSP) and continuation lines follow, the join is
-        # applied literally: "" + " " + next piece.
+        # between two pieces give k '\n'. A first line whose text trims to ""
+        # (a lone NBSP) is no piece: nothing is joined to it.
         out = text
         empties = 0
         for piece in pieces:
             if piece == "":
                 empties += 1
                 continue
-            out += (" " if empties == 0 else "\n" * empties) + piece
+            out += ("" if out == "" else " " if empties == 0 else "\n" * empties) + piece
             empties = 0
         return _plain_null(out), next_index
 

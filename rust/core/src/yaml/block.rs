@@ -289,7 +289,10 @@ impl<'a> Parser<'a> {
                     empties += 1;
                 } else if indent_of(raw) as isize > m && !t.starts_with('#') {
                     let (piece, cmt) = cut_comment(t);
-                    if empties == 0 {
+                    // A first line that trims to nothing (a lone NBSP) is no
+                    // piece: nothing is joined to it.
+                    if text.is_empty() {
+                    } else if empties == 0 {
                         text.push(' ');
                     } else {
                         text.extend(std::iter::repeat_n('\n', empties));

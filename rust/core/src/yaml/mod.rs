@@ -155,6 +155,16 @@ mod tests {
     }
 
     #[test]
+    fn a_first_line_of_white_space_only_is_no_piece_of_a_plain_scalar() {
+        assert_eq!(
+            one("title: \u{a0}\n  Hello\n  World", "title"),
+            s("Hello World")
+        );
+        assert_eq!(one("title: \u{a0}\n\n  Hello", "title"), s("Hello"));
+        assert_eq!(one("title: \u{a0}", "title"), Value::Null);
+    }
+
+    #[test]
     fn a_sequence_item_at_a_mappings_indent_is_no_key() {
         // One column left of its list: refused, not the key `- by`.
         assert_eq!(
