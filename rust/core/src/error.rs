@@ -34,3 +34,36 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// An error's text as the operating system words it (`Permission denied`):
+/// Rust's `io::Error` appends ` (os error N)` to the system's message, which
+/// a diagnostic or an error message does not carry (docs/spec.md §1.6).
+pub fn os_text(e: &dyn fmt::Display) -> String {
+    let s = e.to_string();
+    const MARK: &str = " (os error ";
+    if let Some(at) = s.rfind(MARK) {
+        if let Some(n) = s[at + MARK.len()..].strip_suffix(')') {
+            if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) {
+                return s[..at].to_string();
+            }
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::os_text;
+
+    #[test]
+    fn the_os_error_number_rust_appends_is_dropped() {
+        let e = std::io::Error::from_raw_os_error(13);
+        assert_eq!(os_text(&e), "Permission denied");
+        let e = std::io::Error::from_raw_os_error(36);
+        assert_eq!(os_text(&e), "File name too long");
+        // Text that only looks like it in part is kept as it is.
+        assert_eq!(os_text(&"not a regular file"), "not a regular file");
+        assert_eq!(os_text(&"x (os error )"), "x (os error )");
+        assert_eq!(os_text(&"x (os error 1a)"), "x (os error 1a)");
+    }
+}

@@ -11,7 +11,7 @@ use super::stamp::{stamp_of, Stamp};
 use super::walk::FileEntry;
 use crate::concept::{read_concept_from, FileOutcome, MAX_FILE_BYTES};
 use crate::diagnostic::{Code, Diagnostic};
-use crate::error::Error;
+use crate::error::{os_text, Error};
 use crate::progress::{Phase, Progress};
 
 /// The bundle's root: its path, and (on Unix, when it could be opened) the
@@ -135,7 +135,10 @@ pub fn read_found(root: &RootDir, f: &FileEntry) -> (FileOutcome, Stamp) {
         diagnostics: vec![Diagnostic::new(code, msg, path.clone())],
     };
     let unreadable = |e: &dyn std::fmt::Display| {
-        skip(Code::UnreadableFile, format!("File could not be read: {e}"))
+        skip(
+            Code::UnreadableFile,
+            format!("File could not be read: {}", os_text(e)),
+        )
     };
     if let Some(why) = f.bad_id {
         return (skip(Code::InvalidConceptId, why.to_string()), f.stamp);

@@ -27,7 +27,7 @@ use super::read::RootDir;
 use super::stamp::{DirStamp, Stamp};
 use super::watch::Watch;
 use crate::diagnostic::{Code, Diagnostic};
-use crate::error::Error;
+use crate::error::{os_text, Error};
 use crate::progress::{Phase, Progress};
 use crate::text::{entry_cmp, id_cmp};
 /// A concept file found by the walk. Its path is the id plus `.md`: a name
@@ -241,17 +241,17 @@ pub fn walk_range(
         path: root.to_path_buf(),
         reason,
     };
-    let meta = std::fs::metadata(root).map_err(|e| not_found(e.to_string()))?;
+    let meta = std::fs::metadata(root).map_err(|e| not_found(os_text(&e)))?;
     if !meta.is_dir() {
         return Err(not_found("not a directory".into()));
     }
-    let base = Dir::open(root).map_err(|e| not_found(e.to_string()))?;
-    let dir = base.try_clone().map_err(|e| not_found(e.to_string()))?;
+    let base = Dir::open(root).map_err(|e| not_found(os_text(&e)))?;
+    let dir = base.try_clone().map_err(|e| not_found(os_text(&e)))?;
     #[cfg(unix)]
     let opened = RootDir::opened(
         root,
         base.try_clone()
-            .map_err(|e| not_found(e.to_string()))?
+            .map_err(|e| not_found(os_text(&e)))?
             .into_fd(),
     );
     #[cfg(not(unix))]
@@ -333,7 +333,7 @@ fn walk_dir_here((path, prefix, bad): Pending, ctx: &Ctx<'_>) -> Part {
 fn unlistable(prefix: &str, e: &std::io::Error) -> Diagnostic {
     Diagnostic::new(
         Code::UnreadableDirectory,
-        format!("Directory could not be listed: {e}"),
+        format!("Directory could not be listed: {}", os_text(e)),
         prefix.trim_end_matches('/'),
     )
 }
@@ -501,7 +501,7 @@ fn list(
                 let (name, _) = name_problem(&os_name);
                 diags.push(Diagnostic::new(
                     Code::UnreadableFile,
-                    format!("File could not be read: {e}"),
+                    format!("File could not be read: {}", os_text(&e)),
                     format!("{prefix}{name}"),
                 ));
                 plain = false;
