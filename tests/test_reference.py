@@ -168,6 +168,9 @@ def test_rejected_constructs_name_the_line() -> None:
     assert y("title: \u00a0\n  Hello\n  World") == {"title": "Hello World"}
     assert y("title: \u00a0\n\n  Hello") == {"title": "Hello"}
     assert yerr("- a") == "YAML frontmatter is not a mapping (line 1)"
+    # Checked once the node is read: an error inside it is reported instead.
+    assert yerr('- a\n- "\\q"') == "invalid escape sequence at line 2"
+    assert yerr("- a\nb: 1") == "YAML frontmatter is not a mapping (line 1)"
     assert yerr("\n# c\nfoo") == "YAML frontmatter is not a mapping (line 3)"
     assert yerr('a: "x') == "unterminated quoted scalar at line 1"
     assert yerr('a: "x" y') == "unexpected text after quoted scalar at line 1"

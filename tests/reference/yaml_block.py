@@ -420,8 +420,8 @@ def parse_yaml(lines: list[str]) -> dict[str, Any]:
     # non-ignorable line (parent indent -1, level 0 so the top mapping is
     # level 1).
     value, j = parser.block_node(k, ind, lines[k][ind:], -1, 0)
-    # AMBIGUITY: a top node that is not a mapping *and* is followed by a
-    # leftover line reports `not a mapping` (the doc states that rule first).
+    # Not a mapping is checked once the node is read (an error inside it
+    # wins) and before a leftover line (docs/frontmatter-yaml.md).
     if not isinstance(value, dict):
         raise YamlError(f"YAML frontmatter is not a mapping (line {k + 1})")
     left = parser.next_sig(j)
