@@ -100,7 +100,13 @@ def test_tag_is_passed_to_every_query() -> None:
 def test_a_resolver_of_the_wrong_type_is_refused_when_made() -> None:
     """docs/integrations.md: okfast's own type error, as the LlamaIndex
     retriever's, not an AttributeError at the first query."""
-    for bad in (CATALOG, 3):
+    import re
+
+    from okfast import Bundle, Resolver
+
+    # Anything with a search() is not a resolver: a bundle, the class itself.
+    examples = EXAMPLES / "bakery-ops"
+    for bad in (CATALOG, 3, Bundle.load(examples), Resolver, re.compile("x")):
         with pytest.raises(InvalidArgumentTypeError, match="resolver= must be a Resolver"):
             OkfastRetriever(resolver=bad)
 

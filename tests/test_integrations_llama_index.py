@@ -118,7 +118,13 @@ def test_needs_exactly_one_of_catalog_and_resolver() -> None:
 def test_a_resolver_of_the_wrong_type_is_refused_when_made() -> None:
     """docs/integrations.md: checked when the retriever is made, not an
     AttributeError at the first query."""
-    for bad in (CATALOG, 3):
+    import re
+
+    from okfast import Bundle, Resolver
+
+    # Anything with a search() is not a resolver: a bundle, the class itself.
+    examples = EXAMPLES / "bakery-ops"
+    for bad in (CATALOG, 3, Bundle.load(examples), Resolver, re.compile("x")):
         with pytest.raises(InvalidArgumentTypeError, match="resolver= must be a Resolver"):
             OkfastRetriever(resolver=bad)
 

@@ -368,6 +368,39 @@ def test_build_server_refusals(catalog: Path, tmp_path: Path) -> None:
         okfast_mcp.build_server(tmp_path / "kb.json", scope=ALICE)
     with pytest.raises(ValueError, match="either catalog"):
         okfast_mcp.build_server()
+    # Checked before anything is loaded, as okfast's errors (docs/spec.md §8).
+    bad: list[tuple[dict[str, Any], type[Exception], str]] = [
+        ({"capture": True}, okfast.InvalidArgumentError, "capture needs a memory scope"),
+        ({"scope": Scope(), "capture": True}, okfast.InvalidArgumentError, "a tenant at least"),
+        ({"scope": ALICE, "capture": "no"}, okfast.InvalidArgumentTypeError, "capture must be"),
+        ({"threads": "no"}, okfast.InvalidArgumentTypeError, "threads must be True or False"),
+        ({"scope": "acme"}, okfast.InvalidArgumentTypeError, "scope must be a Scope"),
+        ({"strategy": "best"}, okfast.InvalidArgumentError, "unknown strategy 'best'"),
+        ({"settings": 5}, okfast.InvalidArgumentTypeError, "settings must be a Settings"),
+        ({"name": 5}, okfast.InvalidArgumentTypeError, "name must be text"),
+    ]
+    for kwargs, error, words in bad:
+        with pytest.raises(error, match=words):
+            okfast_mcp.build_server(catalog, **kwargs)
+
+
+async def test_a_ready_resolvers_server_applies_its_strategy_per_query(catalog: Path) -> None:
+    """docs/integrations.md: as the retrievers do, the server's strategy wins
+    over a ready resolver's default, which is left as it was."""
+    resolver = Resolver(Catalog.load(catalog))
+    server = okfast_mcp.build_server(resolver=resolver, strategy="merged")
+    async with Client(server) as c:
+        got = structured(await c.call_tool("resolve", {"query": "sourdough"}))
+        assembled = structured(await c.call_tool("assemble_context", {"query": "sourdough"}))
+    merged = resolver.search(Query("sourdough", strategy="merged", limit=10))
+    assert got["strategy"] == "merged" and resolver.default_strategy is Strategy.GROUPED
+    assert [(p["source_id"], p["concept_id"]) for p in got["passages"]] == [
+        (p.source_id, p.concept_id) for p in merged.passages
+    ]
+    want = ContextAssembler(
+        Resolver(Catalog.load(catalog), default_strategy="merged"), FileMemoryStore({})
+    ).assemble(Scope.local(), "sourdough")
+    assert assembled["text"] == want.text
 
 
 def test_a_resolver_that_is_not_a_local_one_is_refused_when_built(catalog: Path) -> None:
@@ -385,7 +418,8 @@ def test_a_resolver_that_is_not_a_local_one_is_refused_when_built(catalog: Path)
         def search(self, query: Query, *, exclusions: bool = True) -> Any:
             return Resolver(self.catalog).search(query, exclusions=exclusions)
 
-    with pytest.raises(okfast.InvalidArgumentTypeError, match="okfast.Resolver"):
+    # Not a resolver at all: refused as every integration refuses it.
+    with pytest.raises(okfast.InvalidArgumentTypeError, match="resolver= must be a Resolver"):
         okfast_mcp.build_server(resolver=SearchOnly())
     with pytest.raises(okfast.InvalidArgumentTypeError, match="resolver= must be"):
         okfast_mcp.build_server(resolver=str(catalog))

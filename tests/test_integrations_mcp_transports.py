@@ -734,3 +734,28 @@ async def test_settings_from_a_file_are_watched(catalog: Path, tmp_path: Path) -
             fresh.replace(settings)
             assert await digest() == by["weighted_count"]
     assert "reopening the catalog" in (tmp_path / "stderr.txt").read_text()
+
+
+def test_serve_checks_its_arguments_before_it_listens(catalog: Path) -> None:
+    """docs/spec.md §8: okfast's errors, not the socket's; a port past 65535
+    was taken modulo 65536 and served on another port, silently."""
+    import okfast
+    from okfast.integrations.mcp import build_server
+    from okfast.integrations.mcp_transport import serve
+
+    server = build_server(catalog)
+    bad: list[tuple[dict[str, Any], type[Exception], str]] = [
+        ({"port": 70000}, okfast.InvalidArgumentError, "port must be a whole number 0-65535"),
+        ({"port": -1}, okfast.InvalidArgumentError, "port must be a whole number 0-65535"),
+        ({"port": 1.5}, okfast.InvalidArgumentError, "port must be a whole number"),
+        ({"host": None}, okfast.InvalidArgumentTypeError, "host must be text"),
+        ({"announce": 5}, okfast.InvalidArgumentTypeError, "announce must be a text stream"),
+        ({"host": "0.0.0.0"}, okfast.InvalidArgumentError, "is not a loopback address"),
+    ]
+    for kwargs, error, words in bad:
+        with pytest.raises(error, match=words):
+            serve(server, "streamable-http", **kwargs)
+    with pytest.raises(okfast.InvalidArgumentError, match="unknown transport 'http'"):
+        serve(server, "http")  # type: ignore[arg-type]
+    with pytest.raises(okfast.InvalidArgumentTypeError, match="server must be a MCPServer"):
+        serve(None)  # type: ignore[arg-type]

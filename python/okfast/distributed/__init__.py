@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from okfast import governance
-from okfast.arguments import flag_of
+from okfast.arguments import flag_of, text_of
 from okfast.bundle import MAX_PARTS, Bm25fQuery, Bm25fStats, split_ranges
 from okfast.catalog import Catalog, Source
 from okfast.distributed.parts import declarations
@@ -146,6 +146,8 @@ class RayResolver:
         # a TypeError from deep in the cluster set-up (docs/spec.md §15.1).
         if shards is not None:
             shards = count_of("shards", shards)
+        if address is not None:
+            text_of("address", address)
         for name, given in (("split", split), ("actor_options", actor_options)):
             if given is not None and not isinstance(given, Mapping):
                 raise InvalidArgumentTypeError(

@@ -38,7 +38,7 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, TypeVar
@@ -61,7 +61,7 @@ from okfast import _native
 from okfast.bundle import Bundle
 from okfast.catalog import Catalog, Source
 from okfast.context import Assembly, ContextAssembler
-from okfast.errors import InvalidArgumentTypeError, OkfastError
+from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError, OkfastError
 from okfast.integrations.mcp_schema import (
     APPEND,
     ASSEMBLE_DOC,
@@ -92,6 +92,7 @@ from okfast.integrations.mcp_schema import (
     TokenBudget,
     published_schema,
 )
+from okfast.integrations.mcp_watch import Watched, is_damage
 from okfast.integrations.records import (
     ConceptRecord,
     DiagnosticRecord,
@@ -100,13 +101,17 @@ from okfast.integrations.records import (
     exclusion_record,
     passage_record,
 )
-from okfast.integrations.searching import CatalogLike, make_query, open_resolver
+from okfast.integrations.searching import (
+    CatalogLike,
+    make_query,
+    open_resolver,
+    server_arguments,
+)
 from okfast.integrations.settings_watch import SettingsWatch
 from okfast.memory.capture import capture
 from okfast.memory.scope import Scope, Tier
 from okfast.memory.store import FileMemoryStore
-from okfast.model import Diagnostic, Passage
-from okfast.query import Query, Strategy
+from okfast.query import Strategy
 from okfast.resolver import Resolver
 from okfast.settings import Settings
 
@@ -139,74 +144,6 @@ def snapshot(resolver: Resolver, source: Source) -> Bundle:
     return resolver.snapshot(source)
 
 
-def is_damage(e: BaseException) -> bool:
-    """Whether ``e`` says a loaded snapshot cannot read its own texts back
-    (its cache file was changed in place; okfast removes the file, so the next
-    load rebuilds it). That is every ``OkfastError`` other than an argument
-    (``ValueError``), look-up (``LookupError``) or missing-bundle
-    (``FileNotFoundError``) error (docs/spec.md §8)."""
-    return isinstance(e, OkfastError) and not isinstance(
-        e, ValueError | LookupError | FileNotFoundError
-    )
-
-
-class _Watched:
-    """The resolver as :class:`ContextAssembler` sees it, noting whether reading
-    a passage met a damaged snapshot. The assembler turns such a failure into
-    a diagnostic and goes on, so without this note :meth:`_Service.with_reload`
-    would never see the damage."""
-
-    def __init__(self, resolver: Resolver) -> None:
-        self.resolver = resolver
-        self.damaged = False
-        self.default_scorer = resolver.default_scorer
-        self.default_bm25f = resolver.default_bm25f
-
-    def _note(self, e: BaseException) -> None:
-        if is_damage(e):
-            self.damaged = True
-
-    def _passages(self, passages: Iterable[Passage]) -> Iterator[Passage]:
-        try:
-            for p in passages:
-                yield replace(p, _body=self._guarded(p))
-        except Exception as e:
-            self._note(e)
-            raise
-
-    def _guarded(self, p: Passage) -> Callable[[], str]:
-        def body() -> str:
-            try:
-                return p.body
-            except Exception as e:
-                self._note(e)
-                raise
-
-        return body
-
-    def search(self, query: Query, /) -> _Found:
-        ctx = self.resolver.search(query)
-        return _Found(_Named(self._passages(ctx.passages), ctx.passages.keys), ctx.diagnostics)
-
-
-@dataclass
-class _Named:
-    """Passages read one by one through the watch, and named all at once
-    without being built (what the assembler lists as omitted, §6.5)."""
-
-    each: Iterator[Passage]
-    keys: Callable[[], list[tuple[str, str, int | float]]]
-
-    def __iter__(self) -> Iterator[Passage]:
-        return self.each
-
-
-@dataclass
-class _Found:
-    passages: Iterable[Passage]
-    diagnostics: Sequence[Diagnostic]
-
-
 T = TypeVar("T")
 
 
@@ -229,7 +166,7 @@ class _Service:
     scope: Scope | None
     reopen: Callable[[], Resolver] | None = None
     watch: SettingsWatch | None = None
-    strategy: Strategy | str | None = None
+    strategy: Strategy | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def current(self) -> Resolver:
@@ -313,7 +250,12 @@ class _Service:
     ) -> ResolveResult:
         with _tool_errors():
             q = make_query(
-                query, limit=limit, strategy=strategy, tag=tag, explain=explain, scorer=scorer
+                query,
+                limit=limit,
+                strategy=strategy or self.strategy,
+                tag=tag,
+                explain=explain,
+                scorer=scorer,
             )
 
             def run(resolver: Resolver) -> ResolveResult:
@@ -386,7 +328,7 @@ class _Service:
         with _tool_errors():
 
             def run(resolver: Resolver, *, strict: bool = True) -> Assembly:
-                watched = _Watched(resolver)
+                watched = Watched(resolver, self.strategy)
                 assembler = ContextAssembler(watched, self.store, token_budget=token_budget)
                 # The store is empty without a scope (see build_server), so
                 # the local scope here reads no memory at all.
@@ -534,11 +476,12 @@ def build_server(
     ``ValueError``) for a bad catalog; ``InvalidArgumentTypeError`` for a
     ``resolver`` that is not an :class:`okfast.Resolver`.
     """
+    strategy = server_arguments(scope, capture, strategy, settings, name, threads)
     reopen: Callable[[], Resolver] | None = None
     watch: SettingsWatch | None = None
     if resolver is None:
         if catalog is None:
-            raise ValueError("give either catalog= (a Catalog or a catalog.json path) or resolver=")
+            raise InvalidArgumentError("give either catalog= (a catalog.json path) or resolver=")
         cat = catalog if isinstance(catalog, Catalog) else Catalog.load(catalog)
         if not isinstance(settings, Settings):
             # Stamped before the resolver reads it (docs/spec.md §13.5).
@@ -558,11 +501,11 @@ def build_server(
                 f"the MCP server's resolver= must be an okfast.Resolver (it reads "
                 f"concepts from its snapshots), got {type(res).__name__}"
             )
-    if capture and scope is None:
-        raise ValueError("capture needs a memory scope (a tenant at least)")
     store = FileMemoryStore.from_catalog(res.catalog) if scope is not None else FileMemoryStore({})
     if scope is not None and not store.roots:
-        raise ValueError("a memory scope was given but the catalog has no enabled memory source")
+        raise InvalidArgumentError(
+            "a memory scope was given; the catalog has no enabled memory source"
+        )
     warm(res)
     svc = _Service(res, store, scope, reopen, watch, strategy)
 

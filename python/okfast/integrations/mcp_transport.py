@@ -36,7 +36,9 @@ from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 
 from okfast import strict_json
-from okfast.arguments import surrogate_in
+from okfast.arguments import of_type, surrogate_in, text_of
+from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
+from okfast.scoring import whole_of
 
 Transport = Literal["stdio", "streamable-http"]
 TRANSPORTS: tuple[Transport, ...] = ("stdio", "streamable-http")
@@ -50,10 +52,10 @@ def loopback_addresses(host: str, port: int = 0) -> Sequence[AddrInfo]:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as e:
-        raise ValueError(f"cannot resolve host {host!r}: {e}") from None
+        raise InvalidArgumentError(f"cannot resolve host {host!r}: {e}") from None
     addresses = {str(info[4][0]).split("%")[0] for info in infos}
     if not infos or not all(ipaddress.ip_address(a).is_loopback for a in addresses):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"--host {host} is not a loopback address: okfast mcp serves this machine only "
             "(127.0.0.1, ::1 or localhost)"
         )
@@ -87,7 +89,18 @@ def serve(
     (streamable HTTP, at ``http://host:port/mcp``; the address is written to
     ``announce``, stderr by default, once the socket listens). Over stdio,
     the error that stopped its output being written, if one did (the
-    command reports it with status 1, docs/spec.md §10.4)."""
+    command reports it with status 1, docs/spec.md §10.4). Its arguments are
+    checked first: okfast's errors, not the socket's (docs/spec.md §8)."""
+    of_type("server", server, MCPServer)
+    text_of("host", host)
+    if announce is not None and not callable(getattr(announce, "write", None)):
+        raise InvalidArgumentTypeError(f"announce must be a text stream, got {announce!r}")
+    n = whole_of(port)
+    if n is None or not 0 <= n <= 65535:
+        # A larger one would be taken modulo 65536 by the socket, silently.
+        raise InvalidArgumentError(
+            f"port must be a whole number 0-65535 (0: any free port), got {port!r}"
+        )
     if transport == "stdio":
         # serve_stdio runs the SDK's low-level server, which MCPServer holds
         # privately: without it (another SDK version), the SDK's own transport.
@@ -96,8 +109,10 @@ def serve(
         server.run("stdio")
         return None
     if transport != "streamable-http":
-        raise ValueError(f"unknown transport {transport!r} (one of {', '.join(TRANSPORTS)})")
-    sock = loopback_socket(host, port)
+        raise InvalidArgumentError(
+            f"unknown transport {transport!r} (one of {', '.join(TRANSPORTS)})"
+        )
+    sock = loopback_socket(host, n)
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     out = announce if announce is not None else sys.stderr

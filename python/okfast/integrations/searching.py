@@ -11,12 +11,13 @@ import logging
 import os
 from collections.abc import Iterable
 
+from okfast.arguments import flag_of, text_of
 from okfast.catalog import Catalog
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.memory.scope import Scope
 from okfast.model import Diagnostic
 from okfast.passages import PassageList
-from okfast.query import Query, Strategy
+from okfast.query import Query, Strategy, strategy_of
 from okfast.resolver import Resolver
 from okfast.scoring import Scorer
 from okfast.settings import Settings
@@ -52,11 +53,11 @@ def open_resolver(
             "give either catalog= (a Catalog or a catalog.json path) or resolver="
         )
     if resolver is not None:
-        # A Resolver or a RayResolver (anything with their search): checked
-        # here, not at the first query, where it would be an AttributeError.
-        if isinstance(resolver, str | bytes | os.PathLike) or not callable(
-            getattr(resolver, "search", None)
-        ):
+        # A Resolver or a RayResolver: checked here, not at the first query,
+        # where anything else (a Bundle, the class itself) failed inside.
+        from okfast.distributed import RayResolver  # Ray itself is not imported
+
+        if not isinstance(resolver, Resolver | RayResolver):
             hint = (
                 " (a catalog path is catalog=)" if isinstance(resolver, str | os.PathLike) else ""
             )
@@ -71,6 +72,32 @@ def open_resolver(
     assert catalog is not None
     cat = catalog if isinstance(catalog, Catalog) else Catalog.load(catalog)
     return Resolver(cat, settings=settings, default_strategy=strategy)
+
+
+def server_arguments(
+    scope: object,
+    capture: object,
+    strategy: object,
+    settings: object,
+    name: object,
+    threads: object,
+) -> Strategy | None:
+    """``build_server``'s arguments, checked before anything is loaded
+    (docs/integrations.md, docs/spec.md §8): the strategy, as a
+    :class:`Strategy`; a scope that is a :class:`Scope`, and one naming a
+    tenant at least when ``capture`` writes memory; switches that are bools
+    (``capture="no"`` would switch the writing tool on); a text ``name``."""
+    if scope is not None and not isinstance(scope, Scope):
+        raise InvalidArgumentTypeError(f"scope must be a Scope or None, got {type(scope).__name__}")
+    if flag_of("capture", capture) and (scope is None or scope.tenant is None):
+        raise InvalidArgumentError("capture needs a memory scope (a tenant at least)")
+    flag_of("threads", threads)
+    text_of("name", name)
+    if settings is not None and not isinstance(settings, Settings | str | os.PathLike):
+        raise InvalidArgumentTypeError(
+            f"settings must be a Settings or a settings file's path, got {type(settings).__name__}"
+        )
+    return None if strategy is None else strategy_of(strategy)
 
 
 def make_query(
