@@ -201,6 +201,13 @@ def test_a_copy_with_other_options_is_made_as_the_constructor_makes_one(tmp_path
         r.model_copy(update={"limit": 3})
     three = r.model_copy(update={"k": 3})
     assert keys(three.invoke(QUESTION)) == want(Resolver(Catalog.load(CATALOG)), 3)
+    # pydantic's deprecated copy takes the same path; a non-mapping is refused.
+    with pytest.warns(DeprecationWarning), pytest.raises(InvalidArgumentError, match="k must be"):
+        r.copy(update={"k": 0})
+    with pytest.warns(DeprecationWarning):
+        assert keys(r.copy(update={"k": 3}).invoke(QUESTION)) == keys(three.invoke(QUESTION))
+    with pytest.raises(InvalidArgumentTypeError, match="update must be a mapping"):
+        r.model_copy(update=5)  # type: ignore[arg-type]
     other = copy_examples(tmp_path)
     spec = json.loads(other.read_text())
     spec["sources"] = [s for s in spec["sources"] if s["id"] != "bakery"]
@@ -459,3 +466,18 @@ def test_memory_is_filtered_by_the_tag_and_its_errors_are_logged(
         "[InvalidUtf8]" in rec.getMessage() and "memory:user" in rec.getMessage()
         for rec in caplog.records
     )
+
+
+def test_options_read_from_json_are_checked_as_the_constructors_are() -> None:
+    """docs/integrations.md: okfast's own error, never wrapped in pydantic's
+    ValidationError, and the resolver opened (pydantic's JSON path skipped
+    __init__)."""
+    spec = {"catalog": str(CATALOG), "k": 2}
+    made = OkfastRetriever.model_validate_json(json.dumps(spec))
+    assert keys(made.invoke(QUESTION)) == keys(OkfastRetriever(**spec).invoke(QUESTION))
+    with pytest.raises(InvalidArgumentError, match="k must be"):
+        OkfastRetriever.model_validate_json(json.dumps({**spec, "k": 0}))
+    with pytest.raises(InvalidArgumentError, match="model_validate_json"):
+        OkfastRetriever.model_validate_json("{not json")
+    with pytest.raises(InvalidArgumentTypeError, match="takes a mapping of options"):
+        OkfastRetriever.model_validate_json("[1]")

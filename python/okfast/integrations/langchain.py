@@ -18,6 +18,7 @@ import hashlib
 import os
 import stat
 import threading
+import warnings
 import weakref
 from collections.abc import Mapping
 from typing import Any
@@ -36,6 +37,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
         "pip install 'okfast[langchain]'"
     ) from e
 
+from okfast import strict_json
 from okfast.cache import default_cache_dir
 from okfast.catalog import Catalog
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
@@ -155,6 +157,19 @@ class OkfastRetriever(BaseRetriever):
         return cls(**obj)
 
     @classmethod
+    def model_validate_json(
+        cls, json_data: str | bytes | bytearray, *args: Any, **kwargs: Any
+    ) -> OkfastRetriever:
+        # pydantic's JSON path skips __init__ too, and wrapped okfast's error
+        # in its ValidationError: the object read goes through model_validate.
+        try:
+            text = json_data.decode() if isinstance(json_data, bytes | bytearray) else json_data
+            obj = strict_json.loads(text)
+        except (TypeError, ValueError) as e:
+            raise InvalidArgumentError(f"OkfastRetriever.model_validate_json: {e}") from None
+        return cls.model_validate(obj)
+
+    @classmethod
     def model_construct(cls, _fields_set: set[str] | None = None, **values: Any) -> OkfastRetriever:
         # pydantic's model_construct skips __init__ too, leaving no resolver
         # (an AttributeError at the first query) and nothing checked: the
@@ -171,10 +186,34 @@ class OkfastRetriever(BaseRetriever):
         # makes one, from the options given when this one was made
         # (docs/integrations.md). LangChain's own fields are copied as
         # pydantic copies them.
+        if update is not None and not isinstance(update, Mapping):
+            raise InvalidArgumentTypeError(f"update must be a mapping, got {type(update).__name__}")
         if update is None or set(update) <= set(BaseRetriever.model_fields):
             return super().model_copy(update=update, deep=deep)
         options = {name: getattr(self, name) for name in self.model_fields_set}
         return type(self)(**{**options, **update})
+
+    def copy(
+        self,
+        *,
+        include: Any = None,
+        exclude: Any = None,
+        update: Mapping[str, Any] | None = None,
+        deep: bool = False,
+    ) -> OkfastRetriever:
+        # pydantic's deprecated copy set an update's options unchecked, as
+        # model_copy did before it was made to check them: the same path,
+        # deprecated as pydantic's is.
+        warnings.warn(
+            "OkfastRetriever.copy is deprecated as pydantic's is; use model_copy",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if include is None and exclude is None:
+            return self.model_copy(update=update, deep=deep)
+        if update:
+            raise InvalidArgumentError("copy(include=, exclude=) takes no update; use model_copy")
+        return super().copy(include=include, exclude=exclude, deep=deep)
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> OkfastRetriever:
         # The resolver (a lock, open bundles, mapped cache files) and the
