@@ -191,3 +191,15 @@ def test_a_deep_copy_shares_the_resolver_and_copies_the_rest() -> None:
     assert keys(c.retrieve(QUESTION)) == keys(r.retrieve(QUESTION))
     with pytest.raises(InvalidArgumentError, match="fixed"):
         c.similarity_top_k = 3
+
+
+def test_llama_indexs_own_options_and_a_misspelt_one_are_checked_when_made() -> None:
+    """docs/integrations.md: as the LangChain retriever's, okfast's errors
+    when the retriever is made; a wrong callback_manager failed at retrieve()
+    and verbose="x" was taken."""
+    with pytest.raises(InvalidArgumentError, match="unknown option.s. scorrer"):
+        OkfastRetriever(CATALOG, scorrer="bm25f")  # type: ignore[call-arg]
+    with pytest.raises(InvalidArgumentTypeError, match="callback_manager must be a"):
+        OkfastRetriever(CATALOG, callback_manager=5)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentTypeError, match="verbose must be True or False"):
+        OkfastRetriever(CATALOG, verbose="x")  # type: ignore[arg-type]

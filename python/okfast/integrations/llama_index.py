@@ -27,6 +27,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
         "okfast.integrations.llama_index needs llama-index-core: pip install 'okfast[llama-index]'"
     ) from e
 
+from okfast.arguments import flag_of
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
 from okfast.integrations.records import PassageRecord, passage_record
 from okfast.integrations.searching import CatalogLike, make_query, open_resolver, ranked
@@ -93,7 +94,16 @@ class OkfastRetriever(BaseRetriever):
         settings: Settings | str | os.PathLike[str] | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        **unknown: Any,
     ) -> None:
+        if unknown:
+            # As the LangChain retriever says it (docs/integrations.md), not
+            # Python's bare TypeError for a misspelt keyword.
+            raise InvalidArgumentError(
+                f"OkfastRetriever got unknown option(s) {', '.join(sorted(unknown))}; it takes "
+                "catalog, resolver, similarity_top_k, strategy, tag, scorer, settings "
+                "(and LlamaIndex's callback_manager, verbose)"
+            )
         similarity_top_k = count_of("similarity_top_k", similarity_top_k)
         # The options every query carries, checked by making such a query
         # (docs/spec.md §5.1) before anything is opened: a bad one fails here,
@@ -105,7 +115,12 @@ class OkfastRetriever(BaseRetriever):
         self.similarity_top_k = similarity_top_k
         self.strategy = strategy
         self.tag = tag
-        super().__init__(callback_manager=callback_manager, verbose=verbose)
+        # LlamaIndex takes both unchecked: a wrong one failed at retrieve().
+        if callback_manager is not None and not isinstance(callback_manager, CallbackManager):
+            raise InvalidArgumentTypeError(
+                f"callback_manager must be a CallbackManager, got {type(callback_manager).__name__}"
+            )
+        super().__init__(callback_manager=callback_manager, verbose=flag_of("verbose", verbose))
         self._made = True
 
     def __deepcopy__(self, memo: dict[int, Any]) -> OkfastRetriever:
