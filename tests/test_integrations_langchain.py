@@ -481,3 +481,21 @@ def test_options_read_from_json_are_checked_as_the_constructors_are() -> None:
         OkfastRetriever.model_validate_json("{not json")
     with pytest.raises(InvalidArgumentTypeError, match="takes a mapping of options"):
         OkfastRetriever.model_validate_json("[1]")
+
+
+def test_a_batch_is_a_sequence_of_queries() -> None:
+    """docs/spec.md §5.2: Runnable.batch searched a string a letter at a time
+    and failed deep in LangChain on a generator; now refused as every okfast
+    batch refuses them, and a list is what one-by-one calls give."""
+    import asyncio
+
+    r = OkfastRetriever(catalog=CATALOG, k=2)
+    with pytest.raises(InvalidArgumentError, match="inputs must be a sequence of queries, not"):
+        r.batch(QUESTION)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentTypeError, match="inputs must be a sequence of queries"):
+        r.batch(q for q in [QUESTION])  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="inputs must be a sequence of queries, not"):
+        asyncio.run(r.abatch(QUESTION))  # type: ignore[arg-type]
+    got = [keys(docs) for docs in r.batch([QUESTION, "oven"])]
+    assert got == [keys(r.invoke(QUESTION)), keys(r.invoke("oven"))]
+    assert [keys(d) for d in asyncio.run(r.abatch([QUESTION]))] == [keys(r.invoke(QUESTION))]

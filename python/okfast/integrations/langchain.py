@@ -38,6 +38,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
     ) from e
 
 from okfast import strict_json
+from okfast.arguments import batch_of
 from okfast.cache import default_cache_dir
 from okfast.catalog import Catalog
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
@@ -272,6 +273,15 @@ class OkfastRetriever(BaseRetriever):
     ) -> list[Document]:
         _refuse_call_keywords(unknown)
         return self._documents(query, k)
+
+    def batch(self, inputs: list[str], *args: Any, **kwargs: Any) -> list[list[Document]]:
+        # Runnable.batch searched a string one letter at a time and failed
+        # on a generator deep in LangChain: a batch is a sequence of queries,
+        # as every okfast batch is (docs/spec.md §5.2).
+        return super().batch(list(batch_of("inputs", inputs, (str,))), *args, **kwargs)
+
+    async def abatch(self, inputs: list[str], *args: Any, **kwargs: Any) -> list[list[Document]]:
+        return await super().abatch(list(batch_of("inputs", inputs, (str,))), *args, **kwargs)
 
     async def _aget_relevant_documents(
         self,
