@@ -101,6 +101,13 @@ def test_concept_fields(make_bundle: MakeBundle) -> None:
     assert list(c.frontmatter)[:3] == ["type", "title", "description"]
     assert c.is_stale_at(datetime(2026, 1, 15, 7, 0, tzinfo=timezone.utc))
     assert not c.is_stale_at(datetime(2026, 1, 15, 6, 59, tzinfo=timezone.utc))
+    # An aware instant only, as the resolver's clock (docs/spec.md §2.2, §2.3):
+    # a naive one failed with Python's comparison error here, and passed
+    # unseen for a concept without stale_after.
+    with pytest.raises(InvalidArgumentError, match="aware datetime, got a naive one"):
+        c.is_stale_at(datetime(2026, 1, 15, 7, 0))
+    with pytest.raises(okfast.InvalidArgumentTypeError, match="now must be an aware datetime"):
+        c.is_stale_at("2026-01-15")  # type: ignore[arg-type]
 
 
 def test_trust_tiers_and_v01_fallback(make_bundle: MakeBundle) -> None:

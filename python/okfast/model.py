@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
+from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
+
 if TYPE_CHECKING:
     from okfast import _native
 
@@ -114,7 +116,16 @@ class Concept:
     extra: dict[str, Any] = field(compare=True)
 
     def is_stale_at(self, now: datetime) -> bool:
-        """SPEC §2.2: stale when ``stale_after`` is set and ``now >= stale_after``."""
+        """docs/spec.md §2.2: stale when ``stale_after`` is set and ``now >=
+        stale_after``. ``now`` is an aware ``datetime``, as a resolver's clock
+        gives (§2.3): a naive one is refused whether or not the concept has a
+        ``stale_after``, not compared with one only when it has."""
+        if not isinstance(now, datetime):
+            raise InvalidArgumentTypeError(
+                f"now must be an aware datetime, got {type(now).__name__}"
+            )
+        if now.tzinfo is None or now.utcoffset() is None:
+            raise InvalidArgumentError("now must be an aware datetime, got a naive one")
         return self.stale_after is not None and now >= self.stale_after
 
     @classmethod
