@@ -106,10 +106,7 @@ def load_arguments(
     """``Bundle.load``'s ``id_range`` (two ids or ``None`` s) and ``progress``
     checked before the load starts, not when the load first reports and
     the native call finds it cannot (docs/spec.md §1.8, §1.10)."""
-    if progress is not None and not callable(progress):
-        raise InvalidArgumentTypeError(
-            f"progress must be a callable or None, got {type(progress).__name__}"
-        )
+    callable_of("progress", progress)
     if r is None:
         return None, None
     if (
@@ -124,6 +121,16 @@ def load_arguments(
         except UnicodeEncodeError:
             raise InvalidArgumentError(f"id_range bound {b!r} is not valid text") from None
     return r
+
+
+def callable_of(name: str, value: object) -> None:
+    """A hook (a progress report, a clock, a query maker) is a callable or
+    ``None``, checked when it is given, not when it is first called deep in
+    a load or a search (docs/spec.md §5.2)."""
+    if value is not None and not callable(value):
+        raise InvalidArgumentTypeError(
+            f"{name} must be a callable or None, got {type(value).__name__}"
+        )
 
 
 def flag_of(name: str, value: object) -> bool:

@@ -56,7 +56,6 @@ from typing import Literal, Protocol
 from okfast.errors import InvalidArgumentError
 from okfast.memory.scope import Scope
 from okfast.model import Diagnostic, DiagnosticCode, Passage
-from okfast.passages import PassageList
 from okfast.query import Query
 from okfast.scoring import BM25FParams, Scorer, whole_of
 
@@ -334,7 +333,7 @@ def _ids(found: Iterable[Passage]) -> list[tuple[str, str]]:
     nothing more from a list that fails part-way (already diagnosed), and
     nothing from a one-shot iterator, whose rest would be built to be named
     (docs/spec.md §6.5: only the passages needed are built)."""
-    if isinstance(found, PassageList) or callable(getattr(found, "keys", None)):
+    if callable(getattr(found, "keys", None)):
         return [(k[0], k[1]) for k in found.keys()]  # type: ignore[attr-defined]
     out: list[tuple[str, str]] = []
     if not isinstance(found, Sequence):

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from okfast.arguments import of_type
+from okfast.arguments import callable_of, of_type
 from okfast.bundle import Bundle
 from okfast.comparison import Comparison, compare
 from okfast.errors import (
@@ -166,10 +166,7 @@ def evaluate(
         raise InvalidArgumentTypeError(
             f"resolver must be a Resolver, got {type(resolver).__name__}"
         )
-    if query is not None and not callable(query):
-        raise InvalidArgumentTypeError(
-            f"query must be a callable or None, got {type(query).__name__}"
-        )
+    callable_of("query", query)
     if baseline is not None:
         of_type("baseline", baseline, EvalReport)
     depth = whole_at_least("depth", depth, 1)

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from okfast import _native, governance
-from okfast.arguments import flag_of, of_type
+from okfast.arguments import callable_of, flag_of, of_type
 from okfast.bundle import Bm25fQuery, Bm25fStats, Bundle, Progress, QueryTerms, query_terms
 from okfast.catalog import Catalog, CatalogView, Source
 from okfast.count_memo import CountMemo
@@ -471,10 +471,7 @@ class Resolver:
             ("clock", clock),
             ("progress", progress),
         ):
-            if given is not None and not callable(given):
-                raise InvalidArgumentTypeError(
-                    f"{name} must be a callable or None, got {type(given).__name__}"
-                )
+            callable_of(name, given)
         self._set_defaults(
             ResolverDefaults.of(
                 self.settings,
@@ -517,7 +514,7 @@ class Resolver:
         names every match beyond it (docs/spec.md §5.2)."""
         q = query_of(query)
         strategy = Strategy(q.strategy) if q.strategy is not None else self.default_strategy
-        return _CLASSES[strategy](self).run(q, flag_of("exclusions", exclusions))
+        return _CLASSES[strategy](self).run(q, exclusions)
 
     def search_many(
         self, queries: Sequence[Query | str], *, exclusions: bool = True

@@ -264,7 +264,7 @@ class RayResolver:
         """``Resolver.search``, over the shards (docs/spec.md §5.2, §15)."""
         q = query_of(query)
         strategy = Strategy(q.strategy) if q.strategy is not None else self.local.default_strategy
-        return self._engines[strategy].run(q, flag_of("exclusions", exclusions))
+        return self._engines[strategy].run(q, exclusions)
 
     def search_many(
         self, queries: Sequence[Query | str], *, exclusions: bool = True
