@@ -489,6 +489,44 @@ def test_an_unreadable_body_is_skipped_with_a_diagnostic(tmp_path: Path) -> None
     assert "gone" in d.message
 
 
+@dataclass(frozen=True)
+class Bare:
+    """A hand-written resolver's passage: the attributes §6.5 reads, no ``path``."""
+
+    source_id: str
+    concept_id: str
+    title: str | None
+    read: Callable[[], str]
+
+    @property
+    def body(self) -> str:
+        return self.read()
+
+
+def test_a_passage_without_a_path_that_cannot_be_read_skips_only_itself() -> None:
+    def unreadable() -> str:
+        raise OSError("gone")
+
+    ps = [Bare("s", "a", "A", unreadable), Bare("s", "b", "B", lambda: "fine")]
+    a = ContextAssembler(FakeResolver(lambda: ps), FakeStore(), token_budget=5000).assemble(
+        LOCAL, TERM
+    )
+    assert [b.concept_id for b in a.blocks] == ["b"]
+    (d,) = a.diagnostics
+    assert (d.code, d.source_id, d.path) == ("UnreadableFile", "s", None)
+    assert a.omitted == (("knowledge", "s", "a"),)
+
+
+def test_a_passage_listed_twice_is_omitted_as_often_as_it_has_no_block() -> None:
+    ps = [Bare("s", "a", "T", lambda: "b")] * 2
+    one = cost(block("knowledge", "s", "a", "T", "b"))
+    a = ContextAssembler(FakeResolver(lambda: ps), FakeStore(), token_budget=one).assemble(
+        LOCAL, TERM
+    )
+    assert [b.concept_id for b in a.blocks] == ["a"]
+    assert a.omitted == (("knowledge", "s", "a"),)
+
+
 def test_a_blank_query_is_a_programmer_error(tmp_path: Path) -> None:
     store = FakeStore()
     asm = ContextAssembler(resolver_over(tmp_path, knowledge_files(1)), store)

@@ -48,6 +48,7 @@ import contextlib
 import math
 import numbers
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -161,7 +162,9 @@ def _share(name: str, v: object) -> Fraction:
 
 
 def _failed(code: DiagnosticCode, what: str, e: Exception, p: Passage | None = None) -> Diagnostic:
-    path, source = (None, None) if p is None else (p.path, p.source_id)
+    # A passage of a hand-written resolver need carry no path (docs/spec.md
+    # §6.5 names the attributes read): the diagnostic then has none.
+    path, source = (None, None) if p is None else (getattr(p, "path", None), p.source_id)
     return Diagnostic(code.value, f"{what}: {type(e).__name__}: {e}", path, source, "error")
 
 
@@ -310,19 +313,27 @@ class ContextAssembler:
 
         blocks = _fill("knowledge", k_blocks, k_alloc) + _fill("memory", m_blocks, m_alloc)
         out = "\n".join(b.text for b in blocks)
-        shown = {(b.surface, b.source_id, b.concept_id) for b in blocks}
-        omitted = [
-            (surface, *ids)
-            for surface, found in (("knowledge", k_found), ("memory", m_found))
-            for ids in _ids(found)
-            if (surface, *ids) not in shown
-        ]
+        # Counted, not a set: a hand-written resolver may list one passage
+        # twice, and each copy without a block is omitted (docs/spec.md §6.5).
+        shown = Counter((b.surface, b.source_id, b.concept_id) for b in blocks)
+        omitted: list[tuple[Surface, str, str]] = []
+        surfaces: tuple[tuple[Surface, Iterable[Passage]], ...] = (
+            ("knowledge", k_found),
+            ("memory", m_found),
+        )
+        for surface, found in surfaces:
+            for source_id, concept_id in _ids(found):
+                key = (surface, source_id, concept_id)
+                if shown[key]:
+                    shown[key] -= 1
+                else:
+                    omitted.append(key)
         return Assembly(
             out,
             tuple(blocks),
             math.ceil(len(out) / 4),
             tuple(k_diags) + tuple(m_diags),
-            tuple(omitted),  # type: ignore[arg-type]
+            tuple(omitted),
         )
 
 
