@@ -182,6 +182,7 @@ def test_governance_share(benchmark: Any, resolver: Any, three_term_queries: lis
     group's full-list median (target: ≤ 10% of it)."""
     from okfast import Query, governance
     from okfast.bundle import query_terms
+    from okfast.matches import Scoring
     from okfast.resolver import MergedResolver
 
     _tag(benchmark, f"resolve-{N_SOURCES}x{SIZE}", "governance step", "govern() on the same arrays")
@@ -190,8 +191,16 @@ def test_governance_share(benchmark: Any, resolver: Any, three_term_queries: lis
 
     def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
         q = Query(three_term_queries[next(it) % len(three_term_queries)], strategy="merged")
-        sources = engine.deduplicate(engine.select(q, [], []), [], [])
-        found = engine.search(q, query_terms(q.text), sources, 0)
+        selected, _generation = engine.select(q, resolver.catalog.snapshot(), [], [])
+        sources = engine.deduplicate(selected, [], [])
+        how = Scoring(
+            resolver.default_scorer,
+            query_terms(q.text),
+            resolver.default_bm25f,
+            resolver.default_rrf_k,
+            None,
+        )
+        found = engine.search(q, how, sources, 0, {})
         src, pos, _score, _fused = engine.order(q, found, 2)
         return (found.searched, src, pos), {}
 

@@ -275,6 +275,21 @@ def test_tier_root_that_is_a_link_is_refused(tmp_path: Path) -> None:
     assert list(real.iterdir()) == []
 
 
+def test_a_missing_tier_root_is_an_error_for_a_delete_as_for_a_read_and_a_write(
+    tmp_path: Path,
+) -> None:
+    # An erasure that found no root (an unmounted volume) proves nothing.
+    (tmp_path / "s").mkdir()
+    store = FileMemoryStore({Tier.USER: tmp_path / "absent", Tier.SESSION: tmp_path / "s"})
+    scope = Scope("A", "u")
+    d = store.delete_scope(scope, cascade=True)
+    assert d.tiers_deleted == ()
+    assert d.error == f"user: refused: memory tier root {tmp_path / 'absent'} is missing"
+    assert not store.write(scope, entry("x"), Tier.USER).written
+    assert [x.code for x in store.read(scope, "x").diagnostics] == ["SourceUnavailable"]
+    assert not (tmp_path / "absent").exists()
+
+
 def test_day_file_that_is_a_link_is_refused(tmp_path: Path) -> None:
     store = make_store(tmp_path / "mem")
     scope = Scope("A", "alice")

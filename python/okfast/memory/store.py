@@ -502,7 +502,9 @@ class FileMemoryStore:
     def _delete(self, t: Tier, parts: list[str]) -> bool:
         root_fd = files.open_root(self._roots[t])
         if root_fd is None:
-            return False
+            # An erasure that found no root proves nothing (an unmounted
+            # volume): an error, as a read and a write report (docs/spec.md §6.3).
+            raise EntryError(f"memory tier root {self._roots[t]} is missing")
         try:
             parent = files.open_chain(root_fd, parts[:-1], create=False)
             if parent is None:
