@@ -294,3 +294,24 @@ def test_a_store_diagnostic_is_one_line_whatever_its_message_quotes(
     assert capsys.readouterr().err.splitlines() == [
         f'{"warning":<7} {"MalformedStaleAfter":<18} mu: stale_after "a\\nerror\\rb"'
     ]
+
+
+def test_a_store_diagnostic_names_its_file_from_the_tier_root(
+    capsys: pytest.CaptureFixture[str], catalog: str
+) -> None:
+    # docs/spec.md §6.3, §10.3: a damaged memory file is found by its path
+    # from the tier root, as a passage's path is.
+    from okfast.memory import Scope, Tier, memory_path
+
+    here = memory_path(Tier.USER, Scope("A", "alice"))
+    scope_dir = Path(catalog).parent / "mem-user" / here
+    scope_dir.mkdir(parents=True)
+    (scope_dir / "bad.md").write_bytes(b"---\ntype: T\n---\n\xff\n")
+    code, _out, err = run(
+        capsys, "memory", "read", "--catalog", catalog, "--tenant", "A", "--user", "alice", "x"
+    )
+    assert code == 1
+    assert err.splitlines() == [
+        f"{'error':<7} {'InvalidUtf8':<18} memory:user:{here}/bad.md: "
+        "File is not valid UTF-8 (first invalid byte at offset 16); re-save it as UTF-8"
+    ]

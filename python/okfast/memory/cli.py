@@ -43,7 +43,8 @@ def _open(args: argparse.Namespace, load: LoadCatalog) -> tuple[FileMemoryStore,
 def _report(diags: Any) -> int:
     for d in diags:
         # One line each, whatever the message quotes (docs/spec.md §10.1).
-        print_err(one_line(f"{d.severity:<7} {d.code:<18} {d.source_id}: {d.message}"))
+        where = f"{d.source_id}:{d.path}" if d.path else d.source_id
+        print_err(one_line(f"{d.severity:<7} {d.code:<18} {where}: {d.message}"))
     return 1 if any(d.severity == "error" for d in diags) else 0
 
 

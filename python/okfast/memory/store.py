@@ -295,11 +295,14 @@ class FileMemoryStore:
                 diags.append(problem)
             if bundle is None:
                 continue
-            sid = f"memory:{tier.value}"
+            sid, here = f"memory:{tier.value}", memory_path(tier, scope)
+            # Paths from the tier root, as a passage's are (docs/spec.md §6.3):
+            # the scope directory's own name would say nothing of the scope.
             diags.extend(
-                Diagnostic(d.code, d.message, d.path, sid, d.severity) for d in bundle.diagnostics
+                Diagnostic(d.code, d.message, _below(here, d.path), sid, d.severity)
+                for d in bundle.diagnostics
             )
-            yield tier, bundle, sid, memory_path(tier, scope) + "/"
+            yield tier, bundle, sid, here + "/"
 
     def read(
         self,
@@ -534,6 +537,13 @@ class FileMemoryStore:
                 os.close(parent)
         finally:
             os.close(root_fd)
+
+
+def _below(directory: str, path: str | None) -> str | None:
+    """A bundle diagnostic's ``path`` (``""``: the bundle's root) from the tier root."""
+    if path is None:
+        return None
+    return f"{directory}/{path}" if path else directory
 
 
 def _body_reader(bundle: Bundle, pos: int) -> Callable[[], str]:
