@@ -1,5 +1,5 @@
 """The arguments every search checks before it searches (docs/spec.md §3.7,
-§5.1, §12.9): query text and tags that are text a native call can take (no
+§5.1, §12.8): query text and tags that are text a native call can take (no
 lone surrogate), a limit that is a whole number >= 0, BM25F parameters that
 are :class:`BM25FParams`. Checked here once, so that a bad argument is the
 same clear error on every path rather than whatever the native conversion

@@ -1,5 +1,5 @@
 //! A refresh: a new snapshot when the files changed on disk, in which only
-//! new and changed files were read again (docs/spec.md §1.7).
+//! new and changed files were read again (docs/spec.md §1.9).
 
 use std::fs;
 use std::path::PathBuf;
