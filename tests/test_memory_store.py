@@ -1078,3 +1078,33 @@ def test_a_section_that_is_not_text_says_so(tmp_path: Path) -> None:
     for section, words in [(3, "not text: int"), (None, "not text: NoneType"), (" ", "empty")]:
         w = store.write(Scope("A"), MemoryEntry("n", fm, section), Tier.TENANT)  # type: ignore[arg-type]
         assert not w.written and f"the section to append is {words}" in (w.error or "")
+
+
+@pytest.mark.parametrize("planted", ["directory", "link"])
+def test_a_scopes_lock_name_that_is_no_file_is_refused_but_to_its_erasure(
+    tmp_path: Path, planted: str
+) -> None:
+    """docs/spec.md §6.3: no one can lock through a directory or a link at a
+    scope's lock name; a read and a write say so, and the erasure, which
+    removes it with the rest, goes on."""
+    store = make_store(tmp_path)
+    scope = Scope("A", "alice")
+    assert store.write(scope, entry("first"), Tier.USER).written
+    d = tmp_path / "user" / memory_path(Tier.USER, scope)
+    (d / files.LOCK_NAME).unlink()
+    if planted == "directory":
+        (d / files.LOCK_NAME).mkdir()
+        kind = "a directory"
+    else:
+        (d / files.LOCK_NAME).symlink_to(tmp_path / "elsewhere")
+        kind = "a symbolic link (never followed)"
+    said = f"the scope's lock file .lock is {kind}"
+    r = store.read(scope, "first")
+    assert r.passages == () and [x.code for x in r.diagnostics] == ["SourceUnavailable"]
+    assert said in r.diagnostics[0].message
+    w = store.write(scope, entry("second"), Tier.USER)
+    assert not w.written and w.error == f"refused: {said}"
+    gone = store.delete_scope(scope)
+    assert (gone.tiers_deleted, gone.error) == ((Tier.USER,), None)
+    assert not d.exists() and not (tmp_path / "elsewhere").exists()
+    assert store.write(scope, entry("third"), Tier.USER).written

@@ -56,6 +56,10 @@ _FILE_FLAGS = (
     | getattr(os, "O_NONBLOCK", 0)
 )
 LOCK_NAME = ".lock"
+# Something planted at a scope's lock name that no one can lock through:
+# every opener refuses it alike (docs/spec.md §6.3), and only an erasure,
+# which removes it with the rest, goes on.
+_NOT_A_LOCK = f"the scope's lock file {LOCK_NAME} is"
 # How a scope's lock file is opened, whatever the access: never through a
 # link, and without waiting (a FIFO planted at its name would block the open
 # for a writer that never comes; opened at once, it is locked like a file).
@@ -217,7 +221,17 @@ def _open_lock(dir_fd: int, flags: int) -> int:
     """The directory's lock file opened with ``flags`` (``_LOCK_FLAGS`` added),
     counted as held until :func:`_close_lock`."""
     with _COUNTING:
-        fd = os.open(LOCK_NAME, flags | _LOCK_FLAGS, 0o600, dir_fd=dir_fd)
+        try:
+            fd = os.open(LOCK_NAME, flags | _LOCK_FLAGS, 0o600, dir_fd=dir_fd)
+        except OSError as e:
+            if e.errno in (errno.ELOOP, errno.EMLINK):
+                raise UnsafePathError(f"{_NOT_A_LOCK} a symbolic link (never followed)") from e
+            if e.errno == errno.EISDIR:
+                raise UnsafePathError(f"{_NOT_A_LOCK} a directory") from e
+            raise
+        if stat.S_ISDIR(os.fstat(fd).st_mode):  # opened for reading: no EISDIR
+            os.close(fd)
+            raise UnsafePathError(f"{_NOT_A_LOCK} a directory")
         _HELD.add(fd)
     return fd
 
@@ -229,14 +243,17 @@ def _close_lock(fd: int) -> None:
 
 
 @contextlib.contextmanager
-def locked(dir_fd: int, *, shared: bool = False) -> Iterator[bool]:
+def locked(dir_fd: int, *, shared: bool = False, erasing: bool = False) -> Iterator[bool]:
     """Lock of one scope directory: exclusive (in-process, then ``flock``),
     or shared (``flock`` only: each holder opens the lock file on its own,
     so a shared and an exclusive holder exclude each other across threads
     as across processes). A writer holds the directories above its own
     shared, so a delete of one of them waits for it (docs/spec.md §6.3).
     Yields ``False``, holding nothing, when the directory was removed (a
-    delete got there first): the caller starts again, as for one renamed."""
+    delete got there first): the caller starts again, as for one renamed.
+    A lock name that is no file refuses the lock (``UnsafePathError``) but
+    to an ``erasing`` holder, for whom the in-process lock is enough: no
+    reader, writer or other delete can lock through that name either."""
     with contextlib.ExitStack() as stack:
         if not shared:
             st = os.fstat(dir_fd)
@@ -245,6 +262,11 @@ def locked(dir_fd: int, *, shared: bool = False) -> Iterator[bool]:
             fd = _open_lock(dir_fd, os.O_RDWR | os.O_CREAT)
         except FileNotFoundError:
             yield False
+            return
+        except UnsafePathError:
+            if not erasing or shared:
+                raise
+            yield True
             return
         # Closing releases the flock.
         stack.callback(_close_lock, fd)

@@ -520,7 +520,7 @@ class FileMemoryStore:
                     if target is None:
                         return False
                     try:
-                        with files.locked(target) as held:
+                        with files.locked(target, erasing=True) as held:
                             # Another delete may have renamed it aside (and a
                             # writer made a new one) while we waited: the one
                             # renamed must be the one locked (docs/spec.md §6.3).

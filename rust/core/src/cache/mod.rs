@@ -14,7 +14,7 @@
 //!
 //! ```text
 //! header  MAGIC, format u32, okfast version, bundle root (u32 length + bytes),
-//!         texts length u64, lists length u64, core length u64,
+//!         analyzer language (u32 length + bytes), texts length u64, lists length u64, core length u64,
 //!         lists CRC-32 u32, core CRC-32 u32,
 //!         header CRC-32 u32 (of every header byte before it)
 //! texts   per concept: frontmatter bytes, body bytes (in id order as a
