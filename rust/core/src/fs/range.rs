@@ -58,9 +58,10 @@ impl IdRange {
         below_lo || from_hi
     }
 
-    /// Keep of a walk what the range holds: its concept files by id, its own
-    /// diagnostics by path (so every diagnostic of the walk lands in exactly
-    /// one part). A part records no directory listing: its files are no
+    /// Keep of a walk what the range holds: its concept files by id (one
+    /// whose name can be no id too: its `InvalidConceptId` comes with it
+    /// from the read), its own diagnostics by path (so every diagnostic of
+    /// the walk lands in exactly one part; docs/spec.md §1.10). A part records no directory listing: its files are no
     /// longer all of a directory's entries, which a recorded listing replays.
     pub fn restrict(&self, w: &mut WalkResult) {
         if self.is_all() {
