@@ -108,6 +108,13 @@ def test_concept_fields(make_bundle: MakeBundle) -> None:
         c.is_stale_at(datetime(2026, 1, 15, 7, 0))
     with pytest.raises(okfast.InvalidArgumentTypeError, match="now must be an aware datetime"):
         c.is_stale_at("2026-01-15")  # type: ignore[arg-type]
+    # A hashable value (docs/spec.md §1.4), though it holds dicts: equal
+    # concepts hash alike, and a fresh one's dicts are its own.
+    again = b.concept("p")
+    assert again == c and again is not c and hash(again) == hash(c)
+    assert len({c, again}) == 1
+    again.frontmatter["owner"] = "other"
+    assert again != c and b.concept("p") == c
 
 
 def test_trust_tiers_and_v01_fallback(make_bundle: MakeBundle) -> None:

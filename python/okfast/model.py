@@ -112,8 +112,10 @@ class Concept:
     superseded_by: tuple[str, ...]
     conflicts_with: tuple[str, ...]
     body: str
-    frontmatter: dict[str, Any] = field(compare=True)
-    extra: dict[str, Any] = field(compare=True)
+    # Compared but not hashed: a dict has no hash, and a concept is a
+    # hashable value (docs/spec.md §1.4); equal concepts still hash alike.
+    frontmatter: dict[str, Any] = field(compare=True, hash=False)
+    extra: dict[str, Any] = field(compare=True, hash=False)
 
     def is_stale_at(self, now: datetime) -> bool:
         """docs/spec.md §2.2: stale when ``stale_after`` is set and ``now >=
