@@ -79,8 +79,11 @@ class Searcher(Protocol):
     its search, and the scorer it scores with by default (memory is scored
     the same way)."""
 
-    default_scorer: Scorer
-    default_bm25f: BM25FParams
+    # Read-only is enough (a RayResolver's are properties).
+    @property
+    def default_scorer(self) -> Scorer: ...
+    @property
+    def default_bm25f(self) -> BM25FParams: ...
 
     def search(self, query: Query, /) -> _Found: ...
 

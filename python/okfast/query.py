@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime, timedelta, timezone
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, SupportsFloat, SupportsIndex
 
 from okfast import _native
 from okfast.arguments import batch_of, text_of, whole_limit_of
@@ -207,7 +207,8 @@ class Query:
     text: str
     # Everything after the text is keyword-only, as docs/spec.md §5.1 writes it.
     _: KW_ONLY
-    strategy: Strategy | str | None = None
+    #: A name given is kept as its member (docs/spec.md §5.1).
+    strategy: Strategy | None = None
     fairness_quota: int | None = None
     stale_policy: StalePolicy = field(default_factory=StalePolicy.use)
     tag: str | None = None
@@ -225,9 +226,35 @@ class Query:
     #: ``None``: the resolver's ``default_rrf_k`` (60 unless set).
     rrf_k: int | None = None
     #: ``None``: the resolver's ``default_scorer``.
-    scorer: Scorer | str | None = None
+    scorer: Scorer | None = None
     #: ``None``: the resolver's ``default_bm25f``.
     bm25f: BM25FParams | None = None
+
+    if TYPE_CHECKING:
+        # What the generated __init__ takes (docs/spec.md §5.1): names for
+        # the enums, a stale policy's spelling, None for the local scope,
+        # numpy and Fraction numbers; the fields hold them converted.
+        def __init__(
+            self,
+            text: str,
+            *,
+            strategy: Strategy | str | None = None,
+            fairness_quota: SupportsIndex | None = None,
+            stale_policy: StalePolicy | str = ...,
+            tag: str | None = None,
+            scope: Scope | None = ...,
+            permitted_source_ids: Collection[str] | None = None,
+            visibility: Visibility | None = None,
+            limit: SupportsIndex | None = None,
+            min_score: SupportsFloat | None = None,
+            pin_exact_title: bool = False,
+            include_historical: bool = False,
+            min_authority: str | None = None,
+            explain: bool = False,
+            rrf_k: SupportsIndex | None = None,
+            scorer: Scorer | str | None = None,
+            bm25f: BM25FParams | None = None,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):

@@ -21,7 +21,7 @@ import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, SupportsIndex
 
 from okfast import strict_json
 from okfast.arguments import surrogate_in
@@ -76,6 +76,22 @@ class Settings:
     provenance: Mapping[str, Any] | None = None
     path: Path | None = field(default=None, compare=False)
     diagnostics: tuple[SettingsDiagnostic, ...] = field(default=(), compare=False)
+
+    if TYPE_CHECKING:
+        # What the generated __init__ takes (docs/spec.md §13.2): names for
+        # the enums and numpy integers, held converted.
+        def __init__(
+            self,
+            scorer: Scorer | str | None = None,
+            strategy: Strategy | str | None = None,
+            fairness_quota: SupportsIndex | None = None,
+            rrf_k: SupportsIndex | None = None,
+            bm25f: BM25FParams | None = None,
+            languages: Mapping[str, str] = ...,
+            provenance: Mapping[str, Any] | None = None,
+            path: Path | None = None,
+            diagnostics: tuple[SettingsDiagnostic, ...] = (),
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         # Checked however the settings are made — the constructor and

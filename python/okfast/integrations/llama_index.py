@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 try:
     from llama_index.core.callbacks import CallbackManager
@@ -36,6 +36,9 @@ from okfast.query import Strategy
 from okfast.resolver import Resolver
 from okfast.scoring import Scorer, count_of, scorer_of
 from okfast.settings import Settings
+
+if TYPE_CHECKING:
+    from okfast.distributed import RayResolver
 
 _SHOWN = frozenset({"title"})
 _HIDDEN = sorted(frozenset(PassageRecord.__annotations__) - _SHOWN)
@@ -86,7 +89,7 @@ class OkfastRetriever(BaseRetriever):
         self,
         catalog: CatalogLike | None = None,
         *,
-        resolver: Resolver | None = None,
+        resolver: Resolver | RayResolver | None = None,
         similarity_top_k: int = 4,
         strategy: Strategy | str | None = None,
         tag: str | None = None,
@@ -110,7 +113,10 @@ class OkfastRetriever(BaseRetriever):
         # with the same error whether or not a ready resolver= is given (which
         # takes the strategy per query, never as its default).
         make_query("okfast", strategy=strategy, tag=tag, scorer=scorer)
-        self._resolver = open_resolver(catalog, resolver, strategy=strategy, settings=settings)
+        # A RayResolver has every read a retriever makes of a Resolver
+        # (docs/integrations.md); open_resolver checks which was given.
+        ready = cast("Resolver | None", resolver)
+        self._resolver = open_resolver(catalog, ready, strategy=strategy, settings=settings)
         self.scorer = None if scorer is None else scorer_of(scorer)
         self.similarity_top_k = similarity_top_k
         self.strategy = strategy
