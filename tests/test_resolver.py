@@ -741,3 +741,40 @@ def test_no_matches_says_whether_matches_were_all_excluded() -> None:
     assert r.search(Query("zebraxyz")).diagnostics[-1].message == (
         "No passages matched query 'zebraxyz'."
     )
+
+
+def test_a_refresh_that_began_earlier_never_replaces_a_later_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/spec.md §5.10: two searches refreshing one source at once keep
+    the later look, whichever ends last, so no later search reads an older
+    disk than an earlier one saw."""
+    import threading
+
+    def doc(title: str) -> str:
+        return f"---\ntype: T\ntitle: {title}\n---\nbody\n"
+
+    cat = make_catalog(tmp_path, {"kb": {"a.md": doc("one")}}, [{"id": "kb", "path": "kb"}])
+    snaps, (source,) = Snapshots(max_staleness=3600.0), cat.sources
+    snaps.get(source, None)
+    (tmp_path / "kb" / "a.md").write_text(doc("two, longer"))
+    looked, release = threading.Event(), threading.Event()
+    real = Bundle.refresh
+
+    def slow(self: Bundle) -> Bundle | None:
+        changed = real(self)
+        if threading.current_thread().name == "early":
+            looked.set()  # it has seen "two" and ends only after the later look
+            release.wait(30)
+        return changed
+
+    monkeypatch.setattr(Bundle, "refresh", slow)
+    early = threading.Thread(target=snaps.get, args=(source, None), kwargs={"force": True})
+    early.name = "early"
+    early.start()
+    assert looked.wait(30)
+    (tmp_path / "kb" / "a.md").write_text(doc("three, longer still"))
+    assert snaps.get(source, None, force=True).bundle.concept("a").title == "three, longer still"
+    release.set()
+    early.join(30)
+    assert snaps.get(source, None).bundle.concept("a").title == "three, longer still"

@@ -103,8 +103,13 @@ class Snapshots:
             )
         fresh = CachedBundle(bundle, bundle.stale_after_us(), bundle.ordinal_ranks(), now)
         with self._lock:
-            self._snaps[key] = fresh
-        return fresh
+            # Two searches refreshing at once: the look that began later is
+            # kept, whichever ends last, so no later search goes back to an
+            # older disk than an earlier one saw (docs/spec.md §5.10).
+            kept = self._snaps.get(key)
+            if kept is None or kept.checked <= fresh.checked:
+                self._snaps[key] = kept = fresh
+        return kept
 
     def take(self, taken: Taken, source: Source, language: str | None) -> CachedBundle:
         """:meth:`get`, once per directory and language in a search: what
