@@ -778,3 +778,40 @@ def test_a_refresh_that_began_earlier_never_replaces_a_later_one(
     release.set()
     early.join(30)
     assert snaps.get(source, None).bundle.concept("a").title == "three, longer still"
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/self/maps")
+def test_a_source_the_catalog_no_longer_names_holds_no_snapshot(tmp_path: Path) -> None:
+    """docs/spec.md §5.10: after a reload moves a source to another
+    directory, or disables it, the resolver lets go of the old directory's
+    bundle (its mapped cache file, its change watch), at the next search or
+    refresh()."""
+    import gc
+    import json
+
+    doc = "---\ntype: T\ntitle: Rollback\n---\nrollback steps\n"
+    entry = {"id": "kb", "path": "r1"}
+    cat = make_catalog(tmp_path, {"r1": {"a.md": doc}, "r2": {"a.md": doc}}, [entry])
+
+    def write_catalog(**changes: object) -> None:
+        sources = [{**entry, **changes}]
+        (tmp_path / "catalog.json").write_text(json.dumps({"version": 1, "sources": sources}))
+        assert not cat.reload().diagnostics
+
+    def mapped(cache_file: Path | None) -> bool:
+        assert cache_file is not None
+        gc.collect()
+        return str(cache_file) in Path("/proc/self/maps").read_text()
+
+    r = Resolver(cat, max_staleness=3600.0)
+    assert r.search("rollback").passages
+    old = r.snapshot(cat.sources[0]).cache_file
+    assert mapped(old)
+    write_catalog(path="r2")  # the next release's directory
+    assert [p.path for p in r.search("rollback").passages] == ["a.md"]
+    assert not mapped(old)
+    now = r.snapshot(cat.sources[0]).cache_file
+    assert now != old and mapped(now)
+    write_catalog(path="r2", enabled=False)
+    r.refresh()
+    assert not mapped(now)

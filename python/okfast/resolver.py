@@ -242,6 +242,7 @@ class _Engine(ABC):
         cut = cut_depth(q, quota, exclusions)
         # Both passes read one catalog and one snapshot of each directory (§5.10).
         start: tuple[CatalogView, Taken] = (self.r.catalog.snapshot(), {})
+        self.r._bundles.follow(start[0])
         ctx = None if cut is None else self._run(q, exclusions, now_us, quota, cut, start)
         if ctx is None:
             ctx = self._run(q, exclusions, now_us, quota, None, start)
@@ -583,8 +584,11 @@ class Resolver:
         return self._bundles.get(source, language).bundle
 
     def refresh(self) -> None:
-        """Check every enabled knowledge source against the disk now."""
+        """Check every enabled knowledge source against the disk now, and
+        let go of the others'."""
+        view = self.catalog.snapshot()
+        self._bundles.follow(view, again=True)
         self._bundles.refresh(
-            [s for s in self.catalog.sources if s.enabled and s.role == "knowledge"],
+            [s for s in view[0] if s.enabled and s.role == "knowledge"],
             lambda s: source_language(s, self.default_bm25f.language, self.settings),
         )
