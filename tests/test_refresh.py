@@ -326,3 +326,33 @@ def test_a_root_link_retargeted_is_seen_at_once(tmp_path: Path) -> None:
     assert fresh is not None and fresh.concept_ids == ("new",)
     same(fresh, Bundle.load(tmp_path / "b", cache=False))
     assert fresh.refresh() is None
+
+
+@linux
+def test_snapshots_hold_at_most_a_quarter_of_the_users_inotify_instances(tmp_path: Path) -> None:
+    """docs/spec.md §1.9: the instances are shared by every process of the
+    user; past a quarter of them a snapshot has no change watch, and its
+    refresh compares the files (a walk), still exactly a fresh load."""
+    import subprocess
+
+    limit = int(Path("/proc/sys/fs/inotify/max_user_instances").read_text())
+    cap = max(limit // 4, 1)
+    root = write_bundle(tmp_path / "kb", {"a.md": c("Alpha order", "x")})
+    program = f"""
+import os, sys
+from okfast import Bundle
+kept = [Bundle.load(sys.argv[1], cache=False) for _ in range({cap} + 5)]
+def target(fd):
+    try:
+        return os.readlink("/proc/self/fd/" + fd)
+    except OSError:  # the listing's own descriptor, closed by now
+        return ""
+print(sum(target(fd) == "anon_inode:inotify" for fd in os.listdir("/proc/self/fd")))
+open(os.path.join(sys.argv[1], "a.md"), "a").write("more\\n")
+print(kept[-1].refresh().made_by)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", program, str(root)], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert int(out[0]) <= cap
+    assert out[1] == "walk"

@@ -40,10 +40,48 @@ mod imp {
     use std::io::ErrorKind;
     use std::os::fd::{AsRawFd, BorrowedFd};
     use std::path::{Path, PathBuf};
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Mutex, OnceLock};
+
+    /// The inotify instances this process's snapshots hold now.
+    static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+    /// How many instances the process's snapshots may hold at once: a
+    /// quarter of the user's limit (`fs.inotify.max_user_instances`, 128 by
+    /// default, shared by every process of the user), so a resolver over
+    /// many sources leaves the other programs theirs (docs/spec.md §1.9).
+    /// Past it a snapshot has no watch and its refreshes compare the files.
+    pub(super) fn cap() -> usize {
+        static CAP: OnceLock<usize> = OnceLock::new();
+        *CAP.get_or_init(|| {
+            std::fs::read_to_string("/proc/sys/fs/inotify/max_user_instances")
+                .ok()
+                .and_then(|t| t.trim().parse::<usize>().ok())
+                .map_or(32, |n| (n / 4).max(1))
+        })
+    }
+
+    /// One of `cap` instances counted by `live`, given back when dropped.
+    pub(super) struct Slot(&'static AtomicUsize);
+
+    impl Slot {
+        pub(super) fn take(live: &'static AtomicUsize, cap: usize) -> Option<Slot> {
+            live.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < cap).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Slot(live))
+        }
+    }
+
+    impl Drop for Slot {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
 
     pub struct Watch {
+        // Dropped after the instance it counts (fields drop in order).
         inotify: Mutex<Inotify>,
         watches: Watches,
         failed: AtomicBool,
@@ -59,6 +97,7 @@ mod imp {
         /// directory quiet while the path names another one (§1.9).
         root: PathBuf,
         root_id: Option<(u64, u64)>,
+        _slot: Slot,
     }
 
     fn identity(path: &Path) -> Option<(u64, u64)> {
@@ -84,6 +123,7 @@ mod imp {
             // in between, the identity is the older one and the next drain
             // reports the change.
             let root_id = identity(root);
+            let slot = Slot::take(&LIVE, cap())?;
             let inotify = Inotify::init().ok()?;
             let mut watches = inotify.watches();
             let wd = watches.add(root, mask()).ok()?;
@@ -95,6 +135,7 @@ mod imp {
                 seen: Mutex::new(Changes::Quiet),
                 root: root.to_path_buf(),
                 root_id,
+                _slot: slot,
             })
         }
 
@@ -302,6 +343,21 @@ mod tests {
     use crate::fs::dir::Dir;
     #[cfg(target_os = "linux")]
     use std::fs;
+
+    /// The process holds at most `cap` instances: one more is refused, and
+    /// one given back can be taken again.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn instances_past_the_cap_are_refused_until_one_is_given_back() {
+        use std::sync::atomic::AtomicUsize;
+        static COUNTED: AtomicUsize = AtomicUsize::new(0);
+        let first = imp::Slot::take(&COUNTED, 2).unwrap();
+        let _second = imp::Slot::take(&COUNTED, 2).unwrap();
+        assert!(imp::Slot::take(&COUNTED, 2).is_none());
+        drop(first);
+        assert!(imp::Slot::take(&COUNTED, 2).is_some());
+        assert!(imp::cap() >= 1);
+    }
 
     /// An open directory is watched, not what its path names by then: a
     /// directory swapped for a link to one outside the bundle between its
