@@ -62,6 +62,24 @@ def test_digest_ignores_explain_time_and_empty_reloads(tmp_path: Path) -> None:
     assert Resolver(cat, clock=lambda: t0).search(Query("refund", strategy="merged")).digest == base
 
 
+@pytest.mark.parametrize("scorer", ["weighted_count", "bm25f", "fusion"])
+def test_a_context_made_by_hand_has_the_resolvers_digest(tmp_path: Path, scorer: str) -> None:
+    """docs/spec.md §5.2, §5.9: a Context made from a plain list of the same
+    passages digests as the resolver's (a float score in micro-units, §12.7)."""
+    from okfast.passages import Context
+
+    ctx = Resolver(_catalog(tmp_path)).search(Query("refund policy", scorer=scorer))
+    assert len(ctx.passages) > 0
+    hand = Context(
+        ctx.query,
+        ctx.generation,
+        list(ctx.passages),  # type: ignore[arg-type]
+        ctx.diagnostics,
+        ctx.exclusions,
+    )
+    assert hand.digest == ctx.digest
+
+
 def test_digest_changes_with_any_kept_or_excluded_passage(tmp_path: Path) -> None:
     cat = _catalog(tmp_path)
     t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import numbers
 import operator
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -259,10 +260,26 @@ class Context:
         """``sha256:`` + hex SHA-256 of the canonical JSON of SPEC §5.9:
         independent of ``explain``, time and the catalog generation."""
         return digest_of(
-            [[s, c, sc, c + ".md"] for s, c, sc in self.passages.digest_keys()],
+            [[s, c, sc, c + ".md"] for s, c, sc in _digest_keys(self.passages)],
             [[d.code, d.source_id, d.message] for d in self.diagnostics],
             [[e.source_id, e.concept_id, e.reason] for e in self.exclusions],
         )
+
+
+def _digest_keys(passages: Sequence[Passage]) -> list[tuple[str, str, int]]:
+    """A resolver's list says; any other sequence of passages (a context
+    made by hand) by each score's type: a whole number as it is, any other
+    as BM25F's micro-units (docs/spec.md §5.9, §12.7)."""
+    if isinstance(passages, PassageList):
+        return passages.digest_keys()
+    return [
+        (
+            p.source_id,
+            p.concept_id,
+            int(p.score) if isinstance(p.score, numbers.Integral) else digest_score(p.score),
+        )
+        for p in passages
+    ]
 
 
 def digest_of(
