@@ -311,6 +311,24 @@ def test_resolve_explain_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert lines[-1].startswith("Digest: sha256:")
 
 
+def test_an_exclusions_detail_keeps_the_white_space_an_id_ends_with(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # docs/spec.md §10.2, §1.2: the detail names an id as it is.
+    write_bundle(
+        tmp_path / "kb",
+        {
+            "old.md": '---\ntype: Note\nsuperseded_by: "new "\n---\nzeta old\n',
+            "new .md": "---\ntype: Note\ntitle: New\n---\nzeta new\n",
+        },
+    )
+    (tmp_path / "cat.json").write_text('{"version": 1, "sources": [{"id": "s", "path": "kb"}]}')
+    assert main(["resolve", "--catalog", str(tmp_path / "cat.json"), "zeta", "--explain"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    excluded = out.index("Excluded:")
+    assert out[excluded + 1] == "  s:old  superseded  superseded by new "
+
+
 @pytest.mark.parametrize(
     ("flags", "key"),
     [

@@ -303,7 +303,10 @@ def _cmd_resolve(args: argparse.Namespace) -> int:
     if args.explain:
         print("Excluded:" if ctx.exclusions else "Excluded: none")
         for e in ctx.exclusions:
-            print(f"  {e.source_id}:{e.concept_id or '*'}  {e.reason}  {e.detail}".rstrip())
+            # The detail as it is: an id it names may end in white space
+            # (docs/spec.md §1.2), which stripping the line cut off.
+            detail = f"  {e.detail}" if e.detail else ""
+            print(f"  {e.source_id}:{e.concept_id or '*'}  {e.reason}{detail}")
         _print_diags("Warnings:", warnings)
         _print_diags("Errors:", errors)
         print(f"Digest: {ctx.digest}")
