@@ -504,6 +504,27 @@ async def test_serves_on_a_damaged_cache_file(catalog: Path, damaged_cache: Path
         assert got_resource.contents[0].text == body
 
 
+async def test_two_damaged_cache_files_are_each_reloaded_in_one_call(catalog: Path) -> None:
+    # Each reload finds the next damaged file: the call answers as before
+    # once every damaged file it reads was rebuilt (docs/integrations.md).
+    server = okfast_mcp.build_server(catalog)
+    args = {"query": "policy", "strategy": "merged", "limit": 6}
+    async with Client(server) as c:
+        got = structured(await c.call_tool("resolve", args))
+        assert {p["source_id"] for p in got["passages"]} == {"glossary", "runbooks"}
+        for directory, marker in (
+            ("data-glossary", b"# Refund policy"),
+            ("platform-runbooks", b"# Escalation policy"),
+        ):
+            cache_file = okfast.Bundle.load(catalog.parent / directory).cache_file
+            assert cache_file is not None
+            at = cache_file.read_bytes().index(marker)
+            with cache_file.open("r+b") as f:
+                f.seek(at + 2)
+                f.write(b"0")
+        assert structured(await c.call_tool("resolve", args)) == got
+
+
 async def test_a_damaged_snapshot_of_a_callers_resolver_is_a_tool_error(
     catalog: Path, damaged_cache: Path
 ) -> None:

@@ -192,16 +192,23 @@ class _Service:
             return self.resolver
 
     def with_reload(self, fn: Callable[[Resolver], T]) -> T:
-        """``fn(resolver)``, run once more on a reopened resolver when it met a
-        damaged snapshot."""
-        used = self.current()
-        try:
-            return fn(used)
-        except OkfastError as e:
-            if self.reopen is None or not is_damage(e):
-                raise
-            self._reload(used, e)
-        return fn(self.resolver)
+        """``fn(resolver)``, run again on a reopened resolver each time it
+        meets a damaged snapshot of another cache file."""
+        used, met = self.current(), set[str]()
+        while True:
+            try:
+                return fn(used)
+            except OkfastError as e:
+                # Once per damaged file: each reload rebuilds the one a read
+                # met, and the next read may meet another; the same one
+                # again means the reload did not help.
+                if self.reopen is None or not is_damage(e) or str(e) in met:
+                    raise
+                if len(met) > len(used.catalog.sources):  # no more files to meet
+                    raise
+                met.add(str(e))
+                self._reload(used, e)
+                used = self.resolver
 
     def _reload(self, damaged: Resolver, why: BaseException) -> None:
         assert self.reopen is not None
