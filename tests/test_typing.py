@@ -74,3 +74,25 @@ def test_a_wrong_argument_type_is_reported(tmp_path: Path) -> None:
     report, status = check(tmp_path, REFUSED)
     assert status == 1
     assert 'Argument "limit" to "Query" has incompatible type "str"' in report
+
+
+@pytest.mark.parametrize(("module", "name"), [("query", "Query"), ("settings", "Settings")])
+def test_the_checked_init_names_the_fields_the_generated_one_takes(module: str, name: str) -> None:
+    """The ``__init__`` a type checker reads is written beside the dataclass:
+    a field added to one and not the other is caught here, not by a user."""
+    import ast
+    import dataclasses
+    import importlib
+
+    cls = getattr(importlib.import_module(f"okfast.{module}"), name)
+    tree = ast.parse(Path(importlib.import_module(f"okfast.{module}").__file__).read_text())
+    (node,) = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name]
+    (init,) = [
+        f
+        for s in node.body
+        if isinstance(s, ast.If)
+        for f in s.body
+        if isinstance(f, ast.FunctionDef) and f.name == "__init__"
+    ]
+    params = [a.arg for a in init.args.args[1:] + init.args.kwonlyargs]
+    assert params == [f.name for f in dataclasses.fields(cls) if f.init]

@@ -80,6 +80,7 @@ class _Engine(ABC):
         visibility; and the catalog generation they are of."""
         catalog_sources, generation = view
         enabled = [s for s in catalog_sources if s.enabled and s.role == "knowledge"]
+        self.r._bundles.follow(enabled, generation)  # let go of the sources gone (§5.10)
         enabled.sort(key=lambda s: (-s.priority, s.id))
         if q.permitted_source_ids is not None:
             allowed = set(q.permitted_source_ids)
@@ -242,7 +243,6 @@ class _Engine(ABC):
         cut = cut_depth(q, quota, exclusions)
         # Both passes read one catalog and one snapshot of each directory (§5.10).
         start: tuple[CatalogView, Taken] = (self.r.catalog.snapshot(), {})
-        self.r._bundles.follow(start[0])
         ctx = None if cut is None else self._run(q, exclusions, now_us, quota, cut, start)
         if ctx is None:
             ctx = self._run(q, exclusions, now_us, quota, None, start)
@@ -586,9 +586,9 @@ class Resolver:
     def refresh(self) -> None:
         """Check every enabled knowledge source against the disk now, and
         let go of the others'."""
-        view = self.catalog.snapshot()
-        self._bundles.follow(view, again=True)
+        sources, generation = self.catalog.snapshot()
+        knowledge = [s for s in sources if s.enabled and s.role == "knowledge"]
+        self._bundles.follow(knowledge, generation, again=True)
         self._bundles.refresh(
-            [s for s in view[0] if s.enabled and s.role == "knowledge"],
-            lambda s: source_language(s, self.default_bm25f.language, self.settings),
+            knowledge, lambda s: source_language(s, self.default_bm25f.language, self.settings)
         )

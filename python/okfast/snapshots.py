@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from okfast.bundle import Bundle, Progress
-from okfast.catalog import CatalogView, Source
+from okfast.catalog import Source
 from okfast.errors import BundleNotFoundError
 from okfast.paths import directory_key
 from okfast.scoring import language_of
@@ -148,22 +148,17 @@ class Snapshots:
                     # one is, not raised here for all the others (§5.3).
                     self._forget(s.directory)
 
-    def follow(self, view: CatalogView, *, again: bool = False) -> None:
-        """Drop the snapshots of directories the catalog no longer names as
-        an enabled knowledge source, once per generation (``again``: now):
-        a source a reload removed, moved or disabled holds no bundle, mapped
-        cache file or change watch after it (docs/spec.md §5.10). A search
-        in flight keeps the snapshots it took."""
-        sources, generation = view
+    def follow(self, knowledge: Sequence[Source], generation: int, *, again: bool = False) -> None:
+        """Drop the snapshots of directories other than those of
+        ``knowledge``, a catalog generation's enabled knowledge sources, once
+        per generation (``again``: now): a source a reload removed, moved or
+        disabled holds no bundle, mapped cache file or change watch after it
+        (docs/spec.md §5.10). A search in flight keeps the snapshots it took."""
         with self._lock:
             if generation <= self._generation and not again:
                 return
             self._generation = max(generation, self._generation)
-            live = {
-                directory_key(s.directory)
-                for s in sources
-                if s.enabled and s.role == "knowledge" and s.directory is not None
-            }
+            live = {directory_key(s.directory) for s in knowledge if s.directory is not None}
             for k in [k for k in self._snaps if k[0] not in live]:
                 del self._snaps[k]
 
