@@ -482,6 +482,64 @@ def test_a_unit_named_after_the_start_reaches_a_replaced_shard_too(
         assert view(remote.search(q)) == view(local.search(q))
 
 
+def _holding(remote: RayResolver, shard: int) -> list[str]:
+    """The directories shard ``shard`` holds a snapshot of (their keys' last names)."""
+    import pickle
+
+    reply = ray.get(remote.shards[shard].call.remote(pickle.dumps(({}, [], "holding", ()))))
+    return [Path(k).name for k in pickle.loads(reply)]
+
+
+def test_a_source_a_reload_removed_is_let_go_by_its_shard_and_never_reloaded(
+    tmp_path: Path,
+) -> None:
+    """docs/spec.md §15.4, §5.10: after a ``catalog.reload()`` that removed a
+    source, its shard lets go of its snapshot (its mapped cache file, its
+    change watch), a replacement of that shard does not load it again, and
+    a body of it from an earlier context says why it cannot be read."""
+    cat = make_catalog(
+        tmp_path,
+        {
+            "a": {"one.md": concept("One", "memo one")},
+            "b": {"two.md": concept("Two", "memo two")},
+            "c": {"three.md": concept("Three", "memo three")},
+        },
+        [{"id": "a", "path": "a"}, {"id": "b", "path": "b"}, {"id": "c", "path": "c"}],
+    )
+    remote = RayResolver(cat, shards=1, clock=lambda: NOW)
+    earlier = remote.search("memo")
+    assert {p.source_id for p in earlier.passages} == {"a", "b", "c"}
+    assert _holding(remote, 0) == ["a", "b", "c"]
+    sources = [{"id": "a", "path": "a"}, {"id": "c", "path": "c", "enabled": False}]
+    (tmp_path / "catalog.json").write_text(json.dumps({"version": 1, "sources": sources}))
+    assert cat.reload().ok
+    local = Resolver(cat, clock=lambda: NOW)
+    for scorer in SCORERS:
+        q = Query("memo", scorer=scorer, strategy="merged")
+        assert view(remote.search(q)) == view(local.search(q))
+    assert _holding(remote, 0) == ["a"]
+    (two,) = [p for p in earlier.passages if p.source_id == "b"]
+    with pytest.raises(OkfastError) as e:
+        _ = two.body
+    assert str(e.value) == (
+        "source 'b': no enabled source of the catalog names its directory now; "
+        "its snapshot was let go"
+    )
+    (one,) = [p for p in earlier.passages if p.source_id == "a"]
+    assert one.body == "memo one"
+    ray.kill(remote.shards[0], no_restart=True)
+    _wait_dead(remote.shards[0])
+    remote.search("memo")  # the shard is found dead and replaced
+    assert view(remote.search("memo")) == view(local.search("memo"))
+    assert _holding(remote, 0) == ["a"]
+    # A source the catalog names again is loaded again.
+    sources[1]["enabled"] = True
+    (tmp_path / "catalog.json").write_text(json.dumps({"version": 1, "sources": sources}))
+    assert cat.reload().ok
+    assert view(remote.search("memo")) == view(local.search("memo"))
+    assert _holding(remote, 0) == ["a", "c"]
+
+
 def test_a_shard_that_does_not_answer_in_time_never_hangs_the_search(
     governed: tuple[Resolver, RayResolver],
 ) -> None:

@@ -158,8 +158,12 @@ class Snapshots:
             if generation <= self._generation and not again:
                 return
             self._generation = max(generation, self._generation)
-            live = {directory_key(s.directory) for s in knowledge if s.directory is not None}
-            for k in [k for k in self._snaps if k[0] not in live]:
+        self.keep({directory_key(s.directory) for s in knowledge if s.directory is not None})
+
+    def keep(self, directories: set[str]) -> None:
+        """Drop the snapshots of every directory but ``directories`` (keys)."""
+        with self._lock:
+            for k in [k for k in self._snaps if k[0] not in directories]:
                 del self._snaps[k]
 
     def _forget(self, directory: Path) -> None:

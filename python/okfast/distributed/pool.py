@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import itertools
 import math
 import numbers
 import pickle
@@ -23,6 +24,7 @@ from okfast.errors import (
     MissingDependencyError,
     OkfastError,
 )
+from okfast.paths import directory_key
 
 
 def ray_module() -> Any:
@@ -100,6 +102,9 @@ class Pool:
         self.timeout = 30.0
         self._mu = threading.Lock()  # the numbering; passage reads run beside searches
         self._numbers: dict[Unit, int] = {}
+        self._next = itertools.count()
+        #: per shard: the numbers of units it knows that were retired since
+        self._retired: list[set[int]] = [set() for _ in range(n)]
         #: per shard: the units it was given, and the numbers it has
         self._given: list[dict[int, Unit]] = [{} for _ in range(n)]
         self._known: list[set[int]] = [set() for _ in range(n)]
@@ -114,6 +119,7 @@ class Pool:
 
     def _start(self, i: int) -> Any:
         self._known[i] = set(self._preload[i])
+        self._retired[i] = set()  # a fresh actor was never given them
         return self._actor.remote(self._preload[i], self._max_staleness)
 
     def replace(self, i: int) -> None:
@@ -157,9 +163,37 @@ class Pool:
     def number(self, i: int, u: Unit) -> int:
         """``u``'s number, which shard ``i`` is sent with its calls until it knows it."""
         with self._mu:
-            n = self._numbers.setdefault(u, len(self._numbers))
+            n = self._numbers.get(u)
+            if n is None:
+                n = self._numbers[u] = next(self._next)
             self._given[i][n] = u
             return n
+
+    def retire(self, live: set[str]) -> list[int]:
+        """Forget every unit whose directory is not among ``live`` (directory
+        keys): no replacement loads it, and each shard that knows it is told
+        with its next call to let go of it (docs/spec.md §15.4). The shards
+        told, sorted."""
+        with self._mu:
+            gone = {
+                n
+                for u, n in self._numbers.items()
+                if u.source.directory is None or directory_key(u.source.directory) not in live
+            }
+            if not gone:
+                return []
+            self._numbers = {u: n for u, n in self._numbers.items() if n not in gone}
+            told = []
+            for i, given in enumerate(self._given):
+                for n in gone & given.keys():
+                    del given[n]
+                    self._preload[i].pop(n, None)
+                    if n in self._known[i]:
+                        self._known[i].discard(n)
+                        self._retired[i].add(n)
+                if self._retired[i]:
+                    told.append(i)
+            return told
 
     def call(self, calls: dict[int, tuple[str, tuple[Any, ...]]]) -> dict[int, Any]:
         """Each shard's reply to its call, or :class:`Failed`; never waits
@@ -172,6 +206,7 @@ class Pool:
         deadline = time.monotonic() + self.timeout
         refs = {}
         sent: dict[int, list[int]] = {}
+        told: dict[int, list[int]] = {}
         # A call sent to a fresh actor still loading waits behind its load:
         # late for that reason even if the load ends before the deadline.
         loading = {i for i in calls if self._still_loading(i)}
@@ -182,8 +217,10 @@ class Pool:
         for i, (m, a) in calls.items():
             with self._mu:
                 new = {n: u for n, u in self._given[i].items() if n not in self._known[i]}
+                retired = sorted(self._retired[i])
             sent[i] = list(new)
-            blob = pickle.dumps((new, m, a), protocol=pickle.HIGHEST_PROTOCOL)
+            told[i] = retired
+            blob = pickle.dumps((new, retired, m, a), protocol=pickle.HIGHEST_PROTOCOL)
             try:
                 refs[i] = self.actors[i].call.remote(blob)
             except Exception as e:  # noqa: BLE001 (Ray raises a bare Exception for a lost actor)
@@ -193,7 +230,9 @@ class Pool:
             return out
         try:  # the common case in one call: every shard answers in time
             got = ray.get(list(refs.values()), timeout=wait)
-            return out | {i: self._answer(i, sent[i], r) for i, r in zip(refs, got, strict=True)}
+            return out | {
+                i: self._answer(i, sent[i], told[i], r) for i, r in zip(refs, got, strict=True)
+            }
         except ray.exceptions.RayTaskError as e:
             self._collect(refs.values(), deadline)
             raise _raised_by_shard(e) from None
@@ -212,7 +251,7 @@ class Pool:
                     self.replace(i)
                 continue
             try:
-                out[i] = self._answer(i, sent[i], ray.get(ref))
+                out[i] = self._answer(i, sent[i], told[i], ray.get(ref))
             except ray.exceptions.RayTaskError as e:
                 self._collect(ready, deadline)
                 raise _raised_by_shard(e) from None
@@ -233,9 +272,10 @@ class Pool:
             with contextlib.suppress(ray.exceptions.RayError):
                 ray.get(ref)
 
-    def _answer(self, i: int, sent: list[int], reply: bytes) -> Any:
+    def _answer(self, i: int, sent: list[int], told: list[int], reply: bytes) -> Any:
         with self._mu:
             self._known[i].update(sent)
+            self._retired[i].difference_update(told)
             self._late_loading.pop(i, None)
         return pickle.loads(reply)
 

@@ -21,7 +21,8 @@ import numpy.typing as npt
 
 from okfast import _native
 from okfast.bundle import Bm25fQuery, Bm25fStats, Bundle, QueryTerms
-from okfast.distributed.shard import Explained, Fields, Found, Read, Row
+from okfast.distributed.rows import Explained, Fields, Read, Row
+from okfast.distributed.shard import Found
 from okfast.governance import Declarations
 from okfast.passages import PassageList
 from okfast.scoring import BM25FParams

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import pickle
 import uuid
-from collections import deque
+from collections import OrderedDict
 from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
@@ -27,8 +27,9 @@ import numpy as np
 import numpy.typing as npt
 
 from okfast import governance
-from okfast.bundle import Bm25fQuery, Bm25fStats, Bundle, QueryTerms
+from okfast.bundle import Bm25fQuery, Bm25fStats, QueryTerms
 from okfast.catalog import Source, link_on_path
+from okfast.distributed.rows import Explained, Read, Row, rows_of
 from okfast.errors import BundleNotFoundError, OkfastError
 from okfast.exclusions import iso
 from okfast.governance import Declared
@@ -51,6 +52,9 @@ HELD = 2
 #: How many let-go versions a shard remembers, to tell a passage of a
 #: snapshot replaced twice from one of a shard restarted since (§15.3).
 DROPPED = 4096
+
+#: Why a passage of a unit the driver retired cannot be read (§15.3).
+GONE = "no enabled source of the catalog names its directory now; its snapshot was let go"
 
 
 @dataclass(frozen=True)
@@ -206,77 +210,6 @@ _ARRAYS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Fields:
-    """What a passage shows of a concept (the attributes
-    :func:`okfast.model.passage_from_fields` reads)."""
-
-    concept_id: str
-    title: str | None
-    excerpt: str
-    path: str
-    type: str | None
-    tags: list[str]
-    description: str | None
-    trust_tier: str
-    status: str
-    stale_after_us: int | None
-    authority: str | None
-
-
-#: A :class:`Fields` as it crosses: its values, in its order (a tuple of
-#: plain values pickles for a small part of what a dataclass instance costs).
-Row = tuple[
-    str, str | None, str, str, str | None, list[str], str | None, str, str, int | None, str | None
-]
-
-
-@dataclass(frozen=True)
-class TermFields:
-    term: str
-    title: bool
-    tags_desc: bool
-    body: bool
-
-
-@dataclass(frozen=True)
-class FieldPart:
-    field: str
-    tf: int
-    length: int
-    weighted_tf: float
-    contribution: float
-
-
-@dataclass(frozen=True)
-class TermPart:
-    token: str
-    idf: float
-    weighted_tf: float
-    score: float
-    fields: list[FieldPart]
-
-
-#: An explanation's parts: BM25F's per token and the weighted count's per
-#: term, each when that scorer ranked the passage.
-Explained = tuple["list[TermPart] | None", "list[TermFields] | None"]
-
-
-@dataclass(frozen=True)
-class Read:
-    """Which passages of one unit to read, and how their excerpt and
-    explanation are made."""
-
-    unit: int
-    version: str
-    positions: tuple[int, ...]
-    text: str
-    bm25f: BM25FParams | None
-    stats: Bm25fStats | None
-    explain: bool
-    fusion: bool = False
-
-
 class Shard:
     """The bundles of some units, loaded, kept fresh and searched."""
 
@@ -288,9 +221,12 @@ class Shard:
         self._units = dict(units)
         #: bundle key → [(version, snapshot)], newest last
         self._held: dict[tuple[str, str | None, str | None, str | None], list[Held]] = {}
-        #: the versions this shard let go of (the latest DROPPED): a version
-        #: it never held was served by a shard that is gone (§15.3)
-        self._dropped: deque[str] = deque(maxlen=DROPPED)
+        #: the versions this shard let go of (the latest DROPPED), each with
+        #: why: a version it never held was served by a shard that is gone
+        #: (§15.3)
+        self._dropped: OrderedDict[str, str] = OrderedDict()
+        #: the units the driver retired (the latest DROPPED): number → source id
+        self._retired: OrderedDict[int, str] = OrderedDict()
         for u in units.values():
             if u.source.directory is not None and u.source.directory.is_dir():
                 # One bundle that cannot be loaded (unreadable) must not kill
@@ -303,11 +239,13 @@ class Shard:
         return True
 
     def call(self, request: bytes) -> bytes:
-        """One request as the driver sends it: ``(units, method, args)``
-        pickled, ``units`` the numbered units this shard may not have been
-        sent yet; the method's reply, pickled."""
-        units, method, args = pickle.loads(request)
+        """One request as the driver sends it: ``(units, retired, method,
+        args)`` pickled, ``units`` the numbered units this shard may not have
+        been sent yet, ``retired`` the numbers of units whose directory the
+        catalog no longer names; the method's reply, pickled."""
+        units, retired, method, args = pickle.loads(request)
         self._units.update(units)
+        self._retire(retired)
         if method not in _METHODS:
             raise OkfastError(f"a shard has no request {method!r}")
         return pickle.dumps(getattr(self, method)(*args), protocol=pickle.HIGHEST_PROTOCOL)
@@ -329,9 +267,53 @@ class Shard:
         if held and held[-1][1] is snap:
             return held[-1]
         held.append((uuid.uuid4().hex, snap))
-        self._dropped.extend(v for v, _ in held[:-HELD])
+        self._drop(held[:-HELD], "its snapshot was replaced twice since this search")
         del held[:-HELD]
         return held[-1]
+
+    def _drop(self, held: list[Held], why: str) -> None:
+        for v, _ in held:
+            self._dropped[v] = why
+        while len(self._dropped) > DROPPED:
+            self._dropped.popitem(last=False)
+
+    def _retire(self, numbers: list[int]) -> None:
+        """Let go of the units a catalog reload left without a source
+        (docs/spec.md §15.4): once no unit left names a directory, its
+        snapshots, mapped cache files and change watches go."""
+        if not numbers:
+            return
+        for n in numbers:
+            u = self._units.pop(n, None)
+            if u is not None:
+                self._retired[n] = u.source.id
+        while len(self._retired) > DROPPED:
+            self._retired.popitem(last=False)
+        live = {
+            directory_key(u.source.directory)
+            for u in self._units.values()
+            if u.source.directory is not None
+        }
+        self._bundles.keep(live)
+        why = GONE
+        for k in [k for k in self._held if k[0] not in live]:
+            self._drop(self._held.pop(k), why)
+            self._roots.pop(k[0], None)
+
+    def _unit(self, n: int) -> Unit:
+        u = self._units.get(n)
+        if u is None:
+            source = self._retired.get(n)
+            raise OkfastError(
+                f"source {source!r}: {GONE}"
+                if source is not None
+                else f"a shard was sent no unit {n}"
+            )
+        return u
+
+    def holding(self) -> list[str]:
+        """The directory keys this shard holds a snapshot of, sorted."""
+        return sorted({k[0] for k in self._held})
 
     def _links(self, source: Source) -> tuple[str | None, tuple[int, int] | None]:
         """docs/spec.md §5.10 on this node, as a local resolver checks: a link
@@ -344,10 +326,9 @@ class Shard:
         for v, snap in self._held.get(self._key(u), []):
             if v == version:
                 return snap
-        if version in self._dropped:
-            raise OkfastError(
-                f"source {u.source.id!r}: its snapshot was replaced twice since this search"
-            )
+        why = self._dropped.get(version)
+        if why is not None:
+            raise OkfastError(f"source {u.source.id!r}: {why}")
         raise OkfastError(
             f"source {u.source.id!r}: the shard that served this search is gone "
             "(it was restarted since), and its snapshot with it"
@@ -361,7 +342,7 @@ class Shard:
         out: list[tuple[str, Bm25fStats] | str] = []
         for n in units:
             try:
-                version, snap = self._current(self._units[n])
+                version, snap = self._current(self._unit(n))
             except (OSError, OkfastError) as e:
                 out.append(str(e))
                 continue
@@ -374,7 +355,7 @@ class Shard:
         # many of its sources name one directory (grouped searches each).
         taken: dict[tuple[str, str | None, str | None, str | None], tuple[str, CachedBundle]] = {}
         for n, want, stats in zip(r.units, r.versions, r.stats, strict=True):
-            u = self._units[n]
+            u = self._unit(n)
             try:
                 if want is None or want[1]:
                     k = self._key(u)
@@ -461,7 +442,7 @@ class Shard:
             conflicts=_within(d.conflicts, here),
             broken=tuple(x for x in d.broken if x[0] in here),
             any_unknown=d.any_unknown,
-            rows=_rows(b, first, r.text, terms, used, r.bm25f, r.explain, r.fusion),
+            rows=rows_of(b, first, r.text, terms, used, r.bm25f, r.explain, r.fusion),
             counted_pos=lists[0],
             counted_score=lists[1],
             ranked_pos=lists[2],
@@ -474,7 +455,7 @@ class Shard:
         of a split source."""
         out = []
         for n, version in asks:
-            b = self._at(self._units[n], version).bundle
+            b = self._at(self._unit(n), version).bundle
             ids = b.concept_ids
             out.append(
                 [
@@ -495,7 +476,7 @@ class Shard:
         snapshot, or ``None``."""
         out = []
         for n, version, names in asks:
-            b = self._at(self._units[n], version).bundle
+            b = self._at(self._unit(n), version).bundle
             out.append([b.position(name) for name in names])
         return out
 
@@ -503,23 +484,23 @@ class Shard:
         """Each asked passage's fields and, when asked, its explanation parts."""
         out = []
         for rd in reads:
-            b = self._at(self._units[rd.unit], rd.version).bundle
+            b = self._at(self._unit(rd.unit), rd.version).bundle
             terms: QueryTerms | Bm25fQuery = QueryTerms(rd.text)
             if rd.stats is not None:
                 assert rd.bm25f is not None
                 terms = b.bm25f_query(rd.text, rd.bm25f)
-            rows = _rows(
+            rows = rows_of(
                 b, list(rd.positions), rd.text, terms, rd.stats, rd.bm25f, rd.explain, rd.fusion
             )
             out.append(rows)
         return out
 
     def body(self, unit: int, version: str, position: int) -> str:
-        return self._at(self._units[unit], version).bundle.body_at(position)
+        return self._at(self._unit(unit), version).bundle.body_at(position)
 
 
 #: What :meth:`Shard.call` answers.
-_METHODS = frozenset({"ready", "stats", "search", "read", "body", "declared", "present"})
+_METHODS = frozenset({"ready", "holding", "stats", "search", "read", "body", "declared", "present"})
 
 
 def _within(m: dict[int, _V], here: set[int]) -> dict[int, _V]:
@@ -527,67 +508,3 @@ def _within(m: dict[int, _V], here: set[int]) -> dict[int, _V]:
     if len(here) < len(m):
         return {p: m[p] for p in here if p in m}
     return {p: v for p, v in m.items() if p in here}
-
-
-def _rows(
-    b: Bundle,
-    positions: list[int],
-    text: str,
-    terms: QueryTerms | Bm25fQuery,
-    stats: Bm25fStats | None,
-    bm25f: BM25FParams | None,
-    explain: bool,
-    fusion: bool,
-) -> list[tuple[Row, Explained | None]]:
-    """What passages show of ``positions``, with their explanations when asked."""
-    rows: list[tuple[Row, Explained | None]] = []
-    for p in positions:
-        f = b.passage_fields(p, terms)
-        fields: Row = (
-            f.concept_id,
-            f.title,
-            f.excerpt,
-            f.path,
-            f.type,
-            list(f.tags),
-            f.description,
-            f.trust_tier,
-            f.status,
-            f.stale_after_us,
-            f.authority,
-        )
-        rows.append(
-            (fields, _explain(b, p, text, terms, stats, bm25f, fusion) if explain else None)
-        )
-    return rows
-
-
-def _explain(
-    b: Bundle,
-    p: int,
-    text: str,
-    terms: QueryTerms | Bm25fQuery,
-    stats: Bm25fStats | None,
-    bm25f: BM25FParams | None,
-    fusion: bool,
-) -> Explained:
-    """One passage's explanation parts (docs/spec.md §5.8, §12.5): the BM25F
-    parts and the weighted count's term matches, each when its scorer ranked."""
-    if isinstance(terms, QueryTerms):
-        return None, _matches(b, p, terms)
-    assert stats is not None and bm25f is not None
-    parts = [
-        TermPart(
-            t.token,
-            t.idf,
-            t.weighted_tf,
-            t.score,
-            [FieldPart(f.field, f.tf, f.length, f.weighted_tf, f.contribution) for f in t.fields],
-        )
-        for t in b.explain_bm25f(p, terms, stats, bm25f)
-    ]
-    return parts, _matches(b, p, QueryTerms(text)) if fusion else None
-
-
-def _matches(b: Bundle, p: int, terms: QueryTerms) -> list[TermFields]:
-    return [TermFields(t.term, t.title, t.tags_desc, t.body) for t in b.explain_at(p, terms)]
