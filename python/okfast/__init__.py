@@ -2,6 +2,7 @@
 
 from okfast._native import __version__
 from okfast.bundle import Bundle
+from okfast.cache_prune import CachePrune, PrunedFile, prune_cache
 from okfast.catalog import Catalog, CatalogDiagnostic, ReloadResult, Source
 from okfast.comparison import Comparison, PairedTest, compare
 from okfast.context import Assembly, AssemblyBlock, ContextAssembler
@@ -53,6 +54,7 @@ __all__ = [
     "Bundle",
     "BundleNotFoundError",
     "CacheDamagedError",
+    "CachePrune",
     "CacheWarning",
     "Catalog",
     "CatalogDiagnostic",
@@ -101,4 +103,6 @@ __all__ = [
     "capture",
     "compare",
     "evaluate",
+    "PrunedFile",
+    "prune_cache",
 ]

@@ -1,5 +1,5 @@
-"""The ``okfast`` command line: ``search``, ``resolve``, ``validate``, ``memory``, ``eval``
-and ``mcp``.
+"""The ``okfast`` command line: ``search``, ``resolve``, ``validate``, ``memory``, ``eval``,
+``tune``, ``mcp`` and ``cache``.
 
 Exit codes (docs/spec.md §10.4): 0 success; 1 ``validate`` found an error
 (or a missing type); 2 bad usage, a bad catalog, or any other
@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from okfast import eval_cli, governance, tune_cli
+from okfast import cache_cli, eval_cli, governance, tune_cli
 from okfast.bundle import Bundle
 from okfast.catalog import AUTHORITIES, Catalog, CatalogError
 from okfast.errors import InvalidArgumentError, OkfastError
@@ -523,6 +523,7 @@ def build_parser() -> argparse.ArgumentParser:
     eval_cli.register(sub, _load_catalog, _print_json, _positive, _count)
     tune_cli.register(sub, _load_catalog, _print_json, _whole)
     mcp_cli.register(sub, _load_catalog)
+    cache_cli.register(sub, _print_json, _non_negative_number)
     return p
 
 

@@ -1,8 +1,9 @@
 //! Reading a cache file: mapped, checked whole, and used in place.
 
-use std::fs::File;
+use std::fs::{File, FileTimes};
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use memmap2::Mmap;
 
@@ -165,7 +166,7 @@ impl CacheFile {
         if cfg!(target_endian = "big") {
             return Err(Rejected::Foreign("a little-endian machine".into()).into());
         }
-        let file = open_regular(path).map_err(|e| match e.kind() {
+        let (file, last_used) = open_regular(path).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => OpenError::Missing,
             _ => OpenError::Unreadable(e),
         })?;
@@ -173,6 +174,7 @@ impl CacheFile {
         // place (module docs); every view into the map is bounds-checked.
         let map = unsafe { Mmap::map(&file) }.map_err(OpenError::Unreadable)?;
         let l = CacheFile::check(&map, &file, root, analyzer)?;
+        mark_used(&file, last_used);
         let (core_at, core_len) = (l.core_at, l.core_len);
         let map = Arc::new(Map::Read(map));
         let n = (core_len - TAIL) / 8; // an upper bound, checked by `mapped`
@@ -747,7 +749,26 @@ pub(super) fn no_bits_past(bits: &[u64], words: usize, n: usize) -> bool {
 /// `path` opened for reading when it is a regular file. Opened without
 /// blocking, then checked: a FIFO put where a cache file belongs would
 /// otherwise hold the load until some writer opened it, forever.
-fn open_regular(path: &Path) -> std::io::Result<File> {
+/// How far a cache file's access time may lag its last use: a prune
+/// (docs/spec.md §9.9) counts unused days, so an hour is fine enough, and an
+/// unchanged reopen changes the file's inode at most hourly.
+const USE_MARK: Duration = Duration::from_secs(3600);
+
+/// Record in the file's access time that a load used it (docs/spec.md
+/// §9.9): a `noatime` mount never updates that time and `relatime` only
+/// daily. `last` is the access time before the file was mapped (which may
+/// update it). Best effort: a file whose times this user may not set keeps
+/// them.
+fn mark_used(file: &File, last: Option<SystemTime>) {
+    let now = SystemTime::now();
+    // A time ahead of the clock is left alone, as a recent one.
+    if last.is_some_and(|t| now.duration_since(t).is_ok_and(|d| d >= USE_MARK)) {
+        let _ = file.set_times(FileTimes::new().set_accessed(now));
+    }
+}
+
+/// The regular file at `path`, opened to read, and its access time.
+fn open_regular(path: &Path) -> std::io::Result<(File, Option<SystemTime>)> {
     #[cfg(unix)]
     let file = {
         use rustix::fs::{Mode, OFlags};
@@ -756,10 +777,11 @@ fn open_regular(path: &Path) -> std::io::Result<File> {
     };
     #[cfg(not(unix))]
     let file = File::open(path)?;
-    if !file.metadata()?.is_file() {
+    let meta = file.metadata()?;
+    if !meta.is_file() {
         return Err(std::io::Error::other("not a regular file"));
     }
-    Ok(file)
+    Ok((file, meta.accessed().ok()))
 }
 
 /// Text read from a header, for a message: control characters escaped

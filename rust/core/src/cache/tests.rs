@@ -135,6 +135,43 @@ fn open(path: &Path) -> Result<CacheFile, Rejected> {
     }
 }
 
+/// docs/spec.md §9.9: opening a file a load can use marks it used (its
+/// access time), when its mark is an hour old or more; a recent mark is
+/// left as it is, so an unchanged reopen does not write the inode each time.
+/// Whether okfast set the times is seen in the status-change time, which
+/// setting them moves and the kernel's own access-time updates do not.
+#[cfg(unix)]
+#[test]
+fn opening_a_file_marks_it_used_at_most_hourly() {
+    use std::fs::FileTimes;
+    use std::os::unix::fs::MetadataExt;
+    use std::time::{Duration, SystemTime};
+
+    let (_dir, path) = scratch("used");
+    written(&sample(), &path);
+    let meta = || std::fs::metadata(&path).unwrap();
+    let changed = || (meta().ctime(), meta().ctime_nsec());
+    let set = |t: SystemTime| {
+        let f = File::options().write(true).open(&path).unwrap();
+        f.set_times(FileTimes::new().set_accessed(t)).unwrap();
+        std::thread::sleep(Duration::from_millis(20)); // a later change shows
+        changed()
+    };
+    let now = SystemTime::now();
+    let two_days = now - Duration::from_secs(2 * 86_400);
+    let before = set(two_days);
+    open(&path).unwrap();
+    assert!(meta().accessed().unwrap() >= now - Duration::from_secs(60));
+    assert_ne!(changed(), before);
+    let before = set(now - Duration::from_secs(1_800));
+    open(&path).unwrap();
+    assert_eq!(changed(), before);
+    // A rejected file is not marked: no load used it.
+    let before = set(two_days);
+    assert!(CacheFile::open(&path, "/other", Analyzer::new(LANG).name()).is_err());
+    assert_eq!(changed(), before);
+}
+
 /// More concepts than several `writev` groups hold, with empty bodies,
 /// no frontmatter and multi-byte text among them: each text reads back
 /// from where its reference says, whichever group wrote it.
