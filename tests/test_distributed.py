@@ -540,6 +540,71 @@ def test_a_source_a_reload_removed_is_let_go_by_its_shard_and_never_reloaded(
     assert _holding(remote, 0) == ["a", "c"]
 
 
+def test_a_source_a_reload_removed_during_a_search_is_let_go_after_it(
+    tmp_path: Path,
+) -> None:
+    """docs/spec.md §15.4: a search that read the catalog just before a
+    reload still searches the source the reload removed (as one process
+    does), and its shard lets go of it after that search, not at the next
+    reload."""
+    cat = make_catalog(
+        tmp_path,
+        {"a": {"one.md": concept("One", "memo one")}, "b": {"two.md": concept("Two", "memo two")}},
+        [{"id": "a", "path": "a"}, {"id": "b", "path": "b"}],
+    )
+    reload_now: list[bool] = []
+
+    def visible(scope: Any, source: Any) -> bool:
+        # Asked after the search read the catalog, before it fans out.
+        if reload_now:
+            reload_now.clear()
+            sources = [{"id": "a", "path": "a"}]
+            (tmp_path / "catalog.json").write_text(json.dumps({"version": 1, "sources": sources}))
+            assert cat.reload().ok
+        return True
+
+    remote = RayResolver(cat, shards=1, clock=lambda: NOW, default_visibility=visible)
+    remote.search("memo")
+    assert _holding(remote, 0) == ["a", "b"]
+    reload_now.append(True)
+    during = remote.search("memo")
+    assert {p.source_id for p in during.passages} == {"a", "b"}
+    assert _holding(remote, 0) == ["a"]
+
+
+def test_a_unit_a_late_shard_was_loading_is_let_go_too(tmp_path: Path) -> None:
+    """docs/spec.md §15.4: a shard late because it loads a source a reload
+    added goes on loading it; when a later reload removes that source, the
+    shard is told to let go of it although it never answered the call that
+    gave it (and no search has asked it anything since)."""
+    cat = make_catalog(
+        tmp_path,
+        {"a": {"one.md": concept("One", "memo one")}, "b": {"two.md": concept("Two", "memo two")}},
+        [{"id": "a", "path": "a"}],
+    )
+    remote = RayResolver(cat, shards=2, clock=lambda: NOW)
+    remote.search("memo")
+
+    def catalog(*ids: str) -> None:
+        sources = [{"id": i, "path": i} for i in ids]
+        (tmp_path / "catalog.json").write_text(json.dumps({"version": 1, "sources": sources}))
+        assert cat.reload().ok
+
+    catalog("a", "b")  # b goes to the next shard, 1
+    remote.timeout = 1e-9  # no reply comes in time: shard 1 is late, loading b
+    late = remote.search("memo")
+    assert {d.code for d in late.diagnostics} == {"SourceUnavailable"}
+    remote.timeout = 30.0
+    deadline = time.monotonic() + 30
+    while _holding(remote, 1) != ["b"]:  # the shard went on loading b
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    catalog("a")
+    local = Resolver(cat, clock=lambda: NOW)
+    assert view(remote.search("memo")) == view(local.search("memo"))  # asks shard 0 only
+    assert _holding(remote, 1) == []
+
+
 def test_a_shard_that_does_not_answer_in_time_never_hangs_the_search(
     governed: tuple[Resolver, RayResolver],
 ) -> None:

@@ -188,7 +188,8 @@ class RayResolver:
         self._pool.call({i: ("ready", ()) for i in range(shards)})
         self._pool.timeout = timeout
         self._stats = _Stats()
-        self._generation = catalog.generation
+        self._generation = -1
+        self._live: set[str] = set()
         self._engines = {st: _engine(c, self) for st, c in _CLASSES.items()}
         # One fan-out at a time: the statistics cache and the actors'
         # replacement are shared (ordering, governance and passage reads are not).
@@ -292,27 +293,31 @@ class RayResolver:
     ) -> _Matches:
         """``_Engine.search`` over the shards (docs/spec.md §15.2)."""
         with self._lock:
+            found = self._fan_out(engine, q, how, sources, now_us)
+            # After the search, not before: a search that read the catalog
+            # before a reload may have named a source the reload removed
+            # (docs/spec.md §15.4).
             self._follow()
-            return self._fan_out(engine, q, how, sources, now_us)
+            return found
 
     def _follow(self) -> None:
-        """Once per catalog generation, let the shards go of every directory
-        no enabled knowledge source names any more, as a local resolver's
-        snapshots do (docs/spec.md §5.10, §15.4)."""
+        """Let the shards go of every directory no enabled knowledge source
+        of the catalog names now, as a local resolver's snapshots do
+        (docs/spec.md §5.10, §15.4)."""
         sources, generation = self.local.catalog.snapshot()
-        if generation == self._generation:
-            return
-        self._generation = generation
-        live = {
-            directory_key(s.directory)
-            for s in sources
-            if s.enabled and s.role == "knowledge" and s.directory is not None
-        }
-        self._stats.at = {k: v for k, v in self._stats.at.items() if k[1] in live}
-        told = self._pool.retire(live)
-        # Told now, not with each shard's next search: a shard that serves
-        # no other source may not be asked again for long.
-        self._pool.call({i: ("ready", ()) for i in told})
+        if generation != self._generation:
+            self._generation = generation
+            self._live = {
+                directory_key(s.directory)
+                for s in sources
+                if s.enabled and s.role == "knowledge" and s.directory is not None
+            }
+            self._stats.at = {k: v for k, v in self._stats.at.items() if k[1] in self._live}
+        told = self._pool.retire(self._live)
+        if told:
+            # Told now, not with each shard's next search: a shard that
+            # serves no other source may not be asked again for long.
+            self._pool.call({i: ("ready", ()) for i in told})
 
     def _fan_out(
         self, engine: _Engine, q: Query, how: _Scoring, sources: list[Source], now_us: int

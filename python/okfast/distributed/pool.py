@@ -103,6 +103,8 @@ class Pool:
         self._mu = threading.Lock()  # the numbering; passage reads run beside searches
         self._numbers: dict[Unit, int] = {}
         self._next = itertools.count()
+        #: each number's directory key
+        self._dirs: dict[int, str] = {}
         #: per shard: the numbers of units it knows that were retired since
         self._retired: list[set[int]] = [set() for _ in range(n)]
         #: per shard: the units it was given, and the numbers it has
@@ -166,32 +168,34 @@ class Pool:
             n = self._numbers.get(u)
             if n is None:
                 n = self._numbers[u] = next(self._next)
+                assert u.source.directory is not None
+                self._dirs[n] = directory_key(u.source.directory)
             self._given[i][n] = u
             return n
 
     def retire(self, live: set[str]) -> list[int]:
         """Forget every unit whose directory is not among ``live`` (directory
-        keys): no replacement loads it, and each shard that knows it is told
-        with its next call to let go of it (docs/spec.md §15.4). The shards
-        told, sorted."""
+        keys): no replacement loads it, and each shard it was given is told
+        with its next call to let go of it (docs/spec.md §15.4) — also when
+        the shard never answered a call that sent it (late, loading it), or
+        a call that sent it is still out. The shards told of a unit this
+        time, sorted (one told before hears again with its next call)."""
         with self._mu:
-            gone = {
-                n
-                for u, n in self._numbers.items()
-                if u.source.directory is None or directory_key(u.source.directory) not in live
-            }
+            gone = {n for n, key in self._dirs.items() if key not in live}
             if not gone:
                 return []
             self._numbers = {u: n for u, n in self._numbers.items() if n not in gone}
+            for n in gone:
+                del self._dirs[n]
             told = []
             for i, given in enumerate(self._given):
-                for n in gone & given.keys():
+                here = gone & given.keys()
+                for n in here:
                     del given[n]
                     self._preload[i].pop(n, None)
-                    if n in self._known[i]:
-                        self._known[i].discard(n)
-                        self._retired[i].add(n)
-                if self._retired[i]:
+                    self._known[i].discard(n)
+                self._retired[i] |= here
+                if here:
                     told.append(i)
             return told
 
