@@ -463,6 +463,34 @@ def test_cache_can_be_turned_off(
     assert Bundle.load(bundle).cache_status == "miss" and (tmp_path / "env-cache").is_dir()
 
 
+def test_a_home_that_cannot_be_found_loads_without_the_cache(
+    bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/spec.md §9.1: a cache directory that names no path runs the load
+    without the cache, also when it is `~user` of no user, or `~/.cache`
+    with no home to be found — not a RuntimeError from pathlib."""
+    monkeypatch.setenv("OKFAST_CACHE_DIR", "~no-such-user-okfast/cache")
+    b = Bundle.load(bundle)
+    assert b.cache_status == "off" and len(b) > 0
+    assert b.cache_detail.startswith(
+        "cache directory $OKFAST_CACHE_DIR '~no-such-user-okfast/cache' is unusable ("
+    )
+    assert b.cache_detail.endswith("); not caching")
+    monkeypatch.delenv("OKFAST_CACHE_DIR")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+
+    def no_home(cls: type) -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", classmethod(no_home))
+    b = Bundle.load(bundle)
+    assert (b.cache_status, b.cache_detail) == (
+        "off",
+        "cache directory ~/.cache/okfast is unusable (Could not determine home directory.);"
+        " not caching",
+    )
+
+
 LOADER = """
 import sys
 from okfast import Bundle

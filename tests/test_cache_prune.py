@@ -4,15 +4,19 @@ nothing else — not a live bundle's file, not a file okfast did not name."""
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import shutil
 import time
+from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 from conftest import write_bundle
-from okfast import Bundle, InvalidArgumentError, InvalidArgumentTypeError
+from okfast import Bundle, InvalidArgumentError, InvalidArgumentTypeError, cache_prune
 from okfast.cache_prune import _REPLACED, _judge, _remove, prune_cache
 
 NOTE = "---\ntype: note\ntitle: One\n---\nbody text\n"
@@ -93,6 +97,77 @@ def test_unused_days_removes_the_files_no_load_used_for_that_long(
     assert [f.path for f in prune_cache(cache, unused_days=0).removed] == sorted([used, fresh])
 
 
+def test_unused_days_is_any_real_number_and_a_time_ahead_is_now(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    old = loaded(tmp_path / "old", cache)
+    age(old, 3)
+    ahead = loaded(tmp_path / "ahead", cache)
+    age(ahead, -10)  # copied with its times, or written while the clock was ahead
+    for kept in (np.int64(4), np.float32(3.5), Fraction(7, 2), 10**400):
+        assert prune_cache(cache, unused_days=kept, dry_run=True).removed == ()  # type: ignore[arg-type]
+    done = prune_cache(cache, unused_days=Fraction(5, 2), dry_run=True)  # type: ignore[arg-type]
+    assert [f.path for f in done.removed] == [old]
+    assert sorted(f.path for f in prune_cache(cache, unused_days=0).removed) == sorted([old, ahead])
+
+
+def test_only_a_header_that_names_the_file_is_judged(tmp_path: Path) -> None:
+    """A root is judged when the file's name was made from it (§9.1): a
+    forged header is not, and a root holding U+FFFD as a character is."""
+    cache = tmp_path / "cache"
+    odd = loaded(tmp_path / "odd\ufffdname", cache)
+    forged = cache / f"{'f' * 32}.okfc"
+    forged.write_bytes(odd.read_bytes())  # a true header, under another name
+    shutil.rmtree(tmp_path / "odd\ufffdname")
+    done = prune_cache(cache)
+    assert [(f.path, f.root) for f in done.removed] == [(odd, str(tmp_path / "odd\ufffdname"))]
+    assert forged.exists() and done.kept == 1
+
+
+def test_a_file_that_goes_while_it_is_judged_is_no_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    a = loaded(tmp_path / "a", cache)
+    b = loaded(tmp_path / "b", cache)
+    shutil.rmtree(tmp_path / "b")
+    look = cache_prune._look
+
+    def vanishing(path: Path) -> Any:
+        if path == a:
+            a.unlink()  # a load replacing it: no file for a moment
+        return look(path)
+
+    monkeypatch.setattr(cache_prune, "_look", vanishing)
+    done = prune_cache(cache)
+    assert ([f.path for f in done.removed], done.kept, done.errors) == ([b], 0, ())
+
+
+def test_a_file_another_user_owns_is_judged_by_its_last_use_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a file's owner may read it without touching its access time
+    (O_NOATIME): for anyone else, reading its header would count as a use,
+    so its root is not read, and it goes only as unused."""
+    cache = tmp_path / "cache"
+    gone = loaded(tmp_path / "gone", cache)
+    shutil.rmtree(tmp_path / "gone")
+    age(gone, 40)
+    opened = os.open
+
+    def not_the_owner(path: Any, flags: int, *args: Any) -> int:
+        if flags & getattr(os, "O_NOATIME", 0):
+            raise PermissionError(errno.EPERM, "Operation not permitted")
+        return opened(path, flags, *args)
+
+    monkeypatch.setattr(os, "O_NOATIME", 0o1000000, raising=False)
+    monkeypatch.setattr(os, "open", not_the_owner)
+    before = os.stat(gone).st_atime_ns
+    assert prune_cache(cache).removed == ()
+    done = prune_cache(cache, unused_days=30, dry_run=True)
+    assert [(f.path, f.reason, f.root) for f in done.removed] == [(gone, "unused", None)]
+    assert os.stat(gone).st_atime_ns == before
+
+
 def test_a_file_whose_root_cannot_be_told_stays_unless_unused(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     cache.mkdir()
@@ -163,11 +238,16 @@ def test_bad_arguments_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPat
             prune_cache(tmp_path, unused_days=wrong)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentTypeError, match="dry_run"):
         prune_cache(tmp_path, dry_run="yes")  # type: ignore[arg-type]
-    with pytest.raises(InvalidArgumentError, match="names no directory"):
-        prune_cache("")
+    for unnamed in ("", "a\0b", "\ud800"):
+        with pytest.raises(InvalidArgumentError, match="cache directory"):
+            prune_cache(unnamed)
     (tmp_path / "file").write_text("x")
     with pytest.raises(InvalidArgumentError, match="cannot be listed"):
         prune_cache(tmp_path / "file")
+    assert prune_cache(tmp_path / "file" / "below").removed == ()  # no cache there
+    monkeypatch.setenv("OKFAST_CACHE_DIR", "~no-such-user-okfast/c")
+    with pytest.raises(InvalidArgumentError, match="cache directory .* is unusable"):
+        prune_cache()
     monkeypatch.setenv("OKFAST_CACHE_DIR", "off")
     with pytest.raises(InvalidArgumentError, match="the cache is disabled"):
         prune_cache()

@@ -41,7 +41,7 @@ from okfast.arguments import (
     text_of,
     texts_of,
 )
-from okfast.cache import CacheUse, cache_file, default_cache_dir
+from okfast.cache import CacheUse, cache_file
 from okfast.errors import (
     CacheWarning,
     ConceptNotFoundError,
@@ -132,10 +132,9 @@ class Bundle:
         root = bundle_root(path)
         language = language_of(language)
         lo, hi = load_arguments(id_range, progress)
-        where = cache_dir if cache_dir is not None else default_cache_dir()
-        if not flag_of("cache", cache) or where is None:
+        if not flag_of("cache", cache):
             return cls(_native.Bundle.load(root, None, progress, language, lo, hi))
-        file, why = cache_file(root, where, language, (lo, hi))
+        file, why = cache_file(root, cache_dir, language, (lo, hi))
         if file is None:
             native = _native.Bundle.load(root, None, progress, language, lo, hi)
             return cls(native, CacheUse(detail=why))

@@ -26,6 +26,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from okfast.errors import InvalidArgumentError
 from okfast.paths import path_text
 
 ENV = "OKFAST_CACHE_DIR"
@@ -33,24 +34,38 @@ _OFF = {"", "off", "0", "none", "false"}
 
 
 def default_cache_dir() -> Path | None:
-    """The cache directory from the environment; ``None`` when disabled."""
+    """The cache directory from the environment; ``None`` when disabled.
+    ``InvalidArgumentError`` when it names a home directory that cannot be
+    found (``~nosuchuser``, or no ``$HOME`` and no password entry)."""
     env = os.environ.get(ENV)
-    if env is not None:
-        return None if env.strip().lower() in _OFF else Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
+    try:
+        if env is not None:
+            return None if env.strip().lower() in _OFF else Path(env).expanduser()
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        base = Path(xdg) if xdg else Path.home() / ".cache"
+    except RuntimeError as e:  # pathlib's "Could not determine home directory"
+        named = f"${ENV} {env!r}" if env is not None else "~/.cache/okfast"
+        raise InvalidArgumentError(f"cache directory {named} is unusable ({e})") from None
     return base / "okfast"
 
 
 def cache_file(
     root: str,
-    cache_dir: str | os.PathLike[str],
+    cache_dir: str | os.PathLike[str] | None,
     language: str | None,
     id_range: tuple[str | None, str | None] = (None, None),
 ) -> tuple[Path | None, str]:
     """``(file, "")`` for the bundle at the absolute path ``root`` analysed
-    for ``language`` (its part ``id_range``: docs/spec.md §1.10), or
-    ``(None, why)`` when it cannot be used."""
+    for ``language`` (its part ``id_range``: docs/spec.md §1.10) in
+    ``cache_dir`` (``None``: :func:`default_cache_dir`), or ``(None, why)``
+    when it cannot be used (``why`` empty when the cache is disabled)."""
+    if cache_dir is None:
+        try:
+            cache_dir = default_cache_dir()
+        except InvalidArgumentError as e:
+            return None, f"{e}; not caching"
+        if cache_dir is None:
+            return None, ""
     given = path_text("a cache directory", cache_dir)
     if given == "":
         # Made a `Path`, "" is the working directory: a slip, not a choice,

@@ -30,10 +30,8 @@ def _run(args: argparse.Namespace, out: PrintJson) -> int:
             why = f"root gone: {f.root}" if f.reason == "root gone" else "unused"
             print(one_line(name_text(f"{verb} {f.path} ({why})")))
         files = "file" if len(done.removed) == 1 else "files"
-        print(
-            f"{verb} {len(done.removed)} cache {files} ({done.freed:,} bytes) "
-            f"from {name_text(done.cache_dir)}; kept {done.kept}"
-        )
+        summary = f"{verb} {len(done.removed)} cache {files} ({done.freed:,} bytes) "
+        print(one_line(name_text(f"{summary}from {done.cache_dir}; kept {done.kept}")))
     for line in done.errors:
         print_err(one_line(f"okfast: {line}"))
     return 1 if done.errors else 0

@@ -14,6 +14,8 @@ on POSIX (the mapping stays), and a load that finds no file builds one.
 from __future__ import annotations
 
 import contextlib
+import errno
+import hashlib
 import math
 import os
 import re
@@ -25,7 +27,8 @@ from pathlib import Path
 
 from okfast.cache import default_cache_dir
 from okfast.errors import InvalidArgumentError, InvalidArgumentTypeError
-from okfast.paths import path_text
+from okfast.paths import file_text
+from okfast.scoring import real_of
 
 #: A cache file's name (docs/spec.md §9.1).
 _NAME = re.compile(r"[0-9a-f]{32}\.okfc")
@@ -33,7 +36,7 @@ _MAGIC = b"OKFASTC\0"
 #: How much of a header is read: the magic, the format, the version and the
 #: root; a root longer than this is not checked.
 _HEADER = 64 * 1024
-_DAY = 86_400.0
+_DAY = 86_400
 _REPLACED = "replaced"
 
 
@@ -77,13 +80,19 @@ def prune_cache(
     root is no longer a directory and, with ``unused_days``, those no load
     used for that many days (docs/spec.md §9.9)."""
     where = _directory(cache_dir)
+    days = None
     if unused_days is not None:
-        if isinstance(unused_days, bool) or not isinstance(unused_days, (int, float)):
+        # Any real number (docs/spec.md §5.1); a whole one stays exact, so
+        # one past the floats' range means never, not an overflow.
+        days = real_of(unused_days)
+        if days is None:
             raise InvalidArgumentTypeError(
                 f"unused_days must be a number, got {type(unused_days).__name__}"
             )
-        if not (math.isfinite(unused_days) and unused_days >= 0):
-            raise InvalidArgumentError(f"unused_days must be a number >= 0, got {unused_days!r}")
+        if not days >= 0 or (isinstance(days, float) and math.isinf(days)):
+            raise InvalidArgumentError(
+                f"unused_days must be a finite number >= 0, got {unused_days!r}"
+            )
     if not isinstance(dry_run, bool):
         raise InvalidArgumentTypeError(f"dry_run must be a bool, got {type(dry_run).__name__}")
     now = time.time()
@@ -98,7 +107,13 @@ def prune_cache(
             if _NAME.fullmatch(e.name) and e.is_file(follow_symlinks=False)
         )
     except FileNotFoundError:
-        names = []  # no cache yet: nothing to prune
+        names = []  # no cache there yet: nothing to prune
+    except NotADirectoryError as e:
+        if os.path.lexists(where):  # a file where the directory should be
+            raise InvalidArgumentError(
+                f"cache directory {where} cannot be listed ({e.strerror})"
+            ) from e
+        names = []  # below a file: no cache there either
     except OSError as e:
         raise InvalidArgumentError(
             f"cache directory {where} cannot be listed ({e.strerror or e})"
@@ -106,7 +121,9 @@ def prune_cache(
     for name in names:
         path = where / name
         try:
-            found = _judge(path, now, unused_days)
+            found = _judge(path, now, days)
+        except FileNotFoundError:
+            continue  # a load replacing it, or another prune, removed it meanwhile
         except OSError as e:
             errors.append(f"{path}: cannot be read ({e.strerror or e})")
             kept += 1
@@ -134,71 +151,82 @@ def _directory(cache_dir: str | os.PathLike[str] | None) -> Path:
                 "the cache is disabled ($OKFAST_CACHE_DIR); name the directory to prune"
             )
         return found
-    given = path_text("a cache directory", cache_dir)
-    if given == "":
-        raise InvalidArgumentError("cache directory '' names no directory")
-    return Path(given)
+    return Path(file_text("cache directory", cache_dir))
 
 
 def _judge(
-    path: Path, now: float, unused_days: float | None
+    path: Path, now: float, days: int | float | None
 ) -> tuple[PrunedFile, os.stat_result] | None:
     """Why ``path`` goes, with what it was when judged; ``None`` when it stays."""
-    fd = _open_unmarked(path)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None  # okfast writes regular files only
-        root = _root(os.read(fd, _HEADER))
-        # Reading the header is no use: the access time a later prune judges
-        # by stays the last load's (where O_NOATIME was refused, put back).
-        if os.fstat(fd).st_atime_ns != st.st_atime_ns:
-            with contextlib.suppress(OSError):
-                os.utime(fd, ns=(st.st_atime_ns, st.st_mtime_ns))
-    finally:
-        os.close(fd)
+    st, header = _look(path)
+    if st is None:
+        return None  # okfast writes regular files only
+    root = None if header is None else _root(header, path.name)
     if root is not None and _gone(root):
         return PrunedFile(path, "root gone", root, st.st_size), st
-    if unused_days is not None:
-        # A new file's access time may be its write's; never older than that.
-        used = max(st.st_atime, st.st_mtime)
-        if now - used >= unused_days * _DAY:
+    if days is not None:
+        # A new file's access time may be its write's, so never older than
+        # that; a time ahead of the clock is now.
+        used = min(max(st.st_atime, st.st_mtime), now)
+        if now - used >= days * _DAY:
             return PrunedFile(path, "unused", root, st.st_size), st
     return None
 
 
-def _open_unmarked(path: Path) -> int:
-    """``path`` opened to read, without following a link and, where the
-    system allows it (the file's owner, on Linux), without updating its
-    access time."""
+def _look(path: Path) -> tuple[os.stat_result | None, bytes | None]:
+    """``path``'s status (``None`` when it is no regular file) and its
+    header, read without counting as a use: opened with O_NOATIME, or, where
+    the system has none, its access time put back. Where O_NOATIME is
+    refused (not the file's owner, who alone could also put the time back),
+    the header is not read (``None``)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
     noatime = getattr(os, "O_NOATIME", 0)
-    if noatime:
-        try:
-            return os.open(path, flags | noatime)
-        except PermissionError:
-            pass  # not the owner: opened as usual, the time put back after
-    return os.open(path, flags)
+    try:
+        fd = os.open(path, flags | noatime)
+    except PermissionError as e:
+        if not noatime or e.errno != errno.EPERM:
+            raise  # no permission to read it at all
+        st = os.lstat(path)
+        return (st if stat.S_ISREG(st.st_mode) else None), None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None, None
+        header = os.read(fd, _HEADER)
+        if not noatime and os.fstat(fd).st_atime_ns != st.st_atime_ns:
+            with contextlib.suppress(OSError):
+                os.utime(fd, ns=(st.st_atime_ns, st.st_mtime_ns))
+        return st, header
+    finally:
+        os.close(fd)
 
 
-def _root(header: bytes) -> str | None:
+def _root(header: bytes, name: str) -> str | None:
     """The bundle root a cache file's header names (a part's without its
-    bounds), or ``None`` when it is not one okfast wrote or cannot be read."""
+    bounds), when the header's root, bounds and language are those the
+    file's name was made from (docs/spec.md §9.1) — so a root okfast wrote
+    lossily (a name not valid UTF-8, its bytes written as U+FFFD) or a
+    forged header is never judged; else ``None``."""
     if not header.startswith(_MAGIC):
         return None
+    fields: list[bytes] = []
+    at = len(_MAGIC) + 4  # after the format
     try:
-        at = len(_MAGIC) + 4  # the format
-        (n,) = struct.unpack_from("<I", header, at)
-        at += 4 + n  # the okfast version
-        (n,) = struct.unpack_from("<I", header, at)
-        raw = header[at + 4 : at + 4 + n]
+        for _ in range(3):  # the okfast version, the root, the analyzer
+            (n,) = struct.unpack_from("<I", header, at)
+            fields.append(header[at + 4 : at + 4 + n])
+            if len(fields[-1]) != n:
+                return None
+            at += 4 + n
     except struct.error:
         return None
-    if len(raw) != n:
-        return None
-    text = raw.decode("utf-8", "replace").split("\0", 1)[0]
-    # A name not valid UTF-8 was written as U+FFFD: its directory is unknown.
-    return None if "\ufffd" in text or not text else text
+    root, sep, bounds = fields[1].partition(b"\0")
+    tail = sep + bounds
+    for named in (root + tail, root + b"\0" + fields[2] + tail):
+        if hashlib.sha256(named).hexdigest()[:32] == name[:32]:
+            text = os.fsdecode(root)
+            return text if os.path.isabs(text) else None
+    return None
 
 
 def _gone(root: str) -> bool:
