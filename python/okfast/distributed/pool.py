@@ -105,7 +105,8 @@ class Pool:
         self._next = itertools.count()
         #: each number's directory key
         self._dirs: dict[int, str] = {}
-        #: per shard: the numbers of units it knows that were retired since
+        #: per shard: the numbers of units it was given that were retired
+        #: since, until a call it answered told it so
         self._retired: list[set[int]] = [set() for _ in range(n)]
         #: per shard: the units it was given, and the numbers it has
         self._given: list[dict[int, Unit]] = [{} for _ in range(n)]
