@@ -32,6 +32,13 @@ def loaded(root: Path, cache: Path, **kw: object) -> Path:
     return b.cache_file
 
 
+def orphaned(root: Path, cache: Path, **kw: object) -> Path:
+    """:func:`loaded`, then the bundle removed: the cache file of a root gone."""
+    file = loaded(root, cache, **kw)
+    shutil.rmtree(root)
+    return file
+
+
 def age(path: Path, days: float) -> None:
     then = time.time() - days * DAY
     os.utime(path, (then, then))
@@ -40,11 +47,9 @@ def age(path: Path, days: float) -> None:
 def test_the_files_of_roots_that_are_gone_are_removed_and_only_those(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     live = loaded(tmp_path / "live", cache)
-    gone = loaded(tmp_path / "gone", cache)
-    part = loaded(tmp_path / "gone2", cache, id_range=("one", None))
-    german = loaded(tmp_path / "filed", cache, language="german")
-    for name in ("gone", "gone2", "filed"):
-        shutil.rmtree(tmp_path / name)
+    gone = orphaned(tmp_path / "gone", cache)
+    part = orphaned(tmp_path / "gone2", cache, id_range=("one", None))
+    german = orphaned(tmp_path / "filed", cache, language="german")
     (tmp_path / "filed").write_text("a file where the bundle was")
     # Not okfast's: another name, a directory and a link of its kind of name.
     (cache / "notes.txt").write_text("kept")
@@ -67,8 +72,7 @@ def test_the_files_of_roots_that_are_gone_are_removed_and_only_those(tmp_path: P
 
 def test_a_dry_run_lists_what_would_go_and_removes_nothing(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    gone = loaded(tmp_path / "gone", cache)
-    shutil.rmtree(tmp_path / "gone")
+    gone = orphaned(tmp_path / "gone", cache)
     done = prune_cache(cache, dry_run=True)
     assert [f.path for f in done.removed] == [gone] and done.dry_run
     assert gone.exists()
@@ -114,10 +118,9 @@ def test_only_a_header_that_names_the_file_is_judged(tmp_path: Path) -> None:
     """A root is judged when the file's name was made from it (§9.1): a
     forged header is not, and a root holding U+FFFD as a character is."""
     cache = tmp_path / "cache"
-    odd = loaded(tmp_path / "odd\ufffdname", cache)
+    odd = orphaned(tmp_path / "odd\ufffdname", cache)
     forged = cache / f"{'f' * 32}.okfc"
     forged.write_bytes(odd.read_bytes())  # a true header, under another name
-    shutil.rmtree(tmp_path / "odd\ufffdname")
     done = prune_cache(cache)
     assert [(f.path, f.root) for f in done.removed] == [(odd, str(tmp_path / "odd\ufffdname"))]
     assert forged.exists() and done.kept == 1
@@ -128,8 +131,7 @@ def test_a_file_that_goes_while_it_is_judged_is_no_error(
 ) -> None:
     cache = tmp_path / "cache"
     a = loaded(tmp_path / "a", cache)
-    b = loaded(tmp_path / "b", cache)
-    shutil.rmtree(tmp_path / "b")
+    b = orphaned(tmp_path / "b", cache)
     look = cache_prune._look
 
     def vanishing(path: Path) -> Any:
@@ -149,8 +151,7 @@ def test_a_file_another_user_owns_is_judged_by_its_last_use_alone(
     (O_NOATIME): for anyone else, reading its header would count as a use,
     so its root is not read, and it goes only as unused."""
     cache = tmp_path / "cache"
-    gone = loaded(tmp_path / "gone", cache)
-    shutil.rmtree(tmp_path / "gone")
+    gone = orphaned(tmp_path / "gone", cache)
     age(gone, 40)
     opened = os.open
 
@@ -195,8 +196,7 @@ def test_a_file_whose_root_cannot_be_told_stays_unless_unused(tmp_path: Path) ->
 
 def test_a_file_replaced_after_it_was_judged_stays(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    gone = loaded(tmp_path / "gone", cache)
-    shutil.rmtree(tmp_path / "gone")
+    gone = orphaned(tmp_path / "gone", cache)
     judged = _judge(gone, time.time(), None)
     assert judged is not None
     # A load puts a new file in its place (by rename) before the removal.
@@ -211,10 +211,8 @@ def test_a_file_that_cannot_be_removed_is_reported_and_the_rest_go_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = tmp_path / "cache"
-    a = loaded(tmp_path / "a", cache)
-    b = loaded(tmp_path / "b", cache)
-    for name in ("a", "b"):
-        shutil.rmtree(tmp_path / name)
+    a = orphaned(tmp_path / "a", cache)
+    b = orphaned(tmp_path / "b", cache)
     unlink = Path.unlink
 
     def refused(self: Path, missing_ok: bool = False) -> None:

@@ -91,6 +91,10 @@ class _Stats:
         _, n, totals, df = self.at[key]
         return Bm25fStats(n, totals, [(t, df[t]) for t in tokens])
 
+    def keep(self, directories: set[str]) -> None:
+        """Drop the statistics of units of every directory but ``directories``."""
+        self.at = {k: v for k, v in self.at.items() if k[1] in directories}
+
 
 class RayResolver:
     """:class:`~okfast.Resolver` over shards on a Ray cluster (docs/spec.md §15).
@@ -188,7 +192,8 @@ class RayResolver:
         self._pool.call({i: ("ready", ()) for i in range(shards)})
         self._pool.timeout = timeout
         self._stats = _Stats()
-        self._generation = -1
+        #: the catalog generation and the pool's unit count last followed
+        self._followed = (-1, -1)
         self._live: set[str] = set()
         self._engines = {st: _engine(c, self) for st, c in _CLASSES.items()}
         # One fan-out at a time: the statistics cache and the actors'
@@ -305,14 +310,17 @@ class RayResolver:
         of the catalog names now, as a local resolver's snapshots do
         (docs/spec.md §5.10, §15.4)."""
         sources, generation = self.local.catalog.snapshot()
-        if generation != self._generation:
-            self._generation = generation
+        now = (generation, self._pool.numbered)
+        if now == self._followed:
+            return  # the same catalog, and no unit numbered since: nothing to let go
+        if generation != self._followed[0]:
             self._live = {
                 directory_key(s.directory)
                 for s in sources
                 if s.enabled and s.role == "knowledge" and s.directory is not None
             }
-            self._stats.at = {k: v for k, v in self._stats.at.items() if k[1] in self._live}
+            self._stats.keep(self._live)
+        self._followed = now
         told = self._pool.retire(self._live)
         if told:
             # Told now, not with each shard's next search: a shard that

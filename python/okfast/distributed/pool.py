@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import itertools
 import math
 import numbers
 import pickle
@@ -102,7 +101,8 @@ class Pool:
         self.timeout = 30.0
         self._mu = threading.Lock()  # the numbering; passage reads run beside searches
         self._numbers: dict[Unit, int] = {}
-        self._next = itertools.count()
+        #: how many units were ever numbered (the next number)
+        self.numbered = 0
         #: each number's directory key
         self._dirs: dict[int, str] = {}
         #: per shard: the numbers of units it was given that were retired
@@ -168,7 +168,8 @@ class Pool:
         with self._mu:
             n = self._numbers.get(u)
             if n is None:
-                n = self._numbers[u] = next(self._next)
+                n = self._numbers[u] = self.numbered
+                self.numbered += 1
                 assert u.source.directory is not None
                 self._dirs[n] = directory_key(u.source.directory)
             self._given[i][n] = u
