@@ -163,6 +163,34 @@ async def test_resolve_lists_limit_exclusions_only_with_explain(catalog: Path) -
     assert plain["digest"] == explained["digest"]
 
 
+async def test_a_bm25f_explanation_carries_each_tokens_part_of_the_score(catalog: Path) -> None:
+    """docs/spec.md §12.5: the server returns the parts the CLI's JSON does,
+    only the tokens that add to the score, summing to it in query order."""
+    args = {"query": "sourdough zebra starter", "explain": True, "scorer": "bm25f"}
+    async with Client(okfast_mcp.build_server(catalog)) as c:
+        got = structured(await c.call_tool("resolve", args))
+    want = Resolver(Catalog.load(catalog)).search(
+        Query("sourdough zebra starter", explain=True, scorer="bm25f")
+    )
+    assert len(got["passages"]) == len(want.passages) > 0
+    for record, p in zip(got["passages"], want.passages, strict=True):
+        x = record["explanation"]
+        assert p.explanation is not None and x["matches"] == []
+        assert [t["token"] for t in x["bm25f"]] == [t.token for t in p.explanation.bm25f]
+        assert x["bm25f"] and "ZEBRA" not in [t["token"] for t in x["bm25f"]]
+        total = 0.0
+        for t, part in zip(x["bm25f"], p.explanation.bm25f, strict=True):
+            assert (t["idf"], t["weighted_tf"], t["score"]) == (
+                part.idf,
+                part.weighted_tf,
+                part.score,
+            )
+            assert [f["field"] for f in t["fields"]] == ["title", "tags", "description", "body"]
+            assert [f["tf"] for f in t["fields"]] == [f.tf for f in part.fields]
+            total += t["score"]
+        assert total == record["score"]
+
+
 async def test_get_concept_returns_every_field_body_and_frontmatter(catalog: Path) -> None:
     async with Client(okfast_mcp.build_server(catalog)) as c:
         got = structured(

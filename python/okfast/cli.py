@@ -25,6 +25,7 @@ from okfast.bundle import Bundle
 from okfast.catalog import AUTHORITIES, Catalog, CatalogError
 from okfast.errors import InvalidArgumentError, OkfastError
 from okfast.integrations import mcp_cli
+from okfast.integrations.records import explanation_record
 from okfast.memory import cli as memory_cli
 from okfast.model import Diagnostic, Explanation, Passage
 from okfast.numerals import ascii_float, ascii_int
@@ -328,37 +329,8 @@ def _print_diags(heading: str, diags: list[Diagnostic]) -> None:
 
 def _explanation_json(p: Passage) -> dict[str, Any] | None:
     x = p.explanation
-    if x is None:
-        return None
-    return {
-        "strategy": x.strategy,
-        "sort_key": [[name, value] for name, value in x.sort_key],
-        "matches": [
-            {"term": m.term, "fields": list(m.fields), "weight": m.weight} for m in x.matches
-        ],
-        "bm25f": [
-            {
-                "token": t.token,
-                "idf": t.idf,
-                "weighted_tf": t.weighted_tf,
-                "score": t.score,
-                "fields": [
-                    {
-                        "field": f.field,
-                        "tf": f.tf,
-                        "length": f.length,
-                        "weighted_tf": f.weighted_tf,
-                        "contribution": f.contribution,
-                    }
-                    for f in t.fields
-                ],
-            }
-            for t in x.bm25f
-        ],
-        "pinned": x.pinned,
-        "rank": x.rank,
-        "fairness_quota": x.fairness_quota,
-    }
+    # The same record the MCP server returns (docs/spec.md §10.2, §11).
+    return None if x is None else dict(explanation_record(x))
 
 
 def _explanation_text(x: Explanation) -> str:
@@ -366,7 +338,7 @@ def _explanation_text(x: Explanation) -> str:
     if x.bm25f:
         terms = ", ".join(
             f"{t.token} (idf {t.idf:.3f}, "
-            + ("+".join(f"{f.field} {f.tf}" for f in t.fields if f.tf) or "-")
+            + "+".join(f"{f.field} {f.tf}" for f in t.fields if f.tf)
             + f" → {t.score:.4f})"
             for t in x.bm25f
         )

@@ -31,14 +31,36 @@ class TermMatchRecord(TypedDict):
     weight: int
 
 
+class FieldScoreRecord(TypedDict):
+    """What one field adds to one BM25F token's score (docs/spec.md §12.5)."""
+
+    field: str
+    tf: int
+    length: int
+    weighted_tf: float
+    contribution: float
+
+
+class TokenScoreRecord(TypedDict):
+    """One query token's part of a BM25F score (docs/spec.md §12.5)."""
+
+    token: str
+    idf: float
+    weighted_tf: float
+    score: float
+    fields: list[FieldScoreRecord]
+
+
 class ExplanationRecord(TypedDict):
     """Why a passage is where it is (docs/spec.md §5.8): the strategy, its sort
-    key with this passage's values in comparison order, the matched terms,
-    whether the exact-title pin moved it, and its 1-based rank."""
+    key with this passage's values in comparison order, the matched terms
+    (weighted count) or the tokens' parts of the score (BM25F), whether the
+    exact-title pin moved it, and its 1-based rank."""
 
     strategy: str
     sort_key: list[list[Any]]
     matches: list[TermMatchRecord]
+    bm25f: list[TokenScoreRecord]
     pinned: bool
     rank: int
     fairness_quota: int | None
@@ -130,6 +152,25 @@ def explanation_record(x: Explanation) -> ExplanationRecord:
         "sort_key": [[name, value] for name, value in x.sort_key],
         "matches": [
             {"term": m.term, "fields": list(m.fields), "weight": m.weight} for m in x.matches
+        ],
+        "bm25f": [
+            {
+                "token": t.token,
+                "idf": t.idf,
+                "weighted_tf": t.weighted_tf,
+                "score": t.score,
+                "fields": [
+                    {
+                        "field": f.field,
+                        "tf": f.tf,
+                        "length": f.length,
+                        "weighted_tf": f.weighted_tf,
+                        "contribution": f.contribution,
+                    }
+                    for f in t.fields
+                ],
+            }
+            for t in x.bm25f
         ],
         "pinned": x.pinned,
         "rank": x.rank,

@@ -29,10 +29,12 @@ pub struct TermPart {
     pub fields: [FieldPart; 4],
 }
 
-/// Why the concept at `position` has its score: per query token, its idf,
-/// each field's frequency, length, weighted frequency and share of the
-/// token's score. The tokens' scores sum (in query order) to the concept's
-/// score.
+/// Why the concept at `position` has its score: per query token that adds
+/// to it (`x > 0`, docs/spec.md §12.5), its idf, each field's frequency,
+/// length, weighted frequency and share of the token's score. The tokens'
+/// scores sum (in query order) to the concept's score: the tokens left out
+/// add `0`. Leaving them out keeps an explanation's size to what the
+/// concept holds, not to the query's length times the passages explained.
 pub fn explain(
     index: &Bm25fIndex,
     tokens: &QueryTokens,
@@ -45,17 +47,16 @@ pub fn explain(
     tokens
         .tokens
         .iter()
-        .map(|token| {
-            let idf = idf(stats.n, dfs.get(token.as_str()).copied().unwrap_or(0));
-            let id = index.token_id(token);
-            let at = id.and_then(|id| {
-                let list = index.list(id);
-                let k = list.docs.first_at(0, list.len(), position);
-                (list.docs.get(k) == position).then_some((list, k))
-            });
-            let fields: [FieldPart; 4] = std::array::from_fn(|f| {
+        .filter_map(|token| {
+            let list = index.list(index.token_id(token)?);
+            let k = list.docs.first_at(0, list.len(), position);
+            if list.docs.get(k) != position {
+                return None;
+            }
+            let tfs = list.tfs(k);
+            let mut fields: [FieldPart; 4] = std::array::from_fn(|f| {
                 let length = index.length(f, position).unwrap_or(0);
-                let tf = at.as_ref().map_or(0, |(list, k)| list.tfs(*k)[f]);
+                let tf = tfs[f];
                 let weighted_tf = if tf > 0 {
                     part(params, &norms, f, tf, length)
                 } else {
@@ -69,22 +70,22 @@ pub fn explain(
                 }
             });
             let x = fields.iter().fold(0.0, |a, p| a + p.weighted_tf);
-            let score = saturate(params, idf, x);
-            let mut fields = fields;
-            for p in &mut fields {
-                p.contribution = if x > 0.0 {
-                    score * (p.weighted_tf / x)
-                } else {
-                    0.0
-                };
+            // A token found only in fields weighted 0 adds nothing (§12.3).
+            if x <= 0.0 {
+                return None;
             }
-            TermPart {
+            let idf = idf(stats.n, dfs.get(token.as_str()).copied().unwrap_or(0));
+            let score = saturate(params, idf, x);
+            for p in &mut fields {
+                p.contribution = score * (p.weighted_tf / x);
+            }
+            Some(TermPart {
                 token: token.clone(),
                 idf,
                 weighted_tf: x,
                 score,
                 fields,
-            }
+            })
         })
         .collect()
 }

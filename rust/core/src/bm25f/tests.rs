@@ -613,3 +613,41 @@ fn a_sum_that_passes_u64_is_refused_not_wrapped() {
         (plain.n, plain.totals, plain.df)
     );
 }
+
+#[test]
+fn an_explanation_lists_the_tokens_that_add_to_the_score() {
+    let mut rng = Rng(0xE9A1);
+    let analyzer = Analyzer::new(None);
+    for round in 0..30 {
+        let concepts = random_concepts(1 + rng.below(80), &mut rng);
+        let index = Index::build(&concepts, &analyzer);
+        let mut p = params(&mut rng);
+        // Now and then a field weighted 0: a token found only there adds
+        // nothing and is left out (docs/spec.md §12.5).
+        if round % 3 == 0 {
+            p.weights[rng.below(4)] = 0.0;
+        }
+        for _ in 0..6 {
+            let q = random_text(&mut rng, 6);
+            let tokens = QueryTokens::new(&analyzer, &q, false);
+            let stats = Stats::of(&index.bm25f, &tokens.tokens);
+            let full = search_index(&index.bm25f, &tokens, &stats, &p, None, None);
+            for position in 0..concepts.len() as u32 {
+                let parts = explain(&index.bm25f, &tokens, &stats, &p, position);
+                let order: Vec<usize> = parts
+                    .iter()
+                    .map(|t| tokens.tokens.iter().position(|x| *x == t.token).unwrap())
+                    .collect();
+                assert!(order.windows(2).all(|w| w[0] < w[1]), "{q:?}: query order");
+                assert!(parts.iter().all(|t| t.score > 0.0 && t.weighted_tf > 0.0));
+                let sum = parts.iter().fold(0.0, |a, t| a + t.score);
+                let want = full
+                    .positions
+                    .iter()
+                    .position(|&x| x == position)
+                    .map_or(0.0, |i| full.scores[i]);
+                assert_eq!(sum.to_bits(), want.to_bits(), "{q:?} at {position}");
+            }
+        }
+    }
+}
