@@ -334,7 +334,7 @@ def _explanation_json(p: Passage) -> dict[str, Any] | None:
 
 
 def _explanation_text(x: Explanation) -> str:
-    terms = ", ".join(f"{m.term}→{'+'.join(m.fields) or '-'} ({m.weight})" for m in x.matches)
+    terms = ", ".join(f"{m.term}→{'+'.join(m.fields)} ({m.weight})" for m in x.matches)
     if x.bm25f:
         terms = ", ".join(
             f"{t.token} (idf {t.idf:.3f}, "

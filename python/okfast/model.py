@@ -252,12 +252,14 @@ class Explanation:
 
     strategy: str
     sort_key: tuple[tuple[str, Any], ...]
-    #: The weighted count's terms (empty for BM25F).
+    #: The weighted count's terms the passage holds, in query order (empty
+    #: for BM25F; docs/spec.md §5.8).
     matches: tuple[TermMatch, ...]
     pinned: bool
     rank: int
     fairness_quota: int | None = None
-    #: BM25F: each query token's part of the score (empty for the weighted count).
+    #: BM25F: the part of the score of each query token that adds to it
+    #: (empty for the weighted count; docs/spec.md §12.5).
     bm25f: tuple[TokenScore, ...] = ()
 
 
