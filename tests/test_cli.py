@@ -836,3 +836,36 @@ def test_each_problem_is_one_line_whatever_a_path_holds(
         lines = stream.getvalue().splitlines()  # which ends lines at \r too
         assert len(lines) == 2 and lines[0].startswith("okfast: bad catalog")
         assert "x\\n[Forged] y\\rz is not an existing directory" in lines[1]
+
+
+def test_json_output_is_written_as_it_is_encoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/spec.md §10.1: JSON output is encoded as it is written, in pieces
+    the output's buffer holds, escaped as a whole text would be; a large
+    result is never held twice over as one text."""
+    from okfast import cli
+
+    yielded = 0
+
+    class Counted(list[str]):
+        def __iter__(self) -> Any:
+            nonlocal yielded
+            for x in super().__iter__():
+                yielded += 1
+                yield x
+
+    writes: list[tuple[int, str]] = []
+
+    class Out:
+        def write(self, text: str) -> int:
+            writes.append((yielded, text))
+            return len(text)
+
+    items = [f"item {i} \udcff \x85 é" for i in range(5000)]
+    monkeypatch.setattr(sys, "stdout", Out())
+    cli._print_json({"b": Counted(items), "a": 1})
+    text = "".join(t for _, t in writes)
+    assert json.loads(text) == {"a": 1, "b": items}
+    want = json.dumps({"a": 1, "b": items}, ensure_ascii=False, sort_keys=True, indent=2) + "\n"
+    assert text == want.replace("\udcff", "\\udcff").replace("\x85", "\\u0085")
+    assert writes[0][0] < len(items) // 10, "the first piece waited for the whole encoding"
+    assert max(len(t) for _, t in writes) <= 2048

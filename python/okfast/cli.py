@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -57,12 +58,30 @@ def _print_json(obj: object) -> None:
     # output. A lone surrogate (a file name's byte that is not UTF-8, as
     # os.fsdecode spells it) is written as its \\u escape: the output stays
     # UTF-8 and a JSON reader gets the same string back (docs/spec.md §10.1).
-    text = json.dumps(obj, ensure_ascii=False, sort_keys=True, indent=2) + "\n"
+    # Encoded as it is written (docs/spec.md §10.1): json.dumps would hold
+    # every piece and then the joined text, many times the output's size for
+    # a large result (a resolve with thousands of diagnostics).
+    encoder = json.JSONEncoder(ensure_ascii=False, sort_keys=True, indent=2)
+    pending: list[str] = []
+    size = 0
+    for chunk in itertools.chain(encoder.iterencode(obj), ("\n",)):
+        pending.append(chunk)
+        size += len(chunk)
+        if size >= _PIECE:
+            text = "".join(pending)
+            cut = len(text) - len(text) % _PIECE
+            _write_pieces(text[:cut])
+            pending, size = [text[cut:]], len(text) - cut
+    _write_pieces("".join(pending))
+
+
+def _write_pieces(text: str) -> None:
+    # The escapes are of single characters, so a text cut anywhere escapes
+    # alike. In pieces the output's buffer holds: one write past it goes
+    # straight to the pipe, and when the reader leaves mid-write (`| head`)
+    # the short count it returns is ignored by the text layer, so the rest
+    # would be dropped with status 0 instead of 1 (docs/spec.md §10.4).
     text = u_escaped(_JSON_RAW, text)
-    # In pieces the output's buffer holds: one write past it goes straight to
-    # the pipe, and when the reader leaves mid-write (`| head`) the short
-    # count it returns is ignored by the text layer, so the rest would be
-    # dropped with status 0 instead of 1 (docs/spec.md §10.4).
     for at in range(0, len(text), _PIECE):
         sys.stdout.write(text[at : at + _PIECE])
 
