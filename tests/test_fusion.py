@@ -142,6 +142,31 @@ def test_fusion_explains_both_rankings_and_excerpts_like_bm25f(tmp_path: Path) -
     assert p.excerpt == hit.excerpt
 
 
+def test_a_passage_no_bm25f_token_adds_to_explains_by_the_weighted_count(
+    tmp_path: Path,
+) -> None:
+    """docs/spec.md §12.5, §10.2: a title weighted so little that its token's
+    score rounds to 0 adds nothing, so it is not listed, and the passage (in
+    the weighted count's list only) is explained by that count's terms."""
+    write_bundle(
+        tmp_path / "b",
+        {
+            "one.md": "---\ntype: T\ntitle: zeta\n---\norders\n",
+            "two.md": "---\ntype: T\ntitle: other\n---\nnothing\n",
+        },
+    )
+    cat = catalog(tmp_path, {"a": "./b"})
+    r = Resolver(cat, default_bm25f=BM25FParams(title_weight=5e-324, title_b=0.0))
+    (p,) = r.search(Query("zeta orders", scorer="bm25f", explain=True)).passages
+    assert p.explanation is not None
+    assert [t.token for t in p.explanation.bm25f] == ["ORDERS"] and p.score > 0
+    (f,) = r.search(Query("zeta", scorer="fusion", explain=True)).passages
+    assert f.explanation is not None and f.explanation.bm25f == ()
+    assert [(m.term, m.fields, m.weight) for m in f.explanation.matches] == [
+        ("zeta", ("title",), 3)
+    ]
+
+
 def test_fusion_in_memory_reads(tmp_path: Path) -> None:
     (tmp_path / "mem").mkdir()
     store = FileMemoryStore({Tier.USER: tmp_path / "mem"})

@@ -487,7 +487,8 @@ class Bundle:
     def explain_bm25f(
         self, position: int, query: Bm25fQuery, stats: Bm25fStats, params: BM25FParams
     ) -> list[_native.Bm25fTermPart]:
-        """Per query token, what each field adds to the concept's score."""
+        """Per query token that adds to the concept's score, what each field
+        adds (docs/spec.md §12.5)."""
         query, stats = of_type("query", query, Bm25fQuery), of_type("stats", stats, Bm25fStats)
         params = of_type("params", params, BM25FParams)
         return self._native.explain_bm25f(self._at(position), query, stats, params.native())
@@ -550,7 +551,8 @@ class Bundle:
         return self._native.body(self._at(position))
 
     def explain_at(self, position: int, terms: QueryTerms) -> list[_native.TermFields]:
-        """Which fields each term matches in the concept at ``position``."""
+        """Which fields each term the concept at ``position`` holds matches
+        (docs/spec.md §5.8)."""
         return self._native.explain(self._at(position), of_type("terms", terms, QueryTerms))
 
 

@@ -231,7 +231,8 @@ class FieldScore:
 @dataclass(frozen=True, slots=True)
 class TokenScore:
     """One query token's part of a BM25F score (docs/spec.md §12.5); the
-    tokens' scores sum, in query order, to the passage's score."""
+    listed tokens' scores sum, in query order, to the passage's BM25F score
+    (its score, but under fusion)."""
 
     token: str
     idf: float

@@ -30,7 +30,7 @@ pub struct TermPart {
 }
 
 /// Why the concept at `position` has its score: per query token that adds
-/// to it (`x > 0`, docs/spec.md §12.5), its idf, each field's frequency,
+/// to it (`s(t, d) > 0`, docs/spec.md §12.5), its idf, each field's frequency,
 /// length, weighted frequency and share of the token's score. The tokens'
 /// scores sum (in query order) to the concept's score: the tokens left out
 /// add `0`. Leaving them out keeps an explanation's size to what the
@@ -70,12 +70,16 @@ pub fn explain(
                 }
             });
             let x = fields.iter().fold(0.0, |a, p| a + p.weighted_tf);
-            // A token found only in fields weighted 0 adds nothing (§12.3).
+            // A token found only in fields weighted 0 adds nothing (§12.3);
+            // nor does one whose tiny `x` gives a score that rounds to 0.
             if x <= 0.0 {
                 return None;
             }
             let idf = idf(stats.n, dfs.get(token.as_str()).copied().unwrap_or(0));
             let score = saturate(params, idf, x);
+            if score <= 0.0 {
+                return None;
+            }
             for p in &mut fields {
                 p.contribution = score * (p.weighted_tf / x);
             }

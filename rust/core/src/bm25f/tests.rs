@@ -627,6 +627,13 @@ fn an_explanation_lists_the_tokens_that_add_to_the_score() {
         if round % 3 == 0 {
             p.weights[rng.below(4)] = 0.0;
         }
+        // Or weighted so little that a token found only there has a score
+        // that rounds to 0: it adds nothing either.
+        if round % 3 == 1 {
+            let f = rng.below(4);
+            p.weights[f] = 5e-324;
+            p.b[f] = 0.0;
+        }
         for _ in 0..6 {
             let q = random_text(&mut rng, 6);
             let tokens = QueryTokens::new(&analyzer, &q, false);
