@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -231,23 +232,6 @@ def test_symlink_in_path_is_refused_but_root_may_be_one(tmp: Path) -> None:
     assert cat.sources[0].directory == alias / "docs"
 
 
-def test_a_source_directory_is_reached_from_the_root_without_following_links(tmp: Path) -> None:
-    # docs/spec.md §5.10: what a resolver compares the loaded root with.
-    from okfast.catalog import _reached
-
-    (tmp / "a" / "b").mkdir(parents=True)
-    st = os.stat(tmp / "a" / "b")
-    assert _reached(str(tmp), str(tmp / "a" / "b")) == (None, (st.st_dev, st.st_ino))
-    os.symlink(tmp / "a", tmp / "l")
-    why, reached = _reached(str(tmp), str(tmp / "l" / "b"))
-    assert reached is None and why is not None and "a symbolic link on its path" in why
-    # The root itself may be a link.
-    alias = tmp.parent / (tmp.name + "-root-alias")
-    os.symlink(tmp, alias)
-    assert _reached(str(alias), str(alias / "a" / "b")) == (None, (st.st_dev, st.st_ino))
-    assert _reached(str(tmp), str(tmp / "missing")) == (None, None)
-
-
 def test_explicit_root(tmp: Path) -> None:
     (tmp / "sub").mkdir()
     doc = {"version": 1, "sources": [src(path="../docs")]}
@@ -284,6 +268,21 @@ def test_reload_keeps_last_good(tmp: Path) -> None:
     r = cat.reload()
     assert not r.ok and r.generation == 2 and [d.code for d in r.diagnostics] == ["ParseError"]
     assert [s.id for s in cat.sources] == ["docs", "more"]
+
+
+def test_a_source_is_found_by_id_in_the_sources_of_now(tmp: Path) -> None:
+    p = write(tmp, {"version": 1, "sources": [src()]})
+    cat = Catalog.load(p)
+    docs = cat.source("docs")
+    assert docs is not None and cat.source("more") is None
+    write(tmp, {"version": 1, "sources": [src(), {"id": "more", "path": "more"}]})
+    assert cat.reload().ok
+    more = cat.source("more")
+    assert more is not None and more.directory == (tmp / "more").resolve()
+    # Sources set by hand (a catalog is a plain dataclass): the first of an id.
+    other = dataclasses.replace(docs, path="elsewhere")
+    cat.sources = (other, docs)
+    assert cat.source("docs") is other and cat.source("more") is None
 
 
 def test_a_reload_resolves_against_the_root_resolved_at_load(

@@ -518,3 +518,14 @@ def test_validate_reports_conflict_problems(clash: Catalog) -> None:
     bundle = Bundle.load(clash.sources[0].directory)  # type: ignore[arg-type]
     got = sorted(d.code for d in governance.validate(bundle))
     assert got == ["BrokenConflict", "ConflictAmbiguous", "UnknownAuthority"]
+
+
+@given(st.lists(st.integers(0, 6), max_size=60), st.integers(0, 3))
+def test_by_source_gives_each_sources_passages_in_order(src: list[int], extra: int) -> None:
+    """What every per-source step reads: the indices where ``src == k``."""
+    arr = np.array(src, np.uint32)
+    count = (max(src) + 1 if src else 0) + extra
+    groups = governance.by_source(arr, count)
+    assert len(groups) == count
+    for k, idx in enumerate(groups):
+        assert idx.tolist() == np.flatnonzero(arr == k).tolist()

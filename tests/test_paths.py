@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from okfast.paths import (
     same_directory,
     split_relative,
 )
+from okfast.paths import reached as reach
 from okfast.settings import Settings
 
 
@@ -124,3 +126,21 @@ def test_a_bundle_path_keeps_dot_dot_for_the_os_to_resolve(tmp_path: Path) -> No
     assert split_ranges(given, 2) == split_ranges(tmp_path / "real", 2) != split_ranges(tmp_path, 2)
     # ``.`` parts and repeated separators are still dropped.
     assert bundle_root(f"{tmp_path}//real/./sub/") == f"{tmp_path}/real/sub"
+
+
+def test_a_source_directory_is_reached_from_the_root_without_following_links(
+    tmp_path: Path,
+) -> None:
+    # docs/spec.md §5.10: what a resolver compares the loaded root with.
+    tmp = tmp_path.resolve()
+    (tmp / "a" / "b").mkdir(parents=True)
+    st = os.stat(tmp / "a" / "b")
+    assert reach(str(tmp), str(tmp / "a" / "b")) == (None, (st.st_dev, st.st_ino))
+    os.symlink(tmp / "a", tmp / "l")
+    why, found = reach(str(tmp), str(tmp / "l" / "b"))
+    assert found is None and why is not None and "a symbolic link on its path" in why
+    # The root itself may be a link.
+    alias = tmp.parent / (tmp.name + "-root-alias")
+    os.symlink(tmp, alias)
+    assert reach(str(alias), str(alias / "a" / "b")) == (None, (st.st_dev, st.st_ino))
+    assert reach(str(tmp), str(tmp / "missing")) == (None, None)

@@ -9,7 +9,6 @@ good snapshot instead.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 import re
@@ -25,10 +24,12 @@ from okfast.errors import InvalidArgumentTypeError
 from okfast.paths import (
     directory_key,
     directory_text,
+    first_link,
     is_absolute_spelling,
     is_within,
     join_lexically,
     path_text,
+    reached,
 )
 
 ROOT_KEYS = frozenset({"version", "sources", "settings"})
@@ -149,54 +150,13 @@ def _resolve(
     return Path(full), None
 
 
-def first_link(root: str, full: str) -> str | None:
-    """Why ``full`` is not a source directory when a symbolic link lies
-    between the root (which may itself be one) and it (§4.2), the deepest
-    first; ``None`` when none does."""
-    cur = full
-    while cur != root and len(cur) > len(root):
-        if os.path.islink(cur):
-            return f"{cur} is a symbolic link; okfast does not follow links in source paths"
-        cur = os.path.dirname(cur)
-    return None
-
-
-def _reached(root: str, full: str) -> tuple[str | None, tuple[int, int] | None]:
-    """``full`` opened from ``root`` one directory at a time, no link
-    followed: ``(None, (device, inode))``; a link met on the way (put there
-    since :func:`first_link` looked) refuses it; any other failure is left
-    to the load to report."""
-    if not hasattr(os, "O_NOFOLLOW") or os.open not in os.supports_dir_fd:
-        return None, None
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return None, None
-    try:
-        for part in os.path.relpath(full, root).split(os.sep):
-            fd, parent = os.open(part, flags, dir_fd=fd), fd
-            os.close(parent)
-        st = os.fstat(fd)
-        return None, (st.st_dev, st.st_ino)
-    except OSError as e:
-        if e.errno in (errno.ELOOP, errno.ENOTDIR):
-            return (
-                f"{full}: a symbolic link on its path; okfast does not follow links in source paths",
-                None,
-            )
-        return None, None
-    finally:
-        os.close(fd)
-
-
 def link_on_path(root: str | None, source: Source) -> tuple[str | None, tuple[int, int] | None]:
     """:meth:`Catalog.link_on_path` from the catalog root ``root``."""
     if root is None or source.directory is None:
         return None, None
     full = str(source.directory)
     why = first_link(root, full)
-    return (why, None) if why is not None else _reached(root, full)
+    return (why, None) if why is not None else reached(root, full)
 
 
 @dataclass(frozen=True)
@@ -468,6 +428,9 @@ class Catalog:
     #: checked again for links before each load (docs/spec.md §5.10);
     #: ``None`` for a catalog made from its sources directly.
     _resolved_root: str | None = field(default=None, repr=False)
+    _by_id: tuple[tuple[Source, ...], dict[str, Source]] = field(
+        default=((), {}), repr=False, compare=False
+    )
 
     @classmethod
     def load(
@@ -523,7 +486,14 @@ class Catalog:
             return self.sources, self.generation
 
     def source(self, source_id: str) -> Source | None:
-        return next((s for s in self.sources if s.id == source_id), None)
+        # One lookup, not a scan (MCP's list_sources asks once per source); the
+        # map follows `sources` when a reload or a caller replaces them.
+        sources, by_id = self._by_id
+        if sources is not self.sources:
+            sources = self.sources
+            by_id = {s.id: s for s in reversed(sources)}  # the first of an id wins
+            self._by_id = (sources, by_id)
+        return by_id.get(source_id)
 
     def reload(self) -> ReloadResult:
         """Read the file again. On success the sources are replaced and the

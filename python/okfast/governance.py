@@ -277,21 +277,30 @@ class Governed:
     diagnostics: list[Diagnostic]
 
 
+def by_source(src: npt.NDArray[np.uint32], count: int) -> list[npt.NDArray[np.intp]]:
+    """The indices of each source's passages (source ``k`` is ``src == k``),
+    ascending, from one stable sort: a scan of every passage per source cost
+    sources × passages."""
+    order = np.argsort(src, kind="stable")
+    bounds = np.searchsorted(src[order], np.arange(count + 1)).tolist()
+    return [order[bounds[k] : bounds[k + 1]] for k in range(count)]
+
+
 def ranks(
     searched: Sequence[SourceSnapshot],
     decls: Sequence[Declarations],
-    src: npt.NDArray[np.uint32],
+    groups: Sequence[npt.NDArray[np.intp]],
     pos: npt.NDArray[np.int32],
 ) -> npt.NDArray[np.uint8]:
-    """Each passage's authority rank, with its source's default applied."""
+    """Each passage's authority rank, with its source's default applied;
+    ``groups`` as :func:`by_source` gives them."""
     out = np.empty(len(pos), np.uint8)
-    for k, (entry, d) in enumerate(zip(searched, decls, strict=True)):
-        m = src == k
-        if not m.any():
+    for entry, d, idx in zip(searched, decls, groups, strict=True):
+        if not len(idx):
             continue
-        r = d.auth[pos[m]]
+        r = d.auth[pos[idx]]
         r[r == ABSENT] = authority_rank(entry.source.authority)
-        out[m] = r
+        out[idx] = r
     return out
 
 
@@ -309,7 +318,8 @@ def govern(
     decls = [declarations(e.bundle) for e in searched]
     if min_authority is None and all(d.empty and not d.any_unknown for d in decls):
         return g  # nothing declared anywhere: the common case costs this much
-    rank = ranks(searched, decls, src, pos)
+    groups = by_source(src, len(searched))
+    rank = ranks(searched, decls, groups, pos)
     any_unknown = any(d.any_unknown for d in decls)
     unknown = np.flatnonzero(rank == UNKNOWN) if any_unknown else np.zeros(0, np.intp)
     for i in unknown.tolist():
@@ -321,7 +331,7 @@ def govern(
         if d.empty:
             continue
         ids = entry.bundle.concept_ids
-        idx = np.flatnonzero(src == k)
+        idx = groups[k]
         here = set(pos[idx].tolist())
         for b in d.broken:
             if b[0] in here:
@@ -354,7 +364,7 @@ def govern(
             )
     for k, (entry, d) in enumerate(zip(searched, decls, strict=True)):
         if d.conflicts:
-            _conflicts(g, entry, d, np.flatnonzero((src == k) & g.keep), pos, rank)
+            _conflicts(g, entry, d, groups[k][g.keep[groups[k]]], pos, rank)
     return g
 
 
@@ -429,8 +439,7 @@ def pin_order(
     (in the new order). The identity when nothing is pinned."""
     title_key, id_key = pin_keys(text)
     pinned = np.zeros(len(pos), np.bool_)
-    for k, entry in enumerate(searched):
-        m = np.flatnonzero(src == k)
+    for entry, m in zip(searched, by_source(src, len(searched)), strict=True):
         if len(m):
             pinned[m] = entry.bundle.pinned(pos[m], title_key, id_key)
     perm = np.concatenate([np.flatnonzero(pinned), np.flatnonzero(~pinned)])

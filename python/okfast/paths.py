@@ -10,6 +10,7 @@ be tested on any machine.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import re
 import sys
@@ -190,3 +191,44 @@ def catalog_options(parser: argparse.ArgumentParser, help: str = "catalog.json")
         metavar="DIR",
         help="the directory every source must be in (default: the catalog's own)",
     )
+
+
+def first_link(root: str, full: str) -> str | None:
+    """Why ``full`` is not a source directory when a symbolic link lies
+    between the root (which may itself be one) and it (docs/spec.md §4.2), the deepest
+    first; ``None`` when none does."""
+    cur = full
+    while cur != root and len(cur) > len(root):
+        if os.path.islink(cur):
+            return f"{cur} is a symbolic link; okfast does not follow links in source paths"
+        cur = os.path.dirname(cur)
+    return None
+
+
+def reached(root: str, full: str) -> tuple[str | None, tuple[int, int] | None]:
+    """``full`` opened from ``root`` one directory at a time, no link
+    followed: ``(None, (device, inode))``; a link met on the way (put there
+    since :func:`first_link` looked) refuses it; any other failure is left
+    to the load to report."""
+    if not hasattr(os, "O_NOFOLLOW") or os.open not in os.supports_dir_fd:
+        return None, None
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return None, None
+    try:
+        for part in os.path.relpath(full, root).split(os.sep):
+            fd, parent = os.open(part, flags, dir_fd=fd), fd
+            os.close(parent)
+        st = os.fstat(fd)
+        return None, (st.st_dev, st.st_ino)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR):
+            return (
+                f"{full}: a symbolic link on its path; okfast does not follow links in source paths",
+                None,
+            )
+        return None, None
+    finally:
+        os.close(fd)

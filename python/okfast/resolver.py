@@ -559,7 +559,7 @@ class Resolver:
                 f"source must be a Source or a source id, got {type(source).__name__}"
             )
         if isinstance(source, str):
-            found = next((s for s in self.catalog.sources if s.id == source), None)
+            found = self.catalog.source(source)
             if found is None:
                 raise InvalidArgumentError(f"no source {source!r} in the catalog")
             source = found
