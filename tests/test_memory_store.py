@@ -507,6 +507,49 @@ def test_what_a_killed_delete_left_aside_is_removed(tmp_path: Path, then: str) -
     assert not working.exists()
 
 
+def test_a_parent_with_nothing_aside_is_listed_again_only_once_it_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/spec.md §6.3: a write beside a killed delete's leftover removes it,
+    but a parent whose times have not moved since a look found nothing aside
+    is not listed again (a tenant of many users listed at every write)."""
+    from okfast.memory import files
+
+    store = make_store(tmp_path)
+    alice, bob = Scope("A", "alice"), Scope("A", "bob")
+    assert store.write(alice, entry("one"), Tier.USER).written
+    parent = (tmp_path / "user" / memory_path(Tier.USER, alice)).parent
+    listed: list[int] = []
+    scandir = os.scandir
+
+    def counted(fd: Any) -> Any:
+        listed.append(os.fstat(fd).st_ino)
+        return scandir(fd)
+
+    monkeypatch.setattr(files.os, "scandir", counted)
+    ino = parent.stat().st_ino
+    # Changed within the last 2 s: listed at every write.
+    assert store.write(alice, entry("two"), Tier.USER).written
+    assert store.write(alice, entry("three"), Tier.USER).written
+    assert listed.count(ino) == 2
+    old = parent.stat().st_mtime - 10
+    os.utime(parent, (old, old))
+    assert store.write(alice, entry("four"), Tier.USER).written  # looks, finds nothing
+    assert store.write(alice, entry("five"), Tier.USER).written  # nothing moved
+    assert listed.count(ino) == 3
+    assert store.write(bob, entry("six"), Tier.USER).written  # makes bob's directory
+    assert store.write(bob, entry("seven"), Tier.USER).written
+    assert listed.count(ino) == 5
+    os.utime(parent, (old, old))
+    assert store.write(alice, entry("eight"), Tier.USER).written
+    assert store.write(alice, entry("nine"), Tier.USER).written
+    assert listed.count(ino) == 6
+    killed, _ = _left_aside(parent, locked=False)
+    os.utime(parent, (old + 1, old + 1))  # settled still, but moved
+    assert store.write(alice, entry("ten"), Tier.USER).written
+    assert not killed.exists() and listed.count(ino) == 7
+
+
 def test_a_lock_of_a_removed_directory_is_not_taken(tmp_path: Path) -> None:
     """A delete removed the directory while its lock was awaited: the caller
     starts again rather than failing on the lock file (docs/spec.md §6.3)."""
