@@ -26,7 +26,7 @@ from okfast.bundle import Bundle
 from okfast.catalog import AUTHORITIES, Catalog, CatalogError
 from okfast.errors import InvalidArgumentError, OkfastError
 from okfast.integrations import mcp_cli
-from okfast.integrations.records import explanation_record
+from okfast.integrations.records import ExplanationRecord, explanation_record
 from okfast.memory import cli as memory_cli
 from okfast.model import Diagnostic, Explanation, Passage
 from okfast.numerals import ascii_float, ascii_int
@@ -346,10 +346,10 @@ def _print_diags(heading: str, diags: list[Diagnostic]) -> None:
         print(one_line("  " + " ".join(x for x in parts if x)))
 
 
-def _explanation_json(p: Passage) -> dict[str, Any] | None:
+def _explanation_json(p: Passage) -> ExplanationRecord | None:
     x = p.explanation
     # The same record the MCP server returns (docs/spec.md §10.2, §11).
-    return None if x is None else dict(explanation_record(x))
+    return None if x is None else explanation_record(x)
 
 
 def _explanation_text(x: Explanation) -> str:

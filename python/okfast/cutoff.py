@@ -48,17 +48,23 @@ def settled(
     when the last passage kept (``kept`` indexes the ordered passages,
     ``kept_score`` are the kept passages' scores) precedes that one without
     tying them, or when ``min_score`` drops them all."""
-    # Each source's last ordered passage (-1: none), in one pass: one scan
-    # of the ordered passages per cut source grew with sources × passages.
-    # (`beyond` may name fewer sources than were ordered: a remote search's.)
+    cut = [
+        (k, best)
+        for k, best in enumerate(beyond)
+        if best is not None and (q.min_score is None or best >= q.min_score)
+    ]
+    if not cut:
+        return True
+    if q.limit is None or len(kept) < q.limit:
+        return False
+    # Each source's last ordered passage (-1: none), in one pass, and only
+    # when some list was cut: one scan of the ordered passages per cut source
+    # grew with sources × passages. (`beyond` may name fewer sources than
+    # were ordered: a remote search's.)
     size = max(len(beyond), int(ordered_src.max(initial=0)) + 1)
     last = np.full(size, -1, np.int64)
     np.maximum.at(last, ordered_src, np.arange(len(ordered_src)))
-    for k, best in enumerate(beyond):
-        if best is None or (q.min_score is not None and best < q.min_score):
-            continue
-        if q.limit is None or len(kept) < q.limit:
-            return False
+    for k, best in cut:
         if last[k] < 0 or int(kept[-1]) > int(last[k]):
             return False
         if float(kept_score[-1]) == best:
